@@ -1,0 +1,226 @@
+/**
+ * End-to-end benchmark of the embedded backend through the real server process and real HTTP.
+ *
+ *   node --import tsx bench/vectors.bench.ts --n 100000 [--dim 384] [--queries 200] [--keep]
+ *
+ * Reports: ingest (acknowledged vectors/s; seconds until all are in the ANN index), search QPS
+ * and p50/p99 at concurrency 1 and 16 for vector queries with initial_top_k 100 and with the
+ * default (exact), recall@10 of the ANN path against exact, text queries, the exact path against
+ * a plain float32 scan in this process, time to serve after a restart, and the server's RssAnon.
+ * Figures are printed as markdown; docs/PERFORMANCE.md records them with this command.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { startServer, type RunningServer } from '../test/server.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    n: { type: 'string', default: '100000' },
+    dim: { type: 'string', default: '384' },
+    queries: { type: 'string', default: '200' },
+    batch: { type: 'string', default: '1000' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+const N = Number(args.n);
+const DIM = Number(args.dim);
+const QUERIES = Number(args.queries);
+const BATCH = Number(args.batch);
+const KEY = 'bench-admin-key-0123456789abcdef';
+const KS = 'default_keyspace';
+const TABLE = 'bench';
+
+/** Deterministic clustered unit vectors (embeddings cluster; uniform noise would flatter nothing). */
+function makeVectors(start: number, count: number, dim: number, centres: Float32Array[]): Float32Array[] {
+  const out: Float32Array[] = [];
+  for (let i = start; i < start + count; i++) {
+    let s = (i * 2654435761) >>> 0 || 1;
+    const c = centres[i % centres.length];
+    const v = new Float32Array(dim);
+    let norm = 0;
+    for (let d = 0; d < dim; d++) {
+      s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+      v[d] = c[d] + ((s / 2 ** 32) - 0.5) * 0.6;
+      norm += v[d] * v[d];
+    }
+    norm = Math.sqrt(norm);
+    for (let d = 0; d < dim; d++) v[d] /= norm;
+    out.push(v);
+  }
+  return out;
+}
+
+function makeCentres(k: number, dim: number): Float32Array[] {
+  let s = 12345;
+  return Array.from({ length: k }, () => {
+    const c = new Float32Array(dim);
+    for (let d = 0; d < dim; d++) {
+      s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+      c[d] = (s / 2 ** 32) - 0.5;
+    }
+    return c;
+  });
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+async function load(server: RunningServer, centres: Float32Array[]) {
+  const concurrency = 2;
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < N) {
+        const start = next;
+        const count = Math.min(BATCH, N - start);
+        next += count;
+        const vectors = makeVectors(start, count, DIM, centres).map((v, i) => ({ key: `v${start + i}`, vector: Array.from(v), metadata: { i: start + i } }));
+        const res = await server.call('POST', '/v1/vector/batch', { keyspace: KS, table: TABLE, vectors });
+        if (res.status !== 200) throw new Error(`batch at ${start}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+      }
+    }),
+  );
+  const ackSeconds = (performance.now() - t0) / 1000;
+  // Wait for the ANN index to cover every row.
+  for (;;) {
+    const list = await server.call('GET', '/v1/keyspaces/list');
+    const t = list.body.keyspaces.find((k: { keyspace: string }) => k.keyspace === KS).tables.find((x: { table: string }) => x.table === TABLE);
+    if (t.indexed_rows === undefined || t.indexed_rows >= N) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const indexedSeconds = (performance.now() - t0) / 1000;
+  return { ackSeconds, indexedSeconds };
+}
+
+async function runQueries(server: RunningServer, bodies: object[], concurrency: number) {
+  const lat: number[] = [];
+  const results: any[] = new Array(bodies.length);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < bodies.length) {
+        const i = next++;
+        const s = performance.now();
+        const res = await server.call('POST', '/v1/search/', bodies[i]);
+        lat.push(performance.now() - s);
+        if (res.status !== 200) throw new Error(`search: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+        results[i] = res.body.matches;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  return { qps: bodies.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), results };
+}
+
+function plainScanMs(vectors: Float32Array, queries: Float32Array[], dim: number): number {
+  // The yardstick: one pass of float32 dot products and a top-10 selection, in this process.
+  const t0 = performance.now();
+  for (const q of queries) {
+    const best = new Float64Array(10).fill(-Infinity);
+    for (let r = 0, off = 0; off < vectors.length; r++, off += dim) {
+      let dot = 0;
+      for (let d = 0; d < dim; d++) dot += vectors[off + d] * q[d];
+      if (dot > best[9]) {
+        let j = 9;
+        while (j > 0 && best[j - 1] < dot) { best[j] = best[j - 1]; j--; }
+        best[j] = dot;
+      }
+    }
+  }
+  return (performance.now() - t0) / queries.length;
+}
+
+async function rssAnonMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const m = /RssAnon:\s+(\d+) kB/.exec(status);
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+async function main() {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-bench-'));
+  const env = { VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' };
+  const rows: string[] = [];
+  const row = (what: string, value: string) => {
+    rows.push(`| ${what} | ${value} |`);
+    console.error(`${what}: ${value}`);
+  };
+  let server = await startServer(env, 120_000);
+  try {
+    const centres = makeCentres(64, DIM);
+    let res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+
+    const ingest = await load(server, centres);
+    row('ingest, acknowledged', `${Math.round(N / ingest.ackSeconds).toLocaleString('en')} vectors/s (${ingest.ackSeconds.toFixed(1)} s)`);
+    row('ingest, until all indexed', `${ingest.indexedSeconds.toFixed(1)} s`);
+    row('server RssAnon after ingest', `${(await rssAnonMb(server.child.pid!)).toFixed(0)} MB`);
+
+    const qvecs = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
+    const annBodies = qvecs.map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), initial_top_k: 100, final_top_k: 10 }));
+    const exactBodies = qvecs.map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), final_top_k: 10 }));
+
+    await runQueries(server, annBodies.slice(0, 20), 1); // warm-up
+    const ann1 = await runQueries(server, annBodies, 1);
+    const ann16 = await runQueries(server, annBodies, 16);
+    const exactCount = Math.min(QUERIES, N >= 500_000 ? 30 : 100);
+    const exact1 = await runQueries(server, exactBodies.slice(0, exactCount), 1);
+    const exact16 = await runQueries(server, exactBodies.slice(0, exactCount), 16);
+    let hit = 0;
+    for (let i = 0; i < exactCount; i++) {
+      const truth = new Set(exact1.results[i].map((m: { key: string }) => m.key));
+      hit += ann1.results[i].filter((m: { key: string }) => truth.has(m.key)).length;
+    }
+    const recall = hit / (exactCount * 10);
+    const fmt = (r: { qps: number; p50: number; p99: number }) => `${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`;
+    row('vector search, initial_top_k 100, concurrency 1', fmt(ann1));
+    row('vector search, initial_top_k 100, concurrency 16', fmt(ann16));
+    row('recall@10, initial_top_k 100 vs exact', recall.toFixed(4));
+    row('vector search, default initial_top_k (exact), concurrency 1', fmt(exact1));
+    row('vector search, default initial_top_k (exact), concurrency 16', fmt(exact16));
+
+    // Plain float32 scan of the same vectors, single thread, in this process.
+    const flat = new Float32Array(N * DIM);
+    for (let start = 0; start < N; start += 10_000) {
+      makeVectors(start, Math.min(10_000, N - start), DIM, centres).forEach((v, i) => flat.set(v, (start + i) * DIM));
+    }
+    const scanMs = plainScanMs(flat, qvecs.slice(0, Math.min(10, exactCount)), DIM);
+    row('plain float32 scan (JS, one thread, top-10)', `${scanMs.toFixed(1)} ms per query; exact search p50 / scan = ${(exact1.p50 / scanMs).toFixed(2)}`);
+
+    const texts = ['what is a vector database', 'cheap flights to lisbon', 'how to bake sourdough bread', 'kitten sleeping on a couch', 'rust borrow checker error'];
+    const textBodies = Array.from({ length: 100 }, (_, i) => ({ keyspace: KS, table: TABLE, query: `${texts[i % texts.length]} ${i}`, initial_top_k: 100, final_top_k: 10 }));
+    // The bench table holds synthetic 384-d vectors, so text queries are valid (same dimension) though meaningless.
+    if (DIM === 384) {
+      const text1 = await runQueries(server, textBodies, 1);
+      row('text search (short query, uncached), initial_top_k 100, concurrency 1', fmt(text1));
+      const text16 = await runQueries(server, textBodies.map((b) => ({ ...b, query: `${b.query} again` })), 16);
+      row('text search (short query, uncached), initial_top_k 100, concurrency 16', fmt(text16));
+    }
+
+    // Restart: graceful stop (indexes saved), then time to a healthy server.
+    await server.kill('SIGTERM');
+    const t0 = performance.now();
+    server = await startServer(env, 300_000);
+    row('ready to serve after restart (spawn to healthcheck 200)', `${((performance.now() - t0) / 1000).toFixed(2)} s`);
+    row('server RssAnon after restart', `${(await rssAnonMb(server.child.pid!)).toFixed(0)} MB`);
+    const after = await runQueries(server, annBodies.slice(0, 50), 1);
+    row('vector search after restart, initial_top_k 100, concurrency 1', fmt(after));
+  } finally {
+    await server.kill('SIGTERM');
+    if (!args.keep) await rm(dataDir, { recursive: true, force: true });
+  }
+  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, ${os.cpus().length} cores (${os.cpus()[0]?.model}), node ${process.version}\n`);
+  console.log('| measure | figure |\n|---|---|');
+  console.log(rows.join('\n'));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,172 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Settings are read from the environment exactly once, here, validated, frozen and passed down.
+ * Nothing below the HTTP layer reads process.env.
+ */
+
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const DEFAULT_MODEL = 'all-MiniLM-L6-v2';
+
+export interface Limits {
+  /** Largest JSON body in bytes. */
+  readonly bodyBytes: number;
+  /** Largest uploaded file in bytes. */
+  readonly uploadBytes: number;
+  /** Most items in one batch write. */
+  readonly batchItems: number;
+  readonly maxDimension: number;
+  readonly maxFinalTopK: number;
+  readonly maxInitialTopK: number;
+  /** Longest query text in bytes (UTF-8). */
+  readonly queryBytes: number;
+  /** Longest text to embed for a vector row, in bytes. */
+  readonly textBytes: number;
+  /** Longest vector key in bytes (UTF-8). */
+  readonly keyBytes: number;
+  /** Largest metadata object, serialised, in bytes. */
+  readonly metadataBytes: number;
+  /** Most inputs in one OpenAI-style embeddings call. */
+  readonly embeddingInputs: number;
+}
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  /** A directory holding one folder per model (e.g. `<modelDir>/all-MiniLM-L6-v2`). */
+  readonly modelDir: string;
+  readonly defaultModel: string;
+  readonly defaultKeyspace: string;
+  readonly defaultTable: string;
+  readonly adminKey: string | undefined;
+  readonly storage: 'embedded' | 'cassandra';
+  readonly cassandra: {
+    readonly contactPoints: readonly string[];
+    readonly localDc: string;
+    readonly replication: string;
+  };
+  readonly stripeWebhookSecret: string | undefined;
+  readonly dockerHost: string | undefined;
+  readonly chat: { readonly url: string | undefined; readonly model: string | undefined };
+  readonly logLevel: string;
+  readonly limits: Limits;
+  /** Embedding micro-batching: most texts per model call, and how long to wait to fill one. */
+  readonly embedding: { readonly maxBatch: number; readonly batchWindowMs: number; readonly cacheEntries: number };
+  /** ANN index upkeep: save after this many changes or this many ms, whichever comes first. */
+  readonly index: { readonly saveEveryChanges: number; readonly saveEveryMs: number; readonly exactBelowRows: number };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const MiB = 1024 * 1024;
+
+export const DEFAULT_LIMITS: Limits = Object.freeze({
+  bodyBytes: 32 * MiB,
+  uploadBytes: 64 * MiB,
+  batchItems: 1000,
+  maxDimension: 4096,
+  maxFinalTopK: 1000,
+  maxInitialTopK: 1_000_000,
+  queryBytes: 8 * 1024,
+  textBytes: 64 * 1024,
+  keyBytes: 512,
+  metadataBytes: 64 * 1024,
+  embeddingInputs: 2048,
+});
+
+type Env = Record<string, string | undefined>;
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object') {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}
+
+/**
+ * Builds the configuration from an environment map (process.env in production, a literal in
+ * tests). `overrides` lets tests and the CLI set values without touching the environment.
+ * Every problem is reported at once so an operator fixes them in one go.
+ */
+export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limits'>> & { limits?: Partial<Limits> } = {}): Config {
+  const problems: string[] = [];
+
+  const int = (name: string, def: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return def;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return def;
+    }
+    return n;
+  };
+  const str = (name: string): string | undefined => {
+    const v = env[name];
+    return v === undefined || v === '' ? undefined : v;
+  };
+
+  const storage = str('VSS_STORAGE') ?? 'embedded';
+  if (storage !== 'embedded' && storage !== 'cassandra') problems.push(`VSS_STORAGE must be "embedded" or "cassandra" (got "${storage}")`);
+
+  const adminKey = str('VSS_ADMIN_KEY');
+  if (adminKey !== undefined && adminKey.length < 16) problems.push('VSS_ADMIN_KEY must be at least 16 characters');
+
+  const logLevel = str('VSS_LOG_LEVEL') ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    problems.push(`VSS_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "${logLevel}")`);
+  }
+
+  const limits: Limits = {
+    ...DEFAULT_LIMITS,
+    bodyBytes: int('VSS_MAX_BODY_BYTES', DEFAULT_LIMITS.bodyBytes, 1024, 1024 * MiB),
+    uploadBytes: int('VSS_MAX_UPLOAD_BYTES', DEFAULT_LIMITS.uploadBytes, 1024, 4096 * MiB),
+    batchItems: int('VSS_MAX_BATCH_ITEMS', DEFAULT_LIMITS.batchItems, 1, 100_000),
+    ...overrides.limits,
+  };
+  const { limits: _ignored, ...rest } = overrides;
+
+  const config: Config = {
+    host: str('VSS_HOST') ?? '127.0.0.1',
+    port: int('VSS_PORT', 8080, 0, 65535),
+    dataDir: path.resolve(str('VSS_DATA_DIR') ?? './data'),
+    modelDir: path.resolve(str('VSS_MODEL_DIR') ?? path.join(PROJECT_ROOT, 'models')),
+    defaultModel: DEFAULT_MODEL,
+    defaultKeyspace: 'default_keyspace',
+    defaultTable: 'vector',
+    adminKey,
+    storage: storage as Config['storage'],
+    cassandra: {
+      contactPoints: (str('VSS_CASSANDRA_CONTACT_POINTS') ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean),
+      localDc: str('VSS_CASSANDRA_LOCAL_DC') ?? 'datacenter1',
+      replication: str('VSS_CASSANDRA_REPLICATION') ?? "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+    },
+    stripeWebhookSecret: str('STRIPE_WEBHOOK_SECRET'),
+    dockerHost: str('DOCKER_HOST'),
+    chat: { url: str('VSS_CHAT_URL'), model: str('VSS_CHAT_MODEL') },
+    logLevel,
+    limits,
+    embedding: {
+      maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
+      batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 2, 0, 1000),
+      cacheEntries: int('VSS_EMBED_CACHE_ENTRIES', 2048, 0, 1_000_000),
+    },
+    index: {
+      saveEveryChanges: int('VSS_INDEX_SAVE_EVERY_CHANGES', 50_000, 1, 100_000_000),
+      saveEveryMs: int('VSS_INDEX_SAVE_EVERY_MS', 60_000, 100, 86_400_000),
+      exactBelowRows: int('VSS_EXACT_BELOW_ROWS', 10_000, 0, 100_000_000),
+    },
+    ...rest,
+  } as Config;
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return deepFreeze(config);
+}

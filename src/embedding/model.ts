@@ -1,0 +1,339 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { AutoModel, AutoTokenizer, env, Tensor } from '@huggingface/transformers';
+
+/**
+ * A sentence-embedding model: text in, one L2-normalised vector per text out.
+ *
+ * The real implementation (loadModel) reproduces sentence-transformers exactly: word-piece
+ * tokens truncated to `maxTokens` *including* [CLS] and [SEP] (the final [SEP] is kept, unlike
+ * @huggingface/transformers' own truncation), a batch padded to its longest member, mean pooling
+ * over real tokens, L2 normalisation.
+ */
+export interface EmbeddingModel {
+  readonly name: string;
+  readonly dimension: number;
+  /** Most tokens the model sees per text, special tokens included. */
+  readonly maxTokens: number;
+  /** One vector per text (same order) and each text's token count after truncation, specials included. */
+  embed(texts: string[]): Promise<{ vectors: Float32Array[]; tokens: number[] }>;
+  /** Word-piece ids WITHOUT special tokens and without truncation (for chunking). */
+  tokenize(text: string): TokenizedText;
+  /** Tokens the model sees for this text: specials included, after truncation. */
+  countTokens(text: string): number;
+  dispose(): Promise<void>;
+}
+
+export interface TokenizedText {
+  ids: number[];
+  /**
+   * Character offsets [start, end) of each id in the original text, when the tokenizer can tell.
+   * The bundled tokenizer cannot (it normalises before splitting), so this is left out.
+   */
+  offsets?: Array<[number, number]>;
+}
+
+export interface LoadModelOptions {
+  /** ONNX Runtime intra-op threads. Default DEFAULT_THREADS. */
+  threads?: number;
+}
+
+/**
+ * Measured on the 2-core target (bench/embedding.bench.ts): 1 thread serves short queries as
+ * fast as 2 (the threading overhead eats the gain on tiny inputs) and leaves the other core to
+ * the HTTP server and storage; 2 threads only help large batches of long passages.
+ */
+export const DEFAULT_THREADS = 1;
+
+/** Basic facts about a model folder, read without loading the model. */
+export interface ModelInfo {
+  name: string;
+  dir: string;
+  dimension: number;
+  maxTokens: number;
+}
+
+const exists = async (p: string): Promise<boolean> => {
+  try {
+    await stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function readJson(file: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read ${file}: ${(e as Error).message}`, { cause: e });
+  }
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch (e) {
+    throw new Error(`${file} is not valid JSON: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** Reads dimension (config.json hidden_size) and maxTokens (sentence_bert_config.json max_seq_length). */
+export async function readModelInfo(modelDir: string, name: string): Promise<ModelInfo> {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw new Error(`invalid model name "${name}": expected a folder name`);
+  const dir = path.resolve(modelDir, name);
+  if (!(await exists(dir))) throw new Error(`model "${name}" not found: looked for the folder ${dir}`);
+  const config = await readJson(path.join(dir, 'config.json'));
+  const dimension = config.hidden_size;
+  if (typeof dimension !== 'number' || !Number.isInteger(dimension) || dimension < 1) {
+    throw new Error(`${path.join(dir, 'config.json')} has no valid hidden_size`);
+  }
+  const maxPositions = typeof config.max_position_embeddings === 'number' ? config.max_position_embeddings : Infinity;
+  let maxTokens: number;
+  const sbertFile = path.join(dir, 'sentence_bert_config.json');
+  if (await exists(sbertFile)) {
+    const sbert = await readJson(sbertFile);
+    if (typeof sbert.max_seq_length !== 'number' || !Number.isInteger(sbert.max_seq_length) || sbert.max_seq_length < 2) {
+      throw new Error(`${sbertFile} has no valid max_seq_length`);
+    }
+    maxTokens = sbert.max_seq_length;
+  } else {
+    maxTokens = Number.isFinite(maxPositions) ? maxPositions : 512;
+  }
+  return { name, dir, dimension, maxTokens: Math.min(maxTokens, maxPositions) };
+}
+
+async function sha256File(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  await new Promise<void>((resolve, reject) => {
+    const s = createReadStream(file, { highWaterMark: 1 << 20 });
+    s.on('data', (chunk) => hash.update(chunk));
+    s.on('error', reject);
+    s.on('end', resolve);
+  });
+  return hash.digest('hex');
+}
+
+/**
+ * Checks every file listed in `<dir>/SHA256SUMS` (`sha256sum` format). Throws an Error naming the
+ * first missing or mismatching file; a missing or empty SHA256SUMS is an error too.
+ */
+export async function verifyChecksums(dir: string): Promise<void> {
+  const sumsFile = path.join(dir, 'SHA256SUMS');
+  let text: string;
+  try {
+    text = await readFile(sumsFile, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read ${sumsFile}: ${(e as Error).message}`, { cause: e });
+  }
+  const entries: Array<{ hex: string; file: string; rel: string }> = [];
+  for (const [i, raw] of text.split('\n').entries()) {
+    const line = raw.replace(/\r$/, '');
+    if (line.trim() === '' || line.startsWith('#')) continue;
+    const m = /^([0-9a-fA-F]{64}) [ *](.+)$/.exec(line);
+    if (!m) throw new Error(`${sumsFile} line ${i + 1} is not "<sha256>  <file>"`);
+    const rel = m[2];
+    const file = path.resolve(dir, rel);
+    if (path.relative(dir, file).startsWith('..') || path.isAbsolute(path.relative(dir, file))) {
+      throw new Error(`${sumsFile} line ${i + 1} names a file outside the model folder: ${rel}`);
+    }
+    entries.push({ hex: m[1].toLowerCase(), file, rel });
+  }
+  if (entries.length === 0) throw new Error(`${sumsFile} lists no files`);
+  await Promise.all(
+    entries.map(async ({ hex, file, rel }) => {
+      let actual: string;
+      try {
+        actual = await sha256File(file);
+      } catch (e) {
+        throw new Error(`model file ${rel} (${file}) listed in SHA256SUMS cannot be read: ${(e as Error).message}`, { cause: e });
+      }
+      if (actual !== hex) throw new Error(`model file ${rel} (${file}) does not match SHA256SUMS (expected ${hex}, got ${actual})`);
+    }),
+  );
+}
+
+/* transformers.js keeps its settings in one global `env`; loads are serialised so that two
+ * registries with different model folders cannot see each other's localModelPath. */
+let loadChain: Promise<unknown> = Promise.resolve();
+
+/** The two things used from the library: text to ids, and ids to hidden states. */
+interface TokenizerLike {
+  encode(text: string, opts: { add_special_tokens: boolean }): number[];
+  readonly pad_token_id?: number;
+}
+type Forward = (inputs: Record<string, Tensor>) => Promise<Record<string, { data: unknown; dims: readonly number[] } | undefined>>;
+
+/**
+ * Loads `<modelDir>/<name>/` after checking its SHA256SUMS. Throws an Error saying where it looked
+ * if the folder is missing, naming the file if a checksum fails.
+ */
+export async function loadModel(modelDir: string, name: string, opts: LoadModelOptions = {}): Promise<EmbeddingModel> {
+  const run = loadChain.then(() => load(modelDir, name, opts));
+  loadChain = run.catch(() => undefined);
+  return run;
+}
+
+async function load(modelDir: string, name: string, opts: LoadModelOptions): Promise<EmbeddingModel> {
+  const info = await readModelInfo(modelDir, name);
+  await verifyChecksums(info.dir);
+  const threads = opts.threads ?? DEFAULT_THREADS;
+
+  env.localModelPath = path.resolve(modelDir) + path.sep;
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+
+  const tokenizer = await AutoTokenizer.from_pretrained(name, { local_files_only: true });
+  const model = await AutoModel.from_pretrained(name, {
+    dtype: 'fp32',
+    device: 'cpu',
+    local_files_only: true,
+    session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 },
+  });
+  // model(inputs) picks the inputs the ONNX graph declares (a model without token_type_ids is fine).
+  const forward = ((inputs) => model(inputs)) as Forward;
+  return new OnnxEmbeddingModel(info, tokenizer, forward, () => model.dispose());
+}
+
+/**
+ * Works out which ids the tokenizer's post-processor puts before and after a single text
+ * (for BERT: [CLS] and [SEP]) by comparing an encoding with and without special tokens.
+ */
+function specialAffixes(tok: TokenizerLike): { prefix: number[]; suffix: number[] } {
+  const probe = 'hello world';
+  const bare = tok.encode(probe, { add_special_tokens: false });
+  const full = tok.encode(probe, { add_special_tokens: true });
+  for (let p = 0; p + bare.length <= full.length; p++) {
+    if (bare.every((id, i) => full[p + i] === id)) return { prefix: full.slice(0, p), suffix: full.slice(p + bare.length) };
+  }
+  throw new Error('cannot work out the special tokens of this tokenizer');
+}
+
+class OnnxEmbeddingModel implements EmbeddingModel {
+  readonly name: string;
+  readonly dimension: number;
+  readonly maxTokens: number;
+  private readonly prefix: number[];
+  private readonly suffix: number[];
+  /** Word-piece tokens kept per text: maxTokens minus the specials. */
+  private readonly maxBody: number;
+  private readonly padId: bigint;
+  private disposed = false;
+  /** Model calls run one at a time (ONNX Runtime's node binding runs on the JS thread anyway), so the input buffers can be reused. */
+  private chain: Promise<unknown> = Promise.resolve();
+  private ids = new BigInt64Array(0);
+  private mask = new BigInt64Array(0);
+  private types = new BigInt64Array(0);
+
+  constructor(
+    info: ModelInfo,
+    private readonly tok: TokenizerLike,
+    private readonly forward: Forward,
+    private readonly release: () => Promise<unknown>,
+  ) {
+    this.name = info.name;
+    this.dimension = info.dimension;
+    this.maxTokens = info.maxTokens;
+    const { prefix, suffix } = specialAffixes(tok);
+    this.prefix = prefix;
+    this.suffix = suffix;
+    this.maxBody = this.maxTokens - prefix.length - suffix.length;
+    this.padId = BigInt(tok.pad_token_id ?? 0);
+    if (this.maxBody < 0) throw new Error(`model "${this.name}": max_seq_length ${this.maxTokens} leaves no room for text`);
+  }
+
+  tokenize(text: string): TokenizedText {
+    return { ids: this.tok.encode(text, { add_special_tokens: false }) };
+  }
+
+  countTokens(text: string): number {
+    const n = this.tok.encode(text, { add_special_tokens: false }).length;
+    return Math.min(n, this.maxBody) + this.prefix.length + this.suffix.length;
+  }
+
+  embed(texts: string[]): Promise<{ vectors: Float32Array[]; tokens: number[] }> {
+    if (this.disposed) return Promise.reject(new Error(`model "${this.name}" is disposed`));
+    if (texts.length === 0) return Promise.resolve({ vectors: [], tokens: [] });
+    const next = this.chain.then(() => this.run(texts));
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private async run(texts: string[]): Promise<{ vectors: Float32Array[]; tokens: number[] }> {
+    if (this.disposed) throw new Error(`model "${this.name}" is disposed`);
+    const { prefix, suffix, maxBody } = this;
+    // Tokenise without truncation, cut the word pieces, then add [CLS] ... [SEP] ourselves.
+    const bodies = texts.map((t) => {
+      if (typeof t !== 'string') throw new TypeError('embed() takes strings');
+      const ids = this.tok.encode(t, { add_special_tokens: false });
+      return ids.length > maxBody ? ids.slice(0, maxBody) : ids;
+    });
+    const tokens = bodies.map((b) => b.length + prefix.length + suffix.length);
+    let seq = 0;
+    for (const n of tokens) if (n > seq) seq = n;
+    const batch = texts.length;
+    const size = batch * seq;
+
+    if (this.ids.length < size) {
+      const cap = Math.max(size, this.ids.length * 2);
+      this.ids = new BigInt64Array(cap);
+      this.mask = new BigInt64Array(cap);
+      this.types = new BigInt64Array(cap); // stays all zeros
+    }
+    const ids = this.ids.subarray(0, size);
+    const mask = this.mask.subarray(0, size);
+    ids.fill(this.padId); // masked out, so the value only has to be a valid id
+    mask.fill(0n);
+    for (let b = 0; b < batch; b++) {
+      let o = b * seq;
+      for (const id of prefix) ids[o++] = BigInt(id);
+      for (const id of bodies[b]) ids[o++] = BigInt(id);
+      for (const id of suffix) ids[o++] = BigInt(id);
+      mask.fill(1n, b * seq, b * seq + tokens[b]);
+    }
+    const dims = [batch, seq];
+    const out = await this.forward({
+      input_ids: new Tensor('int64', ids, dims),
+      attention_mask: new Tensor('int64', mask, dims),
+      token_type_ids: new Tensor('int64', this.types.subarray(0, size), dims),
+    });
+    const hidden = out.last_hidden_state;
+    if (!hidden || !(hidden.data instanceof Float32Array)) throw new Error(`model "${this.name}" returned no float32 last_hidden_state`);
+    const [ob, os, od] = hidden.dims;
+    if (ob !== batch || os !== seq || od !== this.dimension) {
+      throw new Error(`model "${this.name}" returned shape [${hidden.dims.join(', ')}], expected [${batch}, ${seq}, ${this.dimension}]`);
+    }
+    return { vectors: meanPoolNormalize(hidden.data, batch, seq, this.dimension, tokens), tokens };
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    await this.chain;
+    await this.release();
+  }
+}
+
+/** Mean over each row's first `lengths[b]` positions (right padding), then L2 normalisation. */
+export function meanPoolNormalize(data: Float32Array, batch: number, seq: number, dim: number, lengths: number[]): Float32Array[] {
+  const out: Float32Array[] = [];
+  const acc = new Float64Array(dim);
+  for (let b = 0; b < batch; b++) {
+    acc.fill(0);
+    const n = lengths[b];
+    let base = b * seq * dim;
+    for (let t = 0; t < n; t++, base += dim) {
+      for (let d = 0; d < dim; d++) acc[d] += data[base + d];
+    }
+    let norm = 0;
+    for (let d = 0; d < dim; d++) {
+      acc[d] /= Math.max(n, 1e-9);
+      norm += acc[d] * acc[d];
+    }
+    const scale = 1 / Math.max(Math.sqrt(norm), 1e-12);
+    const v = new Float32Array(dim);
+    for (let d = 0; d < dim; d++) v[d] = acc[d] * scale;
+    out.push(v);
+  }
+  return out;
+}

@@ -1,0 +1,204 @@
+import { readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Config } from '../config/config.ts';
+import { ServiceError } from '../errors.ts';
+import { Embedder, type EmbedderOptions } from './embedder.ts';
+import { loadModel, readModelInfo, type EmbeddingModel, type LoadModelOptions } from './model.ts';
+
+export interface ModelRegistryOptions extends Pick<Config, 'modelDir' | 'defaultModel'> {
+  readonly embedding: EmbedderOptions;
+  /** ONNX Runtime threads per model (default: see model.ts DEFAULT_THREADS). */
+  readonly threads?: number;
+  /** How to load a model; tests may replace it. Default: loadModel. */
+  readonly load?: (modelDir: string, name: string, opts: LoadModelOptions) => Promise<EmbeddingModel>;
+}
+
+export interface ModelListing {
+  name: string;
+  dimension: number;
+  maxTokens: number;
+  ready: boolean;
+}
+
+type Slot =
+  | { state: 'idle'; dimension: number; maxTokens: number }
+  | { state: 'loading'; dimension: number; maxTokens: number; promise: Promise<void> }
+  | { state: 'ready'; dimension: number; maxTokens: number; embedder: Embedder }
+  | { state: 'failed'; dimension: number; maxTokens: number; error: Error };
+
+const DEFAULT_EMBEDDING: EmbedderOptions = { maxBatch: 32, batchWindowMs: 2, cacheEntries: 2048 };
+
+const isFile = async (p: string): Promise<boolean> => {
+  try {
+    return (await stat(p)).isFile();
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The embedding models the service knows: the default model (loaded by start()) and every other
+ * folder in modelDir with onnx/model.onnx and SHA256SUMS (loaded in the background after the
+ * default, or on first use). get() never waits: a model still loading is `not_ready`.
+ */
+export class ModelRegistry {
+  private readonly opts: ModelRegistryOptions;
+  private readonly slots = new Map<string, Slot>();
+  private readonly defaultName: string;
+  private closed = false;
+  private started: Promise<void> | undefined;
+
+  constructor(opts: ModelRegistryOptions) {
+    this.opts = opts;
+    this.defaultName = opts.defaultModel;
+  }
+
+  /** A registry over already-loaded models (the first is the default), for tests and embedding fakes. */
+  static fromModels(
+    models: EmbeddingModel[],
+    opts: { defaultModel?: string; embedding?: EmbedderOptions } = {},
+  ): ModelRegistry {
+    if (models.length === 0) throw new Error('fromModels needs at least one model');
+    const embedding = opts.embedding ?? DEFAULT_EMBEDDING;
+    const reg = new ModelRegistry({ modelDir: '', defaultModel: opts.defaultModel ?? models[0].name, embedding });
+    for (const m of models) {
+      if (reg.slots.has(m.name)) throw new Error(`two models named "${m.name}"`);
+      reg.slots.set(m.name, { state: 'ready', dimension: m.dimension, maxTokens: m.maxTokens, embedder: new Embedder(m, embedding) });
+    }
+    if (!reg.slots.has(reg.defaultName)) throw new Error(`default model "${reg.defaultName}" is not among the given models`);
+    reg.started = Promise.resolve();
+    return reg;
+  }
+
+  /**
+   * Finds the models in modelDir and loads the default one (rejects if it cannot); the others
+   * load one after another in the background.
+   */
+  start(): Promise<void> {
+    this.started ??= this.doStart();
+    return this.started;
+  }
+
+  private async doStart(): Promise<void> {
+    const { modelDir } = this.opts;
+    // The default model must exist; readModelInfo says where it looked if not.
+    const def = await readModelInfo(modelDir, this.defaultName);
+    this.slots.set(this.defaultName, { state: 'idle', dimension: def.dimension, maxTokens: def.maxTokens });
+    let entries: string[] = [];
+    try {
+      entries = (await readdir(modelDir, { withFileTypes: true })).filter((d) => d.isDirectory() || d.isSymbolicLink()).map((d) => d.name);
+    } catch {
+      // readModelInfo above succeeded, so this is unlikely; the default model alone is fine.
+    }
+    for (const name of entries.sort()) {
+      if (name === this.defaultName || name.startsWith('.')) continue;
+      const dir = path.join(modelDir, name);
+      if (!(await isFile(path.join(dir, 'onnx', 'model.onnx'))) || !(await isFile(path.join(dir, 'SHA256SUMS')))) continue;
+      try {
+        const info = await readModelInfo(modelDir, name);
+        this.slots.set(name, { state: 'idle', dimension: info.dimension, maxTokens: info.maxTokens });
+      } catch {
+        // Not a usable model folder (no config.json etc.): not offered.
+      }
+    }
+    await this.ensureLoading(this.defaultName);
+    const slot = this.slots.get(this.defaultName)!;
+    if (slot.state === 'failed') throw slot.error;
+    // Others in the background, one at a time, so they do not compete with requests for the CPU.
+    void (async () => {
+      for (const name of this.slots.keys()) {
+        if (this.closed) return;
+        await this.ensureLoading(name);
+      }
+    })();
+  }
+
+  /** Starts loading `name` if idle; resolves when it is ready or failed. */
+  private ensureLoading(name: string): Promise<void> {
+    const slot = this.slots.get(name);
+    if (!slot) return Promise.resolve();
+    if (slot.state === 'loading') return slot.promise;
+    if (slot.state !== 'idle' || this.closed) return Promise.resolve();
+    const load = this.opts.load ?? loadModel;
+    const promise = (async () => {
+      try {
+        const model = await load(this.opts.modelDir, name, this.opts.threads === undefined ? {} : { threads: this.opts.threads });
+        if (this.closed) {
+          await model.dispose();
+          return;
+        }
+        this.slots.set(name, { state: 'ready', dimension: model.dimension, maxTokens: model.maxTokens, embedder: new Embedder(model, this.opts.embedding) });
+      } catch (e) {
+        const error = e instanceof Error ? e : new Error(String(e));
+        this.slots.set(name, { state: 'failed', dimension: slot.dimension, maxTokens: slot.maxTokens, error });
+      }
+    })();
+    this.slots.set(name, { state: 'loading', dimension: slot.dimension, maxTokens: slot.maxTokens, promise });
+    return promise;
+  }
+
+  /** The default model is loaded. */
+  ready(): boolean {
+    return this.slots.get(this.defaultName)?.state === 'ready' && !this.closed;
+  }
+
+  get defaultModel(): string {
+    return this.defaultName;
+  }
+
+  names(): string[] {
+    return [...this.slots.keys()];
+  }
+
+  private slot(name: string | undefined): [string, Slot] {
+    const n = name ?? this.defaultName;
+    const slot = this.slots.get(n);
+    if (!slot) {
+      if (n === this.defaultName) throw new ServiceError('not_ready', `model ${n} is loading`);
+      throw new ServiceError('unknown_model', `unknown model "${n}"`, { extra: { valid: this.names() } });
+    }
+    return [n, slot];
+  }
+
+  /** The embedder for `name` (default model if omitted). Throws unknown_model or not_ready. */
+  get(name?: string): Embedder {
+    const [n, slot] = this.slot(name);
+    if (this.closed) throw new ServiceError('not_ready', `model ${n} is shut down`);
+    switch (slot.state) {
+      case 'ready':
+        return slot.embedder;
+      case 'idle':
+        void this.ensureLoading(n);
+        throw new ServiceError('not_ready', `model ${n} is loading`);
+      case 'loading':
+        throw new ServiceError('not_ready', `model ${n} is loading`);
+      case 'failed':
+        throw new ServiceError('internal', `model ${n} failed to load`, { cause: slot.error });
+    }
+  }
+
+  /** The vector dimension of `name` (default model if omitted), known before the model loads. */
+  dimension(name?: string): number {
+    return this.slot(name)[1].dimension;
+  }
+
+  list(): ModelListing[] {
+    return [...this.slots].map(([name, s]) => ({ name, dimension: s.dimension, maxTokens: s.maxTokens, ready: s.state === 'ready' && !this.closed }));
+  }
+
+  /** Finishes queued embeddings, then releases every model. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(
+      [...this.slots.values()].map(async (s) => {
+        if (s.state === 'loading') await s.promise; // the loader disposes a model that finishes after close
+        const cur = s.state === 'ready' ? s : undefined;
+        if (cur) {
+          await cur.embedder.close();
+          await cur.embedder.model.dispose();
+        }
+      }),
+    );
+  }
+}

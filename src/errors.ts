@@ -1,0 +1,70 @@
+/**
+ * The one catalogue of error codes. Every layer throws a ServiceError with a code from here;
+ * only http/problem.ts turns a code into an HTTP status. Codes are part of the public contract
+ * (they appear in problem bodies as `code` and in the `type` URI), so never rename one.
+ */
+export const ERROR_CODES = {
+  validation_failed: 'The request is not valid',
+  malformed_body: 'The request body could not be parsed',
+  unauthenticated: 'Missing or unknown API key',
+  forbidden: 'The API key does not allow this',
+  not_found: 'No such resource',
+  keyspace_not_found: 'Keyspace not found',
+  table_not_found: 'Table not found',
+  vector_not_found: 'Vector not found',
+  user_not_found: 'User not found',
+  key_not_found: 'API key not found',
+  file_not_found: 'File not found',
+  already_exists: 'Already exists',
+  dimension_mismatch: 'Vector dimension does not match the table',
+  unknown_model: 'Unknown model',
+  unknown_metric: 'Unknown metric',
+  payload_too_large: 'Request body too large',
+  unsupported_media_type: 'Unsupported media or file type',
+  method_not_allowed: 'Method not allowed',
+  rate_limited: 'Too many requests',
+  quota_exceeded: 'Plan limit reached',
+  not_ready: 'The service is not ready yet',
+  storage_unavailable: 'Storage is unavailable',
+  runtime_unavailable: 'Container runtime is unavailable',
+  internal: 'Internal error',
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** One invalid field: `path` is a JSON pointer into the request (e.g. `/vectors/3/vector`). */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  readonly errors?: FieldError[];
+  /** Extra members for the problem body (e.g. `valid` choices); never secrets. */
+  readonly extra?: Record<string, unknown>;
+  /** Response headers the error implies (e.g. Retry-After). */
+  readonly headers?: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    detail: string,
+    opts: { errors?: FieldError[]; extra?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(detail, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'ServiceError';
+    this.code = code;
+    this.errors = opts.errors;
+    this.extra = opts.extra;
+    this.headers = opts.headers;
+  }
+
+  get title(): string {
+    return ERROR_CODES[this.code];
+  }
+}
+
+export const invalid = (errors: FieldError[], detail?: string): ServiceError =>
+  new ServiceError('validation_failed', detail ?? errors.map((e) => `${e.path || '/'}: ${e.message}`).join('; '), { errors });
+
+export const isServiceError = (e: unknown): e is ServiceError => e instanceof ServiceError;

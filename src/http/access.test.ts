@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
+
+// Fake embedder: these tests check authentication and authorisation only.
+describe('authentication and authorisation', () => {
+  let t: TestApp;
+  before(async () => (t = await startTestApp({ model: 'fake' })));
+  after(() => t.close());
+
+  it('answers 401 with a problem body for a missing, unknown or overlong key', async () => {
+    for (const key of [null, 'wrong-key', 'x'.repeat(10_000)]) {
+      const res = await t.call('POST', '/v1/search/', { query: 'a', keyspace: 'default_keyspace', table: 'vector' }, key);
+      assert.equal(res.statusCode, 401, `${key}: ${res.body}`);
+      assert.equal(res.json().code, 'unauthenticated');
+    }
+  });
+
+  it('authenticates before reading the body: a bad key with an invalid body is 401, not 400', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/v1/vector/batch', headers: { 'content-type': 'application/json' }, payload: '{not json' });
+    assert.equal(res.statusCode, 401);
+  });
+
+  it('lets the exempt routes through without a key', async () => {
+    for (const url of ['/v1', '/v1/healthcheck/', '/v1/healthcheck', '/v1/openapi.json']) {
+      const res = await t.call('GET', url, undefined, null);
+      assert.equal(res.statusCode, 200, `${url}: ${res.body}`);
+    }
+  });
+
+  it('enforces Read < Write < All', async () => {
+    const read = await t.makeKey('Read');
+    const write = await t.makeKey('Write');
+    const search = { query: 'a', keyspace: 'default_keyspace', table: 'vector' };
+    const vec = { keyspace: 'default_keyspace', table: 'perm', vector: [1, 2] };
+    assert.equal((await t.call('POST', '/v1/search/', search, read)).statusCode, 200);
+    const denied = await t.call('POST', '/v1/vector/write', vec, read);
+    assert.equal(denied.statusCode, 403);
+    assert.equal(denied.json().code, 'forbidden');
+    assert.equal((await t.call('POST', '/v1/vector/write', vec, write)).statusCode, 200);
+    assert.equal((await t.call('GET', '/v1/system/info', undefined, write)).statusCode, 403);
+    assert.equal((await t.call('GET', '/v1/system/info', undefined, ADMIN_KEY)).statusCode, 200);
+  });
+
+  it('keeps a key inside its resources', async () => {
+    await t.call('POST', '/v1/keyspaces/create', { keyspace: 'alpha' });
+    await t.call('POST', '/v1/keyspaces/create', { keyspace: 'beta' });
+    const alphaOnly = await t.makeKey('Write', ['alpha']);
+    const inAlpha = await t.call('POST', '/v1/vector/write', { keyspace: 'alpha', table: 'vector', text: 'x' }, alphaOnly);
+    assert.equal(inAlpha.statusCode, 200, inAlpha.body);
+    const inBeta = await t.call('POST', '/v1/vector/write', { keyspace: 'beta', table: 'vector', text: 'x' }, alphaOnly);
+    assert.equal(inBeta.statusCode, 403);
+    const search = await t.call('POST', '/v1/search/', { query: 'x', keyspace: 'beta', table: 'vector' }, alphaOnly);
+    assert.equal(search.statusCode, 403);
+    const list = await t.call('GET', '/v1/keyspaces/list', undefined, alphaOnly);
+    assert.deepEqual(list.json().keyspaces.map((k: { keyspace: string }) => k.keyspace), ['alpha']);
+    // A metadata batch touching one keyspace outside the key is refused whole.
+    const meta = await t.call('POST', '/v1/metadata/batch', { records: [{ keyspace: 'alpha', table: 'vector', source_file: 'a' }, { keyspace: 'beta', table: 'vector', source_file: 'b' }] }, alphaOnly);
+    assert.equal(meta.statusCode, 403);
+  });
+
+  it('hides another user’s keyspace as missing', async () => {
+    const other = await t.deps.storage.createUser({ name: 'Other', email: 'other@example.com' });
+    const otherKey = await t.makeKey('Write', ['*'], other.id);
+    const res = await t.call('POST', '/v1/search/', { query: 'x', keyspace: 'alpha', table: 'vector' }, otherKey);
+    assert.equal(res.statusCode, 404);
+    assert.equal(res.json().code, 'keyspace_not_found');
+  });
+
+  it('echoes x-request-id, or makes one', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/v1', headers: { 'x-request-id': 'abc-123' } });
+    assert.equal(res.headers['x-request-id'], 'abc-123');
+    const made = await t.call('GET', '/v1/nothing-here');
+    assert.equal(made.statusCode, 404);
+    assert.match(made.headers['x-request-id'] as string, /^[0-9a-f-]{36}$/);
+    assert.equal(made.json().request_id, made.headers['x-request-id']);
+  });
+
+  it('never answers a secret', async () => {
+    const env = await t.call('GET', '/v1/env/');
+    assert.equal(env.statusCode, 200);
+    assert.ok(!env.body.includes(ADMIN_KEY));
+    for (const banned of ['LICENSE_KEY', 'CUSTOMER_ID', 'admin_key', 'secret']) assert.ok(!env.body.includes(banned), banned);
+  });
+});

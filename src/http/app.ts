@@ -1,0 +1,77 @@
+/**
+ * Builds the Fastify application: validation, errors, request ids, authentication, OpenAPI and
+ * one plugin per resource. No listening here: tests drive it with app.inject().
+ */
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { ServiceError } from '../errors.ts';
+import type { Deps } from '../service/deps.ts';
+import { SERVICE_NAME, SERVICE_VERSION } from '../service/system.ts';
+import { authPlugin } from './auth.ts';
+import { sendProblem } from './problem.ts';
+import { embeddingRoutes } from './routes/embeddings.ts';
+import { keyspaceRoutes } from './routes/keyspaces.ts';
+import { metadataRoutes } from './routes/metadata.ts';
+import { searchRoutes } from './routes/search.ts';
+import { systemRoutes } from './routes/system.ts';
+import { vectorRoutes } from './routes/vectors.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface AppOptions {
+  /** pino options, or false for silence (tests). */
+  logger?: FastifyServerOptions['logger'];
+}
+
+export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    bodyLimit: deps.config.limits.bodyBytes,
+    routerOptions: { ignoreTrailingSlash: true },
+    // An id from the client is echoed when it is sane; otherwise one is made.
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: {
+      // Name every bad field at once; never coerce a wrong type into a right one.
+      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Bodies are JSON (and multipart for uploads): anything else is a 415, not a string to validate.
+  app.removeContentTypeParser('text/plain');
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.setErrorHandler((err, request, reply) => sendProblem(request, reply, err));
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(request, reply, new ServiceError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: `${SERVICE_NAME} — vector search and storage`, version: SERVICE_VERSION },
+      components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } } },
+      security: [{ apiKey: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/v1/docs' });
+  await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'] });
+
+  app.get('/v1/openapi.json', { schema: { hide: true }, config: { permission: 'public' } }, async () => app.swagger());
+
+  await app.register(systemRoutes, { deps });
+  await app.register(searchRoutes, { deps });
+  await app.register(vectorRoutes, { deps });
+  await app.register(metadataRoutes, { deps });
+  await app.register(keyspaceRoutes, { deps });
+  await app.register(embeddingRoutes, { deps });
+  return app;
+}

@@ -1,0 +1,61 @@
+/**
+ * The one authorisation mechanism. Every route declares in its `config`:
+ *   - `permission`: 'public' (no key), or the least of 'Read' | 'Write' | 'All' it needs;
+ *   - `keyspaces`: optional, which keyspace names the request touches (read after parsing).
+ * The key is checked in onRequest, before the body is read or parsed; permission right after;
+ * keyspace reach in preHandler, after validation and before the handler does any work.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { ServiceError } from '../errors.ts';
+import type { Permission, Storage } from '../storage/api.ts';
+import { authorizeKeyspace, requirePermission, type Caller } from '../service/caller.ts';
+import { authenticate } from '../service/keys.ts';
+
+export type RouteAccess = 'public' | Permission;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    permission?: RouteAccess;
+    /** Names of the keyspaces the request touches, from its parsed body or query. */
+    keyspaces?: (request: FastifyRequest) => (string | undefined)[];
+  }
+  interface FastifyRequest {
+    caller: Caller | null;
+  }
+}
+
+/** The caller of an authenticated route; throws if used on a public one (a programming error). */
+export function callerOf(request: FastifyRequest): Caller {
+  if (request.caller === null) throw new ServiceError('unauthenticated', 'A valid API key is required in the x-api-key header.');
+  return request.caller;
+}
+
+export const authPlugin = fp(async (app: FastifyInstance, opts: { storage: Storage; publicPrefixes?: string[] }) => {
+  // Routes registered by third-party plugins (the docs UI) cannot carry our route config.
+  const publicPrefixes = opts.publicPrefixes ?? [];
+  app.decorateRequest('caller', null);
+
+  app.addHook('onRequest', async (request) => {
+    const access = request.routeOptions.config?.permission;
+    if (access === 'public' || publicPrefixes.some((p) => request.routeOptions.url?.startsWith(p))) return;
+    // Routes without a declaration (including unknown paths) need at least a valid key.
+    const caller = await authenticate(opts.storage, request.headers['x-api-key']);
+    request.caller = caller;
+    // Unknown paths need any valid key (then 404); declared routes default to the strictest level.
+    requirePermission(caller, access ?? (request.is404 ? 'Read' : 'All'));
+  });
+
+  app.addHook('preHandler', async (request) => {
+    const pick = request.routeOptions.config?.keyspaces;
+    if (!pick || request.caller === null) return;
+    for (const name of new Set(pick(request))) {
+      if (name === undefined) continue;
+      const ks = await authorizeKeyspace(opts.storage, request.caller, name);
+      // Another tenant's keyspace is reported exactly as a missing one.
+      if (ks === null && (await opts.storage.getKeyspace(name)) !== null) {
+        throw new ServiceError('keyspace_not_found', `Keyspace "${name}" does not exist.`);
+      }
+    }
+  });
+});

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from './testing.ts';
+
+// Fake embedder: shapes and statuses only, no meaning.
+describe('keyspaces, metadata, system and embeddings endpoints', () => {
+  let t: TestApp;
+  before(async () => (t = await startTestApp({ model: 'fake' })));
+  after(() => t.close());
+
+  it('creates, autoprovisions and lists keyspaces with detailed metadata', async () => {
+    let res = await t.call('POST', '/v1/keyspaces/create', { keyspace: 'named_ks' });
+    assert.equal(res.statusCode, 200, res.body);
+    const ks = res.json();
+    assert.equal(ks.keyspace, 'named_ks');
+    assert.ok(ks.owner && ks.created_at && ks.replication);
+    assert.deepEqual(ks.tables.map((x: { table: string; dimension: number; row_count: number }) => [x.table, x.dimension, x.row_count]), [['vector', 384, 0]]);
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'named_ks' })).json().code, 'already_exists');
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'named_ks' })).statusCode, 409);
+    res = await t.call('POST', '/v1/keyspaces/create');
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(res.json().keyspace, /^ks_[0-9a-f]{12}$/);
+    res = await t.call('POST', '/v1/keyspaces/autoprovision');
+    assert.equal(res.statusCode, 200, res.body);
+    const auto = res.json().keyspace;
+    const list = await t.call('POST', '/v1/keyspaces/list');
+    const names = list.json().keyspaces.map((k: { keyspace: string }) => k.keyspace);
+    for (const n of ['default_keyspace', 'named_ks', auto]) assert.ok(names.includes(n), n);
+  });
+
+  it('creates tables and refuses bad ones', async () => {
+    let res = await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'named_ks', table: 'images', dimension: 512, metric: 'dot' });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.json().metric, 'dot_product');
+    res = await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'named_ks', table: 'images', dimension: 512 });
+    assert.equal(res.statusCode, 409);
+    res = await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'nope', table: 't', dimension: 4 });
+    assert.equal(res.statusCode, 404);
+    res = await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'named_ks', table: 't2', dimension: 5000, metric: 'hamming' });
+    assert.equal(res.statusCode, 400);
+    res = await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'named_ks', table: 'T-2', dimension: 4 });
+    assert.equal(res.statusCode, 400);
+    assert.ok(res.json().errors.some((e: { path: string }) => e.path === '/body/table'));
+  });
+
+  it('writes metadata records, echoing the six fields, and replaces by source', async () => {
+    let res = await t.call('POST', '/v1/metadata/write', { keyspace: 'default_keyspace', table: 'vector', source_file: 'a.pdf', source_type: 'pdf' });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json(), { keyspace: 'default_keyspace', table: 'vector', source_file: 'a.pdf', raw_value: '', source_type: 'pdf', processing_details: '' });
+    res = await t.call('POST', '/v1/metadata/batch', { records: [{ keyspace: 'default_keyspace', table: 'vector', source_file: 'a.pdf', source_type: 'pdf2' }, { keyspace: 'default_keyspace', table: 'vector', source_file: 'b.md' }] });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.json().written, 2);
+    res = await t.call('POST', '/v1/metadata/batch', [{ keyspace: 'default_keyspace', table: 'vector', source_file: 'c.md' }]);
+    assert.equal(res.statusCode, 200, res.body);
+    const stored = await t.deps.storage.getMetadata('default_keyspace', 'vector', ['a.pdf']);
+    assert.equal(stored.get('a.pdf')?.source_type, 'pdf2');
+    res = await t.call('POST', '/v1/metadata/batch', { records: [{ keyspace: 'default_keyspace', table: 'vector', source_file: 'd.md' }, { keyspace: 'nope', table: 'vector', source_file: 'e.md' }] });
+    assert.equal(res.statusCode, 404);
+    assert.equal((await t.deps.storage.getMetadata('default_keyspace', 'vector', ['d.md'])).size, 0);
+    res = await t.call('POST', '/v1/metadata/write', { keyspace: 'default_keyspace', table: 'vector' });
+    assert.equal(res.statusCode, 400);
+    assert.ok(res.json().errors.some((e: { path: string }) => e.path === '/body/source_file'));
+  });
+
+  it('reports system information with the eleven fields', async () => {
+    const res = await t.call('GET', '/v1/system/info');
+    assert.equal(res.statusCode, 200);
+    const info = res.json();
+    for (const f of ['platform', 'platform_release', 'platform_version', 'architecture', 'hostname', 'ip_address', 'processor', 'python_version', 'machine']) assert.equal(typeof info[f], 'string', f);
+    assert.equal(info.pid, process.pid);
+    assert.ok(Number.isInteger(info.cores) && info.cores > 0);
+  });
+
+  it('answers GET /v1, /v1/env/ and the healthcheck', async () => {
+    const root = await t.call('GET', '/v1/', undefined, null);
+    assert.equal(root.json().openapi, '/v1/openapi.json');
+    const env = await t.call('GET', '/v1/env/');
+    assert.equal(env.json().default_keyspace, 'default_keyspace');
+    assert.equal(env.json().limits.batch_items, 1000);
+    const health = await t.call('GET', '/v1/healthcheck/', undefined, null);
+    assert.equal(health.statusCode, 200);
+    assert.deepEqual(health.json(), { status: 'ok', checks: { storage: 'ok', model: 'ok' } });
+  });
+
+  it('serves an OpenAPI 3.1 document naming every route', async () => {
+    const doc = (await t.call('GET', '/v1/openapi.json', undefined, null)).json();
+    assert.equal(doc.openapi, '3.1.0');
+    for (const p of ['/v1/search/', '/v1/vector/write', '/v1/vector/batch', '/v1/metadata/write', '/v1/keyspaces/create', '/v1/embeddings']) assert.ok(doc.paths[p], p);
+    const docs = await t.call('GET', '/v1/docs', undefined, null);
+    assert.ok([200, 302].includes(docs.statusCode), String(docs.statusCode));
+  });
+
+  it('embeds through /v1/generate/ and the OpenAI-compatible /v1/embeddings', async () => {
+    let res = await t.call('GET', '/v1/generate/?text=hello%20world');
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.json().dimension, 384);
+    assert.equal(res.json().vector.length, 384);
+    res = await t.call('GET', '/v1/generate/');
+    assert.equal(res.statusCode, 400);
+    res = await t.call('POST', '/v1/embeddings', { input: ['a', 'b c'], model: 'all-MiniLM-L6-v2' });
+    assert.equal(res.statusCode, 200, res.body);
+    const body = res.json();
+    assert.equal(body.object, 'list');
+    assert.deepEqual(body.data.map((d: { index: number; object: string }) => [d.index, d.object]), [[0, 'embedding'], [1, 'embedding']]);
+    assert.equal(body.data[0].embedding.length, 384);
+    assert.ok(body.usage.prompt_tokens > 0 && body.usage.total_tokens === body.usage.prompt_tokens);
+    res = await t.call('POST', '/v1/embeddings', { input: 'x', model: 'nope' });
+    assert.equal(res.statusCode, 400);
+    assert.equal(res.json().code, 'unknown_model');
+    res = await t.call('POST', '/v1/embeddings', { input: Array.from({ length: 2049 }, () => 'x') });
+    assert.equal(res.statusCode, 400);
+  });
+});

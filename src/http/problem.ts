@@ -1,0 +1,121 @@
+/**
+ * The one place that maps error codes to HTTP statuses, and every error to an RFC 9457
+ * problem body. Nothing else in the code base chooses an error status.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_CODES, ServiceError, type ErrorCode, type FieldError } from '../errors.ts';
+
+export const STATUS: Record<ErrorCode, number> = {
+  validation_failed: 400,
+  malformed_body: 400,
+  dimension_mismatch: 400,
+  unknown_model: 400,
+  unknown_metric: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  quota_exceeded: 403,
+  not_found: 404,
+  keyspace_not_found: 404,
+  table_not_found: 404,
+  vector_not_found: 404,
+  user_not_found: 404,
+  key_not_found: 404,
+  file_not_found: 404,
+  method_not_allowed: 405,
+  already_exists: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal: 500,
+  not_ready: 503,
+  storage_unavailable: 503,
+  runtime_unavailable: 503,
+};
+
+export const PROBLEM_TYPE_BASE = 'https://vss.dev/problems/';
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  code: ErrorCode;
+  request_id: string;
+  errors?: FieldError[];
+  [extra: string]: unknown;
+}
+
+/** Turns AJV's error list into field errors with JSON-pointer paths into the request. */
+function ajvToFieldErrors(err: FastifyError): FieldError[] {
+  const where = err.validationContext ?? 'body';
+  const out: FieldError[] = [];
+  for (const v of err.validation ?? []) {
+    const params = v.params as Record<string, unknown>;
+    let path = `/${where}${v.instancePath ?? ''}`;
+    let message = v.message ?? 'is invalid';
+    if (v.keyword === 'required' && typeof params.missingProperty === 'string') {
+      path = `${path}/${params.missingProperty}`;
+      message = 'is required';
+    } else if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
+      path = `${path}/${params.additionalProperty}`;
+      message = 'is not a known field';
+    }
+    out.push({ path, message });
+  }
+  // anyOf/oneOf produce a cascade of branch errors; keep one line per path.
+  const seen = new Set<string>();
+  return out.filter((e) => (seen.has(e.path + e.message) ? false : (seen.add(e.path + e.message), true)));
+}
+
+/** Classifies anything thrown into a ServiceError; unknown errors become `internal`. */
+export function toServiceError(err: unknown): ServiceError {
+  if (err instanceof ServiceError) return err;
+  const e = err as FastifyError & { type?: string };
+  if (e && Array.isArray(e.validation)) {
+    const errors = ajvToFieldErrors(e);
+    return new ServiceError('validation_failed', errors.map((x) => `${x.path}: ${x.message}`).join('; '), { errors });
+  }
+  switch (e?.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+    case 'FST_REQ_FILE_TOO_LARGE':
+    case 'FST_FILES_LIMIT':
+    case 'FST_PARTS_LIMIT':
+      return new ServiceError('payload_too_large', e.message);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ServiceError('unsupported_media_type', e.message);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ServiceError('malformed_body', e.message);
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+      return new ServiceError('unsupported_media_type', e.message);
+  }
+  if (e instanceof SyntaxError || e?.statusCode === 400) {
+    return new ServiceError('malformed_body', `The body is not valid JSON: ${e.message}`);
+  }
+  if (e?.statusCode === 413) return new ServiceError('payload_too_large', e.message);
+  if (e?.statusCode === 415) return new ServiceError('unsupported_media_type', e.message);
+  return new ServiceError('internal', 'An unexpected error occurred; the request id identifies it in the server log.', { cause: err });
+}
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
+  const se = toServiceError(err);
+  const status = STATUS[se.code];
+  if (status >= 500 && se.code === 'internal') {
+    request.log.error({ err: se.cause ?? err }, 'unhandled error');
+  }
+  const body: Problem = {
+    type: `${PROBLEM_TYPE_BASE}${se.code}`,
+    title: ERROR_CODES[se.code],
+    status,
+    detail: se.message,
+    instance: request.url.split('?')[0],
+    code: se.code,
+    request_id: String(request.id),
+    ...(se.errors ? { errors: se.errors } : {}),
+    ...se.extra,
+  };
+  for (const [k, v] of Object.entries(se.headers ?? {})) reply.header(k, v);
+  return reply.code(status).type('application/problem+json').send(body);
+}

@@ -1,0 +1,146 @@
+/**
+ * TypeBox schemas: the one source of request validation, handler types and the OpenAPI document.
+ * Limits that JSON Schema can express live here; byte lengths and float32 range are checked in
+ * service/validate.ts.
+ */
+import { Type, type Static } from 'typebox';
+import { DEFAULT_LIMITS } from '../config/config.ts';
+import type { Filter, Metadata } from '../storage/api.ts';
+
+export const NAME_PATTERN = '^[a-z][a-z0-9_]{0,47}$';
+
+export const Name = (description: string) => Type.String({ pattern: NAME_PATTERN, description });
+export const Keyspace = Name('Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores.');
+export const TableName = Name('Table name (same rule as keyspace names).');
+const Key = Type.String({ minLength: 1, maxLength: DEFAULT_LIMITS.keyBytes, description: 'Vector key: 1 to 512 bytes of UTF-8.' });
+const VectorValues = Type.Array(Type.Number(), { minItems: 1, maxItems: DEFAULT_LIMITS.maxDimension, description: 'float32 values' });
+// JSON Schema says "any object"; the static type says JSON (bodies come from JSON.parse).
+const MetadataObject = Type.Unsafe<Metadata>(Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form JSON object' }));
+const FilterObject = Type.Unsafe<Filter>(
+  Type.Record(Type.String(), Type.Unknown(), {
+    description: 'Metadata filter: {field: value} or operators $eq $ne $in $nin $gt $gte $lt $lte $exists $and $or',
+  }),
+);
+const ModelName = Type.String({ minLength: 1, maxLength: 128, description: 'Embedding model (default all-MiniLM-L6-v2)' });
+
+export const SearchBody = Type.Object(
+  {
+    query: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.queryBytes, description: 'Query text (or give `vector`)' })),
+    vector: Type.Optional(VectorValues),
+    model_name: Type.Optional(ModelName),
+    keyspace: Keyspace,
+    table: TableName,
+    metric: Type.Optional(Type.String({ description: 'cosine (alias "cosine similarity"), dot_product (dot), euclidean (l2)' })),
+    initial_top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULT_LIMITS.maxInitialTopK, description: 'Stage-1 candidates (default 1,000,000)' })),
+    final_top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULT_LIMITS.maxFinalTopK, description: 'Matches returned (default 5)' })),
+    filter: Type.Optional(FilterObject),
+    include_vector: Type.Optional(Type.Boolean()),
+    // The specification says requests and responses share one shape; accept (and ignore) matches.
+    matches: Type.Optional(Type.Array(Type.Unknown())),
+  },
+  { additionalProperties: false },
+);
+export type SearchBody = Static<typeof SearchBody>;
+
+const VectorRecord = Type.Object(
+  {
+    key: Type.Optional(Key),
+    vector: Type.Optional(VectorValues),
+    text: Type.Optional(Type.String({ description: 'Embedded with model_name when no vector is given' })),
+    metadata: Type.Optional(MetadataObject),
+  },
+  { additionalProperties: false },
+);
+
+export const VectorWriteBody = Type.Object(
+  {
+    keyspace: Keyspace,
+    table: TableName,
+    model_name: Type.Optional(ModelName),
+    key: Type.Optional(Key),
+    vector: Type.Optional(VectorValues),
+    text: Type.Optional(Type.String()),
+    metadata: Type.Optional(MetadataObject),
+  },
+  { additionalProperties: false },
+);
+export type VectorWriteBody = Static<typeof VectorWriteBody>;
+
+export const VectorBatchBody = Type.Object(
+  {
+    keyspace: Keyspace,
+    table: TableName,
+    model_name: Type.Optional(ModelName),
+    vectors: Type.Optional(Type.Array(VectorRecord, { description: 'Records to upsert, all or nothing' })),
+    vector: Type.Optional(Type.Array(VectorValues, { description: 'Bare vectors (keys are generated)' })),
+  },
+  { additionalProperties: false },
+);
+export type VectorBatchBody = Static<typeof VectorBatchBody>;
+
+export const VectorGetBody = Type.Object(
+  { keyspace: Keyspace, table: TableName, key: Key, include_vector: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export type VectorGetBody = Static<typeof VectorGetBody>;
+
+export const VectorDeleteBody = Type.Object(
+  {
+    keyspace: Keyspace,
+    table: TableName,
+    keys: Type.Optional(Type.Array(Key, { minItems: 1, maxItems: DEFAULT_LIMITS.batchItems })),
+    filter: Type.Optional(FilterObject),
+  },
+  { additionalProperties: false },
+);
+export type VectorDeleteBody = Static<typeof VectorDeleteBody>;
+
+export const VectorCountBody = Type.Object({ keyspace: Keyspace, table: TableName, filter: Type.Optional(FilterObject) }, { additionalProperties: false });
+export type VectorCountBody = Static<typeof VectorCountBody>;
+
+const MetadataFields = {
+  keyspace: Keyspace,
+  table: TableName,
+  source_file: Type.String({ minLength: 1, maxLength: 1024 }),
+  raw_value: Type.Optional(Type.String()),
+  source_type: Type.Optional(Type.String({ maxLength: 256 })),
+  processing_details: Type.Optional(Type.String({ maxLength: 65536 })),
+};
+export const MetadataRecordBody = Type.Object(MetadataFields, { additionalProperties: false });
+export type MetadataRecordBody = Static<typeof MetadataRecordBody>;
+export const MetadataBatchBody = Type.Union([
+  Type.Object({ records: Type.Array(MetadataRecordBody) }, { additionalProperties: false }),
+  Type.Array(MetadataRecordBody),
+]);
+export type MetadataBatchBody = Static<typeof MetadataBatchBody>;
+
+export const KeyspaceCreateBody = Type.Union([Type.Object({ keyspace: Type.Optional(Keyspace) }, { additionalProperties: false }), Type.Null()]);
+export const TableCreateBody = Type.Object(
+  {
+    keyspace: Keyspace,
+    table: TableName,
+    dimension: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULT_LIMITS.maxDimension })),
+    metric: Type.Optional(Type.String()),
+    model_name: Type.Optional(ModelName),
+  },
+  { additionalProperties: false },
+);
+export type TableCreateBody = Static<typeof TableCreateBody>;
+
+export const GenerateQuery = Type.Object(
+  { text: Type.String({ minLength: 0, maxLength: DEFAULT_LIMITS.textBytes }), model_name: Type.Optional(ModelName) },
+  { additionalProperties: false },
+);
+export type GenerateQuery = Static<typeof GenerateQuery>;
+
+export const EmbeddingsBody = Type.Object(
+  {
+    input: Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: DEFAULT_LIMITS.embeddingInputs })]),
+    model: Type.Optional(ModelName),
+    encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
+    // Accepted for compatibility with OpenAI clients, which may send it.
+    user: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+export type EmbeddingsBody = Static<typeof EmbeddingsBody>;

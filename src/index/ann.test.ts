@@ -1,0 +1,98 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { AnnIndex, sidecarPath } from './ann.ts';
+import { SegmentedMatrix } from './matrix.ts';
+import { exactSearchMatrix } from './exact.ts';
+
+function rng(seed: number): () => number {
+  return () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+}
+
+function clustered(n: number, d: number, seed: number): Float32Array {
+  const r = rng(seed);
+  const g = (): number => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+  const centers = Float32Array.from({ length: 50 * d }, g);
+  const out = new Float32Array(n * d);
+  for (let i = 0; i < n; i++) {
+    const c = Math.floor(r() * 50);
+    for (let j = 0; j < d; j++) out[i * d + j] = centers[c * d + j] + 0.6 * g();
+  }
+  return out;
+}
+
+describe('AnnIndex', () => {
+  let dir: string;
+  before(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-ann-'));
+  });
+  after(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  const d = 32;
+  const n = 3000;
+  const data = clustered(n, d, 11);
+  const ids = Float64Array.from({ length: n }, (_, i) => i * 2 + 7);
+
+  it('finds nearly all true neighbours, upserts and removes', () => {
+    const ann = AnnIndex.create(d, 'cosine');
+    ann.add(ids, data);
+    assert.equal(ann.size, n);
+    const m = new SegmentedMatrix(d);
+    ids.forEach((id, i) => m.set(id, data.subarray(i * d, i * d + d)));
+    const r = rng(5);
+    let hit = 0;
+    for (let t = 0; t < 50; t++) {
+      const q = data.slice(Math.floor(r() * n) * d).subarray(0, d).map((x) => x + (r() - 0.5) * 0.2);
+      const truth = exactSearchMatrix(m, q, 'cosine', 10).map((x) => x.rowId);
+      const got = new Set(ann.search(q, 100));
+      hit += truth.filter((x) => got.has(x)).length;
+    }
+    assert.ok(hit / 500 >= 0.95, `recall ${hit / 500}`);
+
+    // upsert: same key, new vector; no duplicate, found by the new vector
+    const v = Float32Array.from({ length: d }, (_, i) => (i === 0 ? 100 : 0));
+    ann.add([ids[0]], v);
+    assert.equal(ann.size, n);
+    assert.equal(ann.search(v, 1)[0], ids[0]);
+    ann.remove([ids[0], 999_999]);
+    assert.equal(ann.size, n - 1);
+    assert.ok(!ann.search(v, 20).includes(ids[0]));
+    assert.deepEqual(AnnIndex.create(d, 'euclidean').search(v, 5), []);
+  });
+
+  it('saves and loads, and refuses damaged or foreign files without crashing', async () => {
+    const ann = AnnIndex.create(d, 'euclidean');
+    ann.add(ids, data);
+    const file = path.join(dir, '1.usearch');
+    const side = await ann.save(file, 42, 'db-a');
+    assert.equal(side.seq, 42);
+    const q = data.subarray(0, d);
+    const loaded = await AnnIndex.load(file, { dimension: d, metric: 'euclidean', tag: 'db-a' });
+    assert.ok(loaded);
+    assert.equal(loaded.seq, 42);
+    assert.equal(loaded.index.size, n);
+    assert.deepEqual(loaded.index.search(q, 10), ann.search(q, 10));
+
+    assert.equal(await AnnIndex.load(path.join(dir, 'missing.usearch'), { dimension: d, metric: 'euclidean' }), null);
+    assert.equal(await AnnIndex.load(file, { dimension: d + 1, metric: 'euclidean' }), null);
+    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'cosine' }), null);
+    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'euclidean', tag: 'db-b' }), null);
+
+    const good = await fs.readFile(file);
+    await fs.writeFile(file, good.subarray(0, good.length >> 1));
+    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'euclidean' }), null, 'truncated');
+    const garbage = Buffer.from(good);
+    for (let i = 0; i < garbage.length; i += 13) garbage[i] ^= 0x5a;
+    await fs.writeFile(file, garbage);
+    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'euclidean' }), null, 'garbage');
+    await fs.writeFile(file, good);
+    await fs.writeFile(sidecarPath(file), '{not json');
+    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'euclidean' }), null, 'bad sidecar');
+    const left = await fs.readdir(dir);
+    assert.ok(left.every((f) => !f.endsWith('.tmp')), `temp files left: ${left}`);
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { SegmentedMatrix } from './matrix.ts';
+import { exactSearchMatrix, rescore } from './exact.ts';
+import { compareScores, exactScore, METRICS, type Metric } from './metric.ts';
+
+function rng(seed: number): () => number {
+  return () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+}
+
+function brute(rows: Map<number, Float32Array>, q: Float32Array, metric: Metric, limit: number, only?: Set<number>) {
+  const all = [...rows].filter(([id]) => !only || only.has(id)).map(([rowId, v]) => ({ rowId, score: exactScore(metric, q, v) }));
+  const cmp = compareScores(metric);
+  return all.sort((a, b) => cmp(a, b) || a.rowId - b.rowId).slice(0, limit);
+}
+
+describe('exact search', () => {
+  for (const metric of METRICS) {
+    it(`equals brute force across segments (${metric})`, () => {
+      const r = rng(3);
+      const d = 24;
+      const m = new SegmentedMatrix(d, 300);
+      const rows = new Map<number, Float32Array>();
+      for (let i = 0; i < 1000; i++) {
+        const v = Float32Array.from({ length: d }, () => (r() - 0.5) * (1 + (i % 7)));
+        m.set(i * 3 + 1, v);
+        rows.set(i * 3 + 1, v);
+      }
+      // duplicates and a zero row: ties must not break exactness
+      for (const id of [5000, 5001, 5002]) {
+        m.set(id, rows.get(1)!);
+        rows.set(id, rows.get(1)!);
+      }
+      m.set(6000, new Float32Array(d));
+      rows.set(6000, new Float32Array(d));
+      for (let t = 0; t < 20; t++) {
+        const q = t === 0 ? rows.get(1)!.slice() : Float32Array.from({ length: d }, () => r() - 0.5);
+        for (const limit of [1, 10, 57]) {
+          const got = exactSearchMatrix(m, q, metric, limit);
+          const want = brute(rows, q, metric, limit);
+          assert.deepEqual(got.map((x) => x.rowId), want.map((x) => x.rowId));
+          got.forEach((g, i) => assert.ok(Math.abs(g.score - want[i].score) < 1e-9));
+        }
+      }
+    });
+  }
+
+  it('restricts the scan to allowed rows', () => {
+    const r = rng(9);
+    const d = 8;
+    const m = new SegmentedMatrix(d, 64);
+    const rows = new Map<number, Float32Array>();
+    for (let i = 0; i < 700; i++) {
+      const v = Float32Array.from({ length: d }, () => r() - 0.5);
+      m.set(i, v);
+      rows.set(i, v);
+    }
+    const only = new Set([...rows.keys()].filter((id) => id % 3 === 0));
+    const q = Float32Array.from({ length: d }, () => r() - 0.5);
+    const got = exactSearchMatrix(m, q, 'euclidean', 20, [...only, 99999]);
+    assert.deepEqual(got.map((x) => x.rowId), brute(rows, q, 'euclidean', 20, only).map((x) => x.rowId));
+  });
+
+  it('handles a zero cosine query and a query view at an offset', () => {
+    const m = new SegmentedMatrix(4, 512);
+    for (let i = 0; i < 1000; i++) m.set(1000 - i, Float32Array.of(i, 1, 2, 3));
+    const zero = exactSearchMatrix(m, new Float32Array(4), 'cosine', 3);
+    assert.deepEqual(zero, [{ rowId: 1, score: 0 }, { rowId: 2, score: 0 }, { rowId: 3, score: 0 }]);
+    const buf = Float32Array.of(9, 9, 9, 500, 1, 2, 3);
+    const got = exactSearchMatrix(m, buf.subarray(3), 'euclidean', 1);
+    assert.deepEqual(got, [{ rowId: 500, score: 0 }]);
+  });
+
+  it('rescore scores given rows exactly, skipping missing and duplicate ids', () => {
+    const m = new SegmentedMatrix(2, 4);
+    m.set(1, Float32Array.of(1, 0));
+    m.set(2, Float32Array.of(0, 1));
+    m.set(3, Float32Array.of(1, 1));
+    const got = rescore(Float32Array.of(1, 0.1), [2, 3, 3, 1, 77], m, 'dot_product', 2);
+    assert.deepEqual(got.map((x) => x.rowId), [3, 1]);
+    assert.ok(Math.abs(got[0].score - (1 + Math.fround(0.1))) < 1e-12);
+  });
+});

@@ -1,0 +1,121 @@
+/**
+ * Exact search: usearch's SIMD `exactSearch` finds candidates per block in float32, then every
+ * candidate is re-scored in float64 (`exactScore`), so answers match a brute-force scan.
+ */
+import { exactSearch, MetricKind } from 'usearch';
+import { compareScores, exactScore, type Metric } from './metric.ts';
+import type { SegmentedMatrix, VectorBlock } from './matrix.ts';
+import { TopK } from './topk.ts';
+
+export interface Scored {
+  rowId: number;
+  score: number;
+}
+
+/** The usearch metric whose distance orders rows as `metric` does. */
+export function usearchMetric(metric: Metric): MetricKind {
+  switch (metric) {
+    case 'cosine':
+      return MetricKind.Cos;
+    case 'dot_product':
+      return MetricKind.IP;
+    case 'euclidean':
+      return MetricKind.L2sq;
+  }
+}
+
+/** The usearch distance for a score: cos -> 1 - similarity, ip -> 1 - dot, l2sq -> distance². */
+export const scoreToDistance = (metric: Metric, score: number): number => (metric === 'euclidean' ? score * score : 1 - score);
+
+/** Best first; equal scores by row id so answers are deterministic. */
+export const compareScored = (metric: Metric): ((a: Scored, b: Scored) => number) => {
+  const cmp = compareScores(metric);
+  return (a, b) => cmp(a, b) || a.rowId - b.rowId;
+};
+
+/** usearch reads a query from its buffer's start; hand it one that starts there. */
+const atOffsetZero = (q: Float32Array): Float32Array => (q.byteOffset === 0 ? q : q.slice());
+
+/** Blocks no bigger than this are scored wholly in float64, without a usearch pass. */
+const SCORE_ALL_BELOW = 256;
+
+/**
+ * The exact best `limit` rows of the blocks, best first.
+ *
+ * Per block, usearch returns k > limit candidates by float32 distance; they are re-scored in
+ * float64. The block's answer is certain when its limit-th exact distance is below the k-th
+ * float32 distance by more than float32 rounding could hide; otherwise k grows and the block is
+ * searched again (this happens only around near-ties, e.g. duplicate vectors).
+ */
+export function exactTopK(blocks: Iterable<VectorBlock>, query: Float32Array, metric: Metric, limit: number): Scored[] {
+  if (limit <= 0) return [];
+  const d = query.length;
+  const q = atOffsetZero(query);
+  const kind = usearchMetric(metric);
+  const cmp = compareScored(metric);
+  const top = new TopK<Scored>(limit, cmp);
+  const pad = Math.max(16, limit >> 2);
+  // A zero query has cosine 0 with every row: all tie, so the answer is the lowest row ids
+  // (and the float32 pass could never separate them).
+  const zeroCosine = metric === 'cosine' && q.every((x) => x === 0);
+
+  for (const { vectors, rowIds } of blocks) {
+    const n = rowIds.length;
+    if (n === 0) continue;
+    if (vectors.length !== n * d) throw new RangeError(`block of ${n} rows has ${vectors.length} values, expected dimension ${d}`);
+    const score = (i: number): Scored => ({ rowId: rowIds[i], score: exactScore(metric, q, vectors.subarray(i * d, i * d + d)) });
+
+    if (zeroCosine) {
+      for (let i = 0; i < n; i++) top.push({ rowId: rowIds[i], score: 0 });
+      continue;
+    }
+    if (n <= Math.max(SCORE_ALL_BELOW, limit + pad)) {
+      for (let i = 0; i < n; i++) top.push(score(i));
+      continue;
+    }
+    for (let k = limit + pad; ; k = Math.min(n, k * 4)) {
+      const found = exactSearch(vectors, q, d, k, kind, 0);
+      const cands: Scored[] = [];
+      let cutoff = -Infinity;
+      for (let j = 0; j < k; j++) {
+        cands.push(score(Number(found.keys[j])));
+        cutoff = Math.max(cutoff, found.distances[j]);
+      }
+      const certain = k === n || blockIsCertain(cands, metric, limit, cutoff);
+      if (certain) {
+        for (const c of cands) top.push(c);
+        break;
+      }
+    }
+  }
+  return top.sorted();
+}
+
+function blockIsCertain(cands: Scored[], metric: Metric, limit: number, cutoff: number): boolean {
+  if (!Number.isFinite(cutoff)) return false;
+  const kept = new TopK<Scored>(limit, compareScored(metric));
+  for (const c of cands) kept.push(c);
+  const best = kept.sorted();
+  const worstKept = scoreToDistance(metric, best[best.length - 1].score);
+  // float32 distances carry ~1e-7 relative error; 1e-5 leaves a wide margin.
+  const tol = 1e-5 * Math.max(1, Math.abs(cutoff));
+  return worstKept < cutoff - tol;
+}
+
+/** Exact float64 scores of the given rows (missing rows skipped, duplicates once), best `limit` first. */
+export function rescore(query: Float32Array, rowIds: Iterable<number>, matrix: SegmentedMatrix, metric: Metric, limit: number): Scored[] {
+  const top = new TopK<Scored>(limit, compareScored(metric));
+  const seen = new Set<number>();
+  for (const rowId of rowIds) {
+    if (seen.has(rowId)) continue;
+    seen.add(rowId);
+    const v = matrix.get(rowId);
+    if (v !== undefined) top.push({ rowId, score: exactScore(metric, query, v) });
+  }
+  return top.sorted();
+}
+
+/** The exact best `limit` rows of the whole matrix, or of just `only` when given (e.g. a filter's rows). */
+export function exactSearchMatrix(matrix: SegmentedMatrix, query: Float32Array, metric: Metric, limit: number, only?: Iterable<number>): Scored[] {
+  return exactTopK(only === undefined ? matrix.segments() : matrix.gather(only), query, metric, limit);
+}

@@ -1,0 +1,77 @@
+import { chunkText, validateChunkOptions, type Chunk, type ChunkTokenizer } from './chunk.ts';
+import { detectType, type FileType } from './detect.ts';
+import { DEFAULT_EXTRACT_LIMITS, extractText, type ExtractLimits } from './extract.ts';
+
+export interface PrepareOptions {
+  /** The embedding model (or anything with its tokenize); `maxTokens`, when present, bounds chunkSize. */
+  tokenizer: ChunkTokenizer & { maxTokens?: number };
+  /** Content tokens per chunk (default DEFAULT_CHUNK_SIZE). */
+  chunkSize?: number;
+  /** Overlap in tokens (default DEFAULT_CHUNK_OVERLAP, at most chunkSize / 2). */
+  overlap?: number;
+  limits?: Partial<ExtractLimits>;
+}
+
+export interface PreparedFile {
+  type: FileType;
+  /** How the text was extracted (see Extracted.method). */
+  method: string;
+  text: string;
+  chunks: Chunk[];
+  /** PDF: pages read. */
+  pages?: number;
+  totalPages?: number;
+  truncated?: boolean;
+}
+
+/**
+ * Bytes and the client's file name in, text and chunks out: detectType (by content), extractText,
+ * chunkText. Nothing is stored. Throws ServiceError: unsupported_media_type (415),
+ * validation_failed (400: empty, unreadable, corrupt, a zip bomb, no text, bad chunk options),
+ * payload_too_large (413: a .docx expanding beyond limits.maxExpandedBytes).
+ * chunkSize/overlap are validated before any extraction work.
+ */
+export async function prepareFile(bytes: Buffer, fileName: string, opts: PrepareOptions): Promise<PreparedFile> {
+  const maxContent = opts.tokenizer.maxTokens !== undefined ? opts.tokenizer.maxTokens - 2 : undefined;
+  const { chunkSize, overlap } = validateChunkOptions({ chunkSize: opts.chunkSize, overlap: opts.overlap }, maxContent);
+  const limits: ExtractLimits = { ...DEFAULT_EXTRACT_LIMITS, ...opts.limits };
+  const type = detectType(bytes, fileName);
+  const extracted = await extractText(bytes, type, limits);
+  const lines = type === 'csv' || type === 'json' ? 'hard' : 'soft';
+  const chunks = chunkText(extracted.text, opts.tokenizer, { chunkSize, overlap, lines });
+  return { type, ...extracted, chunks };
+}
+
+const MAX_NAME_BYTES = 255;
+
+/**
+ * The client's base name, made safe to store and show: the part after the last `/` or `\`,
+ * without control or bidi-override characters, trimmed (spaces and dots at the start, spaces
+ * and dots at the end), never `.`/`..`, at most 255 UTF-8 bytes (the extension kept when it can
+ * be), `upload` when nothing remains.
+ */
+export function sanitizeFileName(name: string): string {
+  let s = String(name ?? '').normalize('NFC');
+  s = s.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g, '');
+  s = s.split(/[\\/]/).pop() ?? '';
+  s = s.replace(/\.{2,}/g, '.').replace(/^[\s.]+/, '').replace(/[\s.]+$/, '');
+  if (Buffer.byteLength(s, 'utf8') > MAX_NAME_BYTES) {
+    const dot = s.lastIndexOf('.');
+    const ext = dot > 0 && s.length - dot <= 16 ? s.slice(dot) : '';
+    s = truncateUtf8(s.slice(0, s.length - ext.length), MAX_NAME_BYTES - Buffer.byteLength(ext, 'utf8')).replace(/[\s.]+$/, '') + ext;
+  }
+  return s === '' ? 'upload' : s;
+}
+
+/** The longest prefix of s within maxBytes UTF-8 bytes, not splitting a character. */
+function truncateUtf8(s: string, maxBytes: number): string {
+  let bytes = 0;
+  let out = '';
+  for (const ch of s) {
+    const n = Buffer.byteLength(ch, 'utf8');
+    if (bytes + n > maxBytes) break;
+    bytes += n;
+    out += ch;
+  }
+  return out;
+}

@@ -1,0 +1,57 @@
+/**
+ * `npm start`: read the environment once, open storage, load the model in the background,
+ * make the administrator on first start, and serve.
+ */
+import { ConfigError, loadConfig } from './config/config.ts';
+import { ModelRegistry } from './embedding/registry.ts';
+import { buildApp } from './http/app.ts';
+import { bootstrap } from './service/bootstrap.ts';
+import { openStorage } from './storage/factory.ts';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const storage = await openStorage(config);
+  const models = new ModelRegistry(config);
+  const deps = { config, storage, models };
+  const app = await buildApp(deps, {
+    logger: {
+      level: config.logLevel,
+      // Secrets never reach a log line, even at trace level.
+      redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers["stripe-signature"]'], censor: '[redacted]' },
+    },
+  });
+
+  const boot = await bootstrap(deps);
+  if (boot.generatedKey) {
+    // Shown once, on the terminal only (not through the logger), and kept in a 0600 file.
+    process.stdout.write(
+      `\nAdministrator API key (shown once; also saved to ${boot.keyFile}, readable only by you):\n  ${boot.generatedKey}\n\n`,
+    );
+  }
+
+  // The model loads off the request path; the healthcheck answers 503 until it is ready.
+  models.start().catch((err: unknown) => app.log.error({ err }, 'model failed to load'));
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    await app.close();
+    await models.close();
+    await storage.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+  await app.listen({ host: config.host, port: config.port });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  process.stdout.write(`listening on http://${config.host}:${port}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `fatal: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,10 @@
+import type { Config } from '../config/config.ts';
+import type { ModelRegistry } from '../embedding/registry.ts';
+import type { Storage } from '../storage/api.ts';
+
+/** What every use case needs; built once at start and passed down. */
+export interface Deps {
+  readonly config: Config;
+  readonly storage: Storage;
+  readonly models: ModelRegistry;
+}

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import { invalid, ServiceError } from '../errors.ts';
+import { METRIC_NAMES, parseMetric } from '../index/metric.ts';
+import type { KeyspaceInfo, TableStats } from '../storage/api.ts';
+import type { Caller } from './caller.ts';
+import type { Deps } from './deps.ts';
+import { requireKeyspaceExists } from './tables.ts';
+
+export interface KeyspaceView {
+  keyspace: string;
+  owner: string | null;
+  replication: string;
+  created_at: string;
+  tables: { table: string; dimension: number; metric: string; model: string | null; row_count: number; created_at: string }[];
+}
+
+const tableView = (t: TableStats) => ({ table: t.name, dimension: t.dimension, metric: t.metric, model: t.model, row_count: t.rowCount, created_at: t.createdAt });
+
+async function view(deps: Deps, ks: KeyspaceInfo): Promise<KeyspaceView> {
+  const tables = await deps.storage.listTables(ks.name);
+  return { keyspace: ks.name, owner: ks.owner, replication: ks.replication, created_at: ks.createdAt, tables: tables.map(tableView) };
+}
+
+const uniqueName = (): string => `ks_${randomBytes(6).toString('hex')}`;
+
+/** `create` with no name and `autoprovision` both make a uniquely named keyspace with a default-model `vector` table. */
+export async function createKeyspace(deps: Deps, caller: Caller, input: { keyspace?: string }): Promise<KeyspaceView> {
+  const name = input.keyspace ?? uniqueName();
+  const ks = await deps.storage.createKeyspace({ name, owner: caller.userId });
+  await deps.storage.createTable(
+    { keyspace: name, name: deps.config.defaultTable, dimension: deps.models.dimension(deps.config.defaultModel), metric: 'cosine', model: deps.config.defaultModel },
+    { ifNotExists: true },
+  );
+  return view(deps, ks);
+}
+
+export const autoprovision = (deps: Deps, caller: Caller): Promise<KeyspaceView> => createKeyspace(deps, caller, {});
+
+/** The caller's keyspaces (every keyspace for an `All` key), limited to the key's resources. */
+export async function listKeyspaces(deps: Deps, caller: Caller): Promise<{ keyspaces: KeyspaceView[] }> {
+  const all = caller.permissions === 'All' ? await deps.storage.listKeyspaces() : await deps.storage.listKeyspaces(caller.userId);
+  const visible = all.filter((k) => caller.resources.includes('*') || caller.resources.includes(k.name));
+  return { keyspaces: await Promise.all(visible.map((k) => view(deps, k))) };
+}
+
+export async function createTable(deps: Deps, input: { keyspace: string; table: string; dimension?: number; metric?: string; model_name?: string }) {
+  const metric = parseMetric(input.metric ?? 'cosine');
+  if (metric === null) {
+    throw new ServiceError('unknown_metric', `Unknown metric "${input.metric}"; valid: ${METRIC_NAMES.join(', ')}.`, {
+      errors: [{ path: '/body/metric', message: 'is not a known metric' }],
+      extra: { valid: METRIC_NAMES },
+    });
+  }
+  let model: string | null = input.model_name ?? null;
+  let dimension = input.dimension;
+  if (dimension === undefined) {
+    model ??= deps.config.defaultModel;
+    dimension = deps.models.dimension(model);
+  } else if (model !== null && deps.models.dimension(model) !== dimension) {
+    throw invalid([{ path: '/body/dimension', message: `model "${model}" gives ${deps.models.dimension(model)} dimensions, not ${dimension}` }]);
+  }
+  if (dimension > deps.config.limits.maxDimension) {
+    throw invalid([{ path: '/body/dimension', message: `must be at most ${deps.config.limits.maxDimension}` }]);
+  }
+  await requireKeyspaceExists(deps.storage, input.keyspace);
+  const t = await deps.storage.createTable({ keyspace: input.keyspace, name: input.table, dimension, metric, model });
+  return { keyspace: t.keyspace, table: t.name, dimension: t.dimension, metric: t.metric, model: t.model, row_count: 0, created_at: t.createdAt };
+}

@@ -1,0 +1,124 @@
+import { invalid, ServiceError, type FieldError } from '../errors.ts';
+import { validateFilter } from '../index/filter.ts';
+import { METRIC_NAMES, parseMetric, type Metric } from '../index/metric.ts';
+import type { Filter, Metadata, StoredMatch } from '../storage/api.ts';
+import type { Deps } from './deps.ts';
+import { enrichWithSources } from './sources.ts';
+import { requireTable } from './tables.ts';
+import { isZero, toFloat32, utf8Bytes } from './validate.ts';
+
+export interface SearchInput {
+  query?: string;
+  vector?: number[];
+  model_name?: string;
+  keyspace: string;
+  table: string;
+  metric?: string;
+  initial_top_k?: number;
+  final_top_k?: number;
+  filter?: Filter;
+  include_vector?: boolean;
+}
+
+export interface SearchMatch {
+  key: string;
+  score: number;
+  metadata: Metadata;
+  vector?: number[];
+}
+
+export interface SearchOutput {
+  query: string | null;
+  model_name: string;
+  keyspace: string;
+  table: string;
+  metric: Metric;
+  initial_top_k: number;
+  final_top_k: number;
+  include_vector: boolean;
+  filter?: Filter;
+  matches: SearchMatch[];
+}
+
+export const DEFAULT_INITIAL_TOP_K = 1_000_000;
+export const DEFAULT_FINAL_TOP_K = 5;
+
+/** Resolves defaults and checks everything that can be checked before touching storage. */
+function resolve(deps: Deps, input: SearchInput) {
+  const { limits, defaultModel } = deps.config;
+  const errors: FieldError[] = [];
+  const hasQuery = input.query !== undefined;
+  const hasVector = input.vector !== undefined;
+  if (hasQuery === hasVector) {
+    const message = hasQuery ? 'give either query or vector, not both' : 'one of query or vector is required';
+    errors.push({ path: '/body/query', message }, { path: '/body/vector', message });
+  }
+  if (hasQuery && utf8Bytes(input.query!) > limits.queryBytes) {
+    errors.push({ path: '/body/query', message: `must be at most ${limits.queryBytes} bytes in UTF-8` });
+  }
+  const vector = hasVector ? toFloat32(input.vector!, '/body/vector', errors, limits) : null;
+
+  const metricName = input.metric ?? 'cosine';
+  const metric = parseMetric(metricName);
+  if (metric === null) {
+    throw new ServiceError('unknown_metric', `Unknown metric "${metricName}"; valid: ${METRIC_NAMES.join(', ')}.`, {
+      errors: [{ path: '/body/metric', message: 'is not a known metric' }],
+      extra: { valid: METRIC_NAMES },
+    });
+  }
+  const initialTopK = input.initial_top_k ?? DEFAULT_INITIAL_TOP_K;
+  const finalTopK = input.final_top_k ?? DEFAULT_FINAL_TOP_K;
+  if (finalTopK > initialTopK) {
+    errors.push({ path: '/body/final_top_k', message: `must not exceed initial_top_k (${initialTopK})` });
+  }
+  if (input.filter !== undefined) errors.push(...validateFilter(input.filter, '/body/filter'));
+  if (vector && metric === 'cosine' && isZero(vector)) errors.push({ path: '/body/vector', message: 'a zero vector has no cosine similarity' });
+  if (errors.length > 0) throw invalid(errors);
+
+  const modelName = input.model_name ?? defaultModel;
+  // Resolving the model also validates its name (unknown_model lists the valid ones).
+  const embedder = hasQuery ? deps.models.get(modelName) : null;
+  return { metric, initialTopK, finalTopK, modelName, vector, embedder };
+}
+
+export async function search(deps: Deps, input: SearchInput): Promise<SearchOutput> {
+  const r = resolve(deps, input);
+  const table = await requireTable(deps.storage, input.keyspace, input.table);
+
+  const queryVector = r.vector ?? (await r.embedder!.embed([input.query!]))[0];
+  if (queryVector.length !== table.dimension) {
+    throw new ServiceError(
+      'dimension_mismatch',
+      `The query vector has ${queryVector.length} dimensions; table "${table.name}" holds ${table.dimension}.`,
+      { errors: [{ path: r.vector ? '/body/vector' : '/body/model_name', message: `gives ${queryVector.length} dimensions, table has ${table.dimension}` }] },
+    );
+  }
+
+  const found = await deps.storage.search(input.keyspace, input.table, {
+    vector: queryVector,
+    metric: r.metric,
+    candidates: r.initialTopK,
+    limit: r.finalTopK,
+    filter: input.filter,
+    includeVector: input.include_vector === true,
+  });
+  const matches = await enrichWithSources(deps.storage, input.keyspace, input.table, found);
+  return {
+    query: input.query ?? null,
+    model_name: r.modelName,
+    keyspace: input.keyspace,
+    table: input.table,
+    metric: r.metric,
+    initial_top_k: r.initialTopK,
+    final_top_k: r.finalTopK,
+    include_vector: input.include_vector === true,
+    ...(input.filter !== undefined ? { filter: input.filter } : {}),
+    matches: matches.map((m) => toMatch(m, input.include_vector === true)),
+  };
+}
+
+function toMatch(m: StoredMatch & { metadata: Metadata }, includeVector: boolean): SearchMatch {
+  const out: SearchMatch = { key: m.key, score: m.score, metadata: m.metadata };
+  if (includeVector && m.vector) out.vector = Array.from(m.vector);
+  return out;
+}

@@ -1,0 +1,162 @@
+/**
+ * The storage contract. Every backend (embedded SQLite + usearch, Cassandra) implements
+ * `Storage`; the service layer sees nothing else. Storage never embeds text and never sees
+ * HTTP types. Errors leave a backend as ServiceError codes (keyspace_not_found, already_exists,
+ * dimension_mismatch, storage_unavailable...), never as driver errors.
+ *
+ * The shared contract suite in storage/contract.case.ts is the definition of "done" for a backend.
+ */
+import type { Metric } from '../index/metric.ts';
+
+export type { Metric };
+
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+export type Metadata = { [k: string]: Json };
+
+export interface KeyspaceInfo {
+  name: string;
+  /** Owning user id; null for keyspaces made before accounts existed. */
+  owner: string | null;
+  replication: string;
+  createdAt: string;
+}
+
+export interface TableInfo {
+  keyspace: string;
+  name: string;
+  dimension: number;
+  metric: Metric;
+  /** The embedding model its text rows were embedded with, when known. */
+  model: string | null;
+  createdAt: string;
+}
+
+export interface TableStats extends TableInfo {
+  rowCount: number;
+}
+
+export interface VectorRow {
+  key: string;
+  /** Full precision; its length is the table's dimension. */
+  vector: Float32Array;
+  metadata: Metadata;
+  text: string | null;
+}
+
+/**
+ * A metadata filter in the usual document-store dialect:
+ * `{field: value}` (equality), `{field: {$eq|$ne|$gt|$gte|$lt|$lte: v}}`, `{field: {$in|$nin: [..]}}`,
+ * `{field: {$exists: bool}}`, `{$and: [filter...]}`, `{$or: [filter...]}`. Fields may be dotted paths.
+ * The service validates a filter before it reaches storage (index/filter.ts).
+ */
+export type Filter = { [k: string]: Json };
+
+export interface SearchQuery {
+  vector: Float32Array;
+  metric: Metric;
+  /** Stage 1: how many candidates to retrieve. */
+  candidates: number;
+  /** Stage 2: how many exact-rescored matches to return. */
+  limit: number;
+  filter?: Filter;
+  includeVector?: boolean;
+}
+
+export interface StoredMatch {
+  key: string;
+  score: number;
+  metadata: Metadata;
+  text: string | null;
+  vector?: Float32Array;
+}
+
+export interface MetadataRecord {
+  keyspace: string;
+  table: string;
+  source_file: string;
+  raw_value: string;
+  source_type: string;
+  processing_details: string;
+}
+
+export type Permission = 'All' | 'Write' | 'Read';
+
+export interface User {
+  id: string;
+  name: string;
+  email: string;
+  plan: string;
+  connections: { type: string; id: string }[];
+  createdAt: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  userId: string;
+  name: string;
+  /** hex SHA-256 of the secret; the secret itself is never stored. */
+  hash: string;
+  permissions: Permission;
+  /** Keyspace names, or ['*']. */
+  resources: string[];
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export interface CatalogStore {
+  /** Throws already_exists when the name is taken. */
+  createKeyspace(ks: { name: string; owner: string | null; replication?: string }): Promise<KeyspaceInfo>;
+  getKeyspace(name: string): Promise<KeyspaceInfo | null>;
+  /** All keyspaces, or only those of one owner. */
+  listKeyspaces(owner?: string): Promise<KeyspaceInfo[]>;
+  /**
+   * Creates a table; throws keyspace_not_found, and already_exists unless `ifNotExists`,
+   * in which case the existing table is returned (its dimension may differ: the caller checks).
+   */
+  createTable(t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null }, opts?: { ifNotExists?: boolean }): Promise<TableInfo>;
+  getTable(keyspace: string, name: string): Promise<TableInfo | null>;
+  listTables(keyspace: string): Promise<TableStats[]>;
+}
+
+export interface VectorStore {
+  /**
+   * Upserts rows by key, all or nothing, durable when the promise resolves.
+   * Throws table_not_found or dimension_mismatch.
+   */
+  upsertVectors(keyspace: string, table: string, rows: VectorRow[]): Promise<void>;
+  getVector(keyspace: string, table: string, key: string): Promise<VectorRow | null>;
+  /** Returns how many of the keys existed. */
+  deleteVectors(keyspace: string, table: string, keys: string[]): Promise<number>;
+  /** Returns how many rows were deleted. */
+  deleteByFilter(keyspace: string, table: string, filter: Filter): Promise<number>;
+  countVectors(keyspace: string, table: string, filter?: Filter): Promise<number>;
+  /** Two-stage search; best first. Throws table_not_found. */
+  search(keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]>;
+}
+
+export interface MetadataStore {
+  /** Upserts records keyed by (keyspace, table, source_file), all or nothing. */
+  upsertMetadata(records: MetadataRecord[]): Promise<void>;
+  /** The records of the given sources of one table, keyed by source_file. */
+  getMetadata(keyspace: string, table: string, sourceFiles: string[]): Promise<Map<string, MetadataRecord>>;
+}
+
+export interface AccountStore {
+  /** Throws already_exists on a taken e-mail. */
+  createUser(u: { name: string; email: string; plan?: string }): Promise<User>;
+  getUser(id: string): Promise<User | null>;
+  getUserByEmail(email: string): Promise<User | null>;
+  listUsers(): Promise<User[]>;
+  createApiKey(k: Omit<ApiKeyRecord, 'id' | 'createdAt' | 'revokedAt'> & { id?: string }): Promise<ApiKeyRecord>;
+  findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null>;
+  listApiKeys(userId?: string): Promise<ApiKeyRecord[]>;
+  countApiKeys(): Promise<number>;
+}
+
+export interface Storage extends CatalogStore, VectorStore, MetadataStore, AccountStore {
+  readonly kind: 'embedded' | 'cassandra';
+  /** Cheap liveness probe for the healthcheck. */
+  ping(): Promise<boolean>;
+  /** Flushes derived state (ANN indexes) and releases resources. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,140 @@
+/**
+ * Users and API keys in the system keyspace. No process caches any of it: a key revoked through
+ * one service process is refused by every other on its next request.
+ *
+ * - E-mails are unique (case-insensitively) through an LWT on users_by_email; the user row is
+ *   written after the claim and the claim is released if that write fails.
+ * - API keys are stored by the hex SHA-256 of the secret, so authentication is one partition
+ *   read (`findApiKeyByHash`); a second key with the same hash is already_exists.
+ * - Listing and counting scan these small tables.
+ */
+import { randomUUID } from 'node:crypto';
+import { ServiceError, invalid } from '../../errors.ts';
+import type { ApiKeyRecord, Permission, User } from '../api.ts';
+import { iso } from './codec.ts';
+import { type Ctx, sysTable } from './context.ts';
+import type { Row } from './session.ts';
+
+const emailKey = (email: string): string => email.trim().toLowerCase();
+
+function parseConnections(s: unknown): { type: string; id: string }[] {
+  if (typeof s !== 'string' || s === '') return [];
+  try {
+    const v = JSON.parse(s) as unknown;
+    return Array.isArray(v) ? (v as { type: string; id: string }[]) : [];
+  } catch {
+    return [];
+  }
+}
+
+const userFromRow = (r: Row): User => ({
+  id: r.id as string,
+  name: r.name as string,
+  email: r.email as string,
+  plan: r.plan as string,
+  connections: parseConnections(r.connections),
+  createdAt: iso(r.created_at),
+});
+
+const keyFromRow = (r: Row): ApiKeyRecord => ({
+  id: r.id as string,
+  userId: r.user_id as string,
+  name: r.name as string,
+  hash: r.hash as string,
+  permissions: r.permissions as Permission,
+  resources: (r.resources as string[] | null) ?? [],
+  createdAt: iso(r.created_at),
+  revokedAt: r.revoked_at ? iso(r.revoked_at) : null,
+});
+
+const USER_COLS = 'id, name, email, plan, connections, created_at';
+const KEY_COLS = 'hash, id, user_id, name, permissions, resources, created_at, revoked_at';
+
+export async function createUser(ctx: Ctx, u: { name: string; email: string; plan?: string }): Promise<User> {
+  if (typeof u?.name !== 'string' || typeof u?.email !== 'string' || u.email.trim() === '') {
+    throw invalid([{ path: '/email', message: 'name and email must be strings; email must not be empty' }]);
+  }
+  const user: User = { id: randomUUID(), name: u.name, email: u.email, plan: u.plan ?? 'free', connections: [], createdAt: new Date().toISOString() };
+  const errCtx = { action: 'creating a user' };
+  const claim = await ctx.session.execute('lwt', `INSERT INTO ${sysTable(ctx, 'users_by_email')} (email, user_id) VALUES (?, ?) IF NOT EXISTS`, [emailKey(u.email), user.id], {
+    ctx: errCtx,
+  });
+  if (!claim.wasApplied()) throw new ServiceError('already_exists', `A user with e-mail "${u.email}" already exists.`);
+  try {
+    await ctx.session.write(
+      `INSERT INTO ${sysTable(ctx, 'users')} (${USER_COLS}) VALUES (?, ?, ?, ?, ?, ?)`,
+      [user.id, user.name, user.email, user.plan, JSON.stringify(user.connections), new Date(user.createdAt)],
+      errCtx,
+    );
+  } catch (e) {
+    await ctx.session.execute('write', `DELETE FROM ${sysTable(ctx, 'users_by_email')} WHERE email = ?`, [emailKey(u.email)]).catch(() => undefined);
+    throw e;
+  }
+  return user;
+}
+
+export async function getUser(ctx: Ctx, id: string): Promise<User | null> {
+  const rs = await ctx.session.execute('read', `SELECT ${USER_COLS} FROM ${sysTable(ctx, 'users')} WHERE id = ?`, [id], { ctx: { action: 'reading a user' } });
+  return rs.rowLength > 0 ? userFromRow(rs.first()) : null;
+}
+
+export async function getUserByEmail(ctx: Ctx, email: string): Promise<User | null> {
+  if (typeof email !== 'string') return null;
+  const rs = await ctx.session.execute('read', `SELECT user_id FROM ${sysTable(ctx, 'users_by_email')} WHERE email = ?`, [emailKey(email)], {
+    ctx: { action: 'reading a user' },
+  });
+  if (rs.rowLength === 0) return null;
+  return getUser(ctx, rs.first().user_id as string);
+}
+
+export async function listUsers(ctx: Ctx): Promise<User[]> {
+  const out: User[] = [];
+  for await (const page of ctx.session.pages(`SELECT ${USER_COLS} FROM ${sysTable(ctx, 'users')}`)) for (const r of page) out.push(userFromRow(r));
+  return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+}
+
+export async function createApiKey(ctx: Ctx, k: Omit<ApiKeyRecord, 'id' | 'createdAt' | 'revokedAt'> & { id?: string }): Promise<ApiKeyRecord> {
+  if (typeof k?.hash !== 'string' || k.hash === '') throw invalid([{ path: '/hash', message: 'must be a non-empty string' }]);
+  const rec: ApiKeyRecord = {
+    id: k.id ?? randomUUID(),
+    userId: k.userId,
+    name: k.name,
+    hash: k.hash,
+    permissions: k.permissions,
+    resources: [...k.resources],
+    createdAt: new Date().toISOString(),
+    revokedAt: null,
+  };
+  const rs = await ctx.session.execute(
+    'lwt',
+    `INSERT INTO ${sysTable(ctx, 'api_keys')} (hash, id, user_id, name, permissions, resources, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
+    [rec.hash, rec.id, rec.userId, rec.name, rec.permissions, rec.resources, new Date(rec.createdAt)],
+    { ctx: { action: 'creating an API key' } },
+  );
+  if (!rs.wasApplied()) throw new ServiceError('already_exists', 'An API key with this hash already exists.');
+  return rec;
+}
+
+export async function findApiKeyByHash(ctx: Ctx, hash: string): Promise<ApiKeyRecord | null> {
+  const rs = await ctx.session.execute('read', `SELECT ${KEY_COLS} FROM ${sysTable(ctx, 'api_keys')} WHERE hash = ?`, [hash], {
+    ctx: { action: 'reading an API key' },
+  });
+  return rs.rowLength > 0 ? keyFromRow(rs.first()) : null;
+}
+
+export async function listApiKeys(ctx: Ctx, userId?: string): Promise<ApiKeyRecord[]> {
+  const out: ApiKeyRecord[] = [];
+  for await (const page of ctx.session.pages(`SELECT ${KEY_COLS} FROM ${sysTable(ctx, 'api_keys')}`)) {
+    for (const r of page) {
+      const k = keyFromRow(r);
+      if (userId === undefined || k.userId === userId) out.push(k);
+    }
+  }
+  return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+}
+
+export async function countApiKeys(ctx: Ctx): Promise<number> {
+  let n = 0;
+  for await (const page of ctx.session.pages(`SELECT hash FROM ${sysTable(ctx, 'api_keys')}`, [], { fetchSize: 5000 })) n += page.length;
+  return n;
+}

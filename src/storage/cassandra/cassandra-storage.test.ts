@@ -1,0 +1,242 @@
+/**
+ * The storage contract, and what is particular to Cassandra, against a running Cassandra 5.
+ * Runs only with VSS_TEST_CASSANDRA=1 (`npm run test:cassandra` starts a local node, runs this
+ * and stops it); otherwise it skips. Each open() uses a fresh random keyspace prefix and system
+ * keyspace, and cleanup drops them, so runs never see each other's data.
+ *
+ * Environment (tests only): VSS_TEST_CASSANDRA_CONTACT_POINTS (default 127.0.0.1),
+ * VSS_TEST_CASSANDRA_LOCAL_DC (default datacenter1), VSS_TEST_CASSANDRA_RF (SimpleStrategy replication
+ * factor, default 1).
+ */
+import { randomBytes } from 'node:crypto';
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import cassandra from 'cassandra-driver';
+import { exactScore, compareScores, type Metric } from '../../index/metric.ts';
+import type { Storage, VectorRow } from '../api.ts';
+import { rejectsWithCode, storageContract } from '../contract.case.ts';
+import { openCassandraStorage, type CassandraStorageOptions } from './cassandra-storage.ts';
+
+const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
+const CONTACT_POINTS = (process.env.VSS_TEST_CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean);
+const LOCAL_DC = process.env.VSS_TEST_CASSANDRA_LOCAL_DC ?? 'datacenter1';
+const REPLICATION = `{'class': 'SimpleStrategy', 'replication_factor': ${Number(process.env.VSS_TEST_CASSANDRA_RF ?? 1)}}`;
+
+/** Drops every Cassandra keyspace whose name starts with `prefix`. */
+async function dropPrefixed(prefix: string): Promise<void> {
+  const c = new cassandra.Client({ contactPoints: CONTACT_POINTS, localDataCenter: LOCAL_DC });
+  try {
+    await c.connect();
+    const rs = await c.execute('SELECT keyspace_name FROM system_schema.keyspaces');
+    for (const r of rs.rows) {
+      const name = r.keyspace_name as string;
+      if (name.startsWith(prefix)) await c.execute(`DROP KEYSPACE IF EXISTS "${name}"`);
+    }
+  } finally {
+    await c.shutdown();
+  }
+}
+
+/** A fresh, isolated store: its own keyspace prefix and system keyspace. */
+async function openFresh(extra: Partial<CassandraStorageOptions> = {}): Promise<{ storage: Storage; prefix: string; cleanup: () => Promise<void> }> {
+  const prefix = `t${randomBytes(5).toString('hex')}_`;
+  const storage = await openCassandraStorage({
+    contactPoints: CONTACT_POINTS,
+    localDc: LOCAL_DC,
+    replication: REPLICATION,
+    systemKeyspace: `${prefix}vss_system`,
+    keyspacePrefix: prefix,
+    ...extra,
+  });
+  return {
+    storage,
+    prefix,
+    cleanup: async () => {
+      await storage.close();
+      await dropPrefixed(prefix);
+    },
+  };
+}
+
+function rng(seed: number): () => number {
+  let s = seed;
+  return () => (s = (s * 16807) % 2147483647) / 2147483647;
+}
+
+/** Clustered data (as embeddings are): `k` centres, rows scattered around them. */
+function clustered(n: number, d: number, k: number, seed: number): VectorRow[] {
+  const r = rng(seed);
+  const centres = Array.from({ length: k }, () => Float32Array.from({ length: d }, () => r() * 2 - 1));
+  return Array.from({ length: n }, (_, i) => {
+    const c = centres[i % k];
+    return { key: `r${i}`, vector: Float32Array.from(c, (x) => x + (r() - 0.5) * 0.6), metadata: { i, cluster: i % k }, text: `row ${i}` };
+  });
+}
+
+function brute(rows: VectorRow[], q: Float32Array, metric: Metric, limit: number): string[] {
+  return rows
+    .map((x) => ({ key: x.key, score: exactScore(metric, q, x.vector) }))
+    .sort(compareScores(metric))
+    .slice(0, limit)
+    .map((x) => x.key);
+}
+
+if (!ENABLED) {
+  describe('cassandra storage', () => {
+    it('is skipped: set VSS_TEST_CASSANDRA=1 with a Cassandra 5 on 127.0.0.1, or run `npm run test:cassandra`', { skip: 'VSS_TEST_CASSANDRA is not 1' }, () => {});
+  });
+} else {
+  storageContract('cassandra', () => openFresh());
+
+  describe('cassandra specifics', () => {
+    let s: Storage;
+    let cleanup: () => Promise<void>;
+    before(async () => {
+      // exactScanMaxRows 0: every search with the table's own metric goes through the ANN index.
+      ({ storage: s, cleanup } = await openFresh({ exactScanMaxRows: 0 }));
+      await s.createKeyspace({ name: 'spec', owner: null });
+    });
+    after(async () => cleanup());
+
+    it('ANN stage 1 with exact re-scoring: recall@10 against brute force', async (t) => {
+      const d = 48;
+      await s.createTable({ keyspace: 'spec', name: 'ann', dimension: d, metric: 'cosine', model: null });
+      const rows = clustered(1500, d, 12, 7);
+      const t0 = performance.now();
+      for (let i = 0; i < rows.length; i += 250) await s.upsertVectors('spec', 'ann', rows.slice(i, i + 250));
+      const secs = (performance.now() - t0) / 1000;
+      t.diagnostic(`ingest ${rows.length} rows x ${d} dims: ${(rows.length / secs).toFixed(0)} rows/s`);
+      const r = rng(99);
+      let hit = 0;
+      const queries = 30;
+      const t1 = performance.now();
+      for (let i = 0; i < queries; i++) {
+        const q = Float32Array.from(rows[Math.floor(r() * rows.length)].vector, (x) => x + (r() - 0.5) * 0.2);
+        const want = new Set(brute(rows, q, 'cosine', 10));
+        const got = await s.search('spec', 'ann', { vector: q, metric: 'cosine', candidates: 10, limit: 10 });
+        assert.equal(got.length, 10);
+        for (const g of got) {
+          if (want.has(g.key)) hit++;
+          assert.ok(Math.abs(g.score - exactScore('cosine', q, rows[Number(g.key.slice(1))].vector)) < 1e-9, 'scores are exact');
+        }
+        for (let j = 1; j < got.length; j++) assert.ok(got[j - 1].score >= got[j].score, 'best first');
+      }
+      const recall = hit / (queries * 10);
+      t.diagnostic(`recall@10 (ANN LIMIT 50, exact re-score): ${recall.toFixed(3)}; ${((performance.now() - t1) / queries).toFixed(1)} ms per search`);
+      assert.ok(recall >= 0.9, `recall ${recall}`);
+    });
+
+    it('post-filters ANN candidates on large tables', async () => {
+      const rows = clustered(1500, 48, 12, 7);
+      const q = rows[3].vector;
+      const got = await s.search('spec', 'ann', { vector: q, metric: 'cosine', candidates: 100, limit: 5, filter: { cluster: 3 } });
+      assert.equal(got.length, 5);
+      assert.ok(got.every((g) => g.metadata.cluster === 3));
+      assert.equal(got[0].key, 'r3');
+      assert.equal(got[0].text, 'row 3');
+    });
+
+    it('scans exactly when the query metric differs from the index', async () => {
+      const rows = clustered(1500, 48, 12, 7);
+      const q = rows[11].vector;
+      const got = await s.search('spec', 'ann', { vector: q, metric: 'euclidean', candidates: 10, limit: 10 });
+      assert.deepEqual(got.map((g) => g.key), brute(rows, q, 'euclidean', 10));
+    });
+
+    it('rejects zero vectors under cosine and non-finite values before Cassandra sees them', async () => {
+      await s.createTable({ keyspace: 'spec', name: 'zero', dimension: 3, metric: 'cosine', model: null });
+      await rejectsWithCode(
+        s.upsertVectors('spec', 'zero', [
+          { key: 'ok', vector: Float32Array.of(1, 0, 0), metadata: {}, text: null },
+          { key: 'z', vector: Float32Array.of(0, 0, 0), metadata: {}, text: null },
+        ]),
+        'validation_failed',
+      );
+      await rejectsWithCode(s.upsertVectors('spec', 'zero', [{ key: 'n', vector: Float32Array.of(1, NaN, 0), metadata: {}, text: null }]), 'validation_failed');
+      // Near-zero: its float32 squared norm underflows to 0 and Cassandra's index would divide by it.
+      await rejectsWithCode(s.upsertVectors('spec', 'zero', [{ key: 't', vector: Float32Array.of(1e-30, 0, 0), metadata: {}, text: null }]), 'validation_failed');
+      await rejectsWithCode(s.upsertVectors('spec', 'zero', [{ key: 'h', vector: Float32Array.of(1e30, 0, 0), metadata: {}, text: null }]), 'validation_failed');
+      assert.equal(await s.countVectors('spec', 'zero'), 0);
+      // Small but usable vectors are fine.
+      await s.upsertVectors('spec', 'zero', [
+        { key: 'tiny', vector: Float32Array.of(1e-10, 0, 0), metadata: {}, text: null },
+        { key: 'x', vector: Float32Array.of(1, 0, 0), metadata: {}, text: null },
+      ]);
+      // A zero query has no direction: every row scores 0 (exact scan, no server error).
+      const got = await s.search('spec', 'zero', { vector: Float32Array.of(0, 0, 0), metric: 'cosine', candidates: 10, limit: 10 });
+      assert.deepEqual(got.map((g) => [g.key, g.score]), [['tiny', 0], ['x', 0]]);
+      // Zero vectors are fine under euclidean and dot product.
+      await s.createTable({ keyspace: 'spec', name: 'zero_l2', dimension: 3, metric: 'euclidean', model: null });
+      await s.upsertVectors('spec', 'zero_l2', [{ key: 'z', vector: Float32Array.of(0, 0, 0), metadata: {}, text: null }]);
+      assert.equal((await s.search('spec', 'zero_l2', { vector: Float32Array.of(0, 0, 0), metric: 'euclidean', candidates: 1, limit: 1 }))[0].score, 0);
+    });
+
+    it('takes concurrent batch writes (concurrent_writes <= CPUs + 1 on the server)', async (t) => {
+      const d = 64;
+      await s.createTable({ keyspace: 'spec', name: 'conc', dimension: d, metric: 'dot_product', model: null });
+      const r = rng(5);
+      const batches = Array.from({ length: 6 }, (_, b) =>
+        Array.from({ length: 60 }, (_, i) => ({ key: `b${b}_${i}`, vector: Float32Array.from({ length: d }, () => r() - 0.5), metadata: { b }, text: null })),
+      );
+      const t0 = performance.now();
+      await Promise.all(batches.map((rows) => s.upsertVectors('spec', 'conc', rows)));
+      t.diagnostic(`6 concurrent batches of 60 rows x ${d} dims: ${(360 / ((performance.now() - t0) / 1000)).toFixed(0)} rows/s`);
+      assert.equal(await s.countVectors('spec', 'conc'), 360);
+      assert.equal(await s.countVectors('spec', 'conc', { b: 2 }), 60);
+    });
+
+    it('keeps the last row of a key written twice in one call', async () => {
+      await s.createTable({ keyspace: 'spec', name: 'dup', dimension: 2, metric: 'euclidean', model: null });
+      await s.upsertVectors('spec', 'dup', [
+        { key: 'k', vector: Float32Array.of(1, 1), metadata: { v: 1 }, text: 'first' },
+        { key: 'k', vector: Float32Array.of(2, 2), metadata: { v: 2 }, text: 'second' },
+      ]);
+      const k = await s.getVector('spec', 'dup', 'k');
+      assert.deepEqual([...k!.vector, k!.metadata.v, k!.text], [2, 2, 2, 'second']);
+    });
+
+    it('accepts 48-character table names', async () => {
+      const name = 't'.repeat(48);
+      await s.createTable({ keyspace: 'spec', name, dimension: 2, metric: 'cosine', model: null });
+      await s.upsertVectors('spec', name, [{ key: 'a', vector: Float32Array.of(1, 2), metadata: {}, text: null }]);
+      assert.equal((await s.search('spec', name, { vector: Float32Array.of(1, 2), metric: 'cosine', candidates: 1, limit: 1 }))[0].key, 'a');
+    });
+
+    it('rejects reserved and invalid keyspace names', async () => {
+      await rejectsWithCode(s.createKeyspace({ name: 'system', owner: null }), 'already_exists');
+      await rejectsWithCode(s.createKeyspace({ name: 'Bad-Name', owner: null }), 'validation_failed');
+      await rejectsWithCode(s.createKeyspace({ name: 'ok_name', owner: null, replication: "{'class': 'SimpleStrategy'}; DROP KEYSPACE x" }), 'validation_failed');
+      assert.equal(await s.getKeyspace('Bad-Name'), null);
+    });
+
+    it('shares all state between processes: two stores on one system keyspace', async () => {
+      const prefix = `t${randomBytes(5).toString('hex')}_`;
+      const opts = { contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, replication: REPLICATION, systemKeyspace: `${prefix}vss_system`, keyspacePrefix: prefix };
+      const a = await openCassandraStorage(opts);
+      const b = await openCassandraStorage(opts);
+      try {
+        const results = await Promise.allSettled([a.createKeyspace({ name: 'race', owner: 'a' }), b.createKeyspace({ name: 'race', owner: 'b' })]);
+        assert.equal(results.filter((x) => x.status === 'fulfilled').length, 1, 'exactly one creator wins');
+        const [ta, tb] = await Promise.all([
+          a.createTable({ keyspace: 'race', name: 'v', dimension: 4, metric: 'cosine', model: null }, { ifNotExists: true }),
+          b.createTable({ keyspace: 'race', name: 'v', dimension: 8, metric: 'euclidean', model: null }, { ifNotExists: true }),
+        ]);
+        assert.deepEqual(ta, tb);
+        await a.upsertVectors('race', 'v', [{ key: 'x', vector: new Float32Array(ta.dimension).fill(1), metadata: {}, text: null }]);
+        assert.equal((await b.getVector('race', 'v', 'x'))?.key, 'x');
+        const u = await a.createUser({ name: 'U', email: 'U@Example.com' });
+        await a.createApiKey({ userId: u.id, name: 'k', hash: 'f'.repeat(64), permissions: 'Read', resources: ['race'] });
+        assert.equal((await b.findApiKeyByHash('f'.repeat(64)))?.userId, u.id);
+        assert.equal((await b.getUserByEmail('u@example.com'))?.id, u.id);
+      } finally {
+        await a.close();
+        await b.close();
+        await dropPrefixed(prefix);
+      }
+    });
+
+    it('reports an unreachable cluster as storage_unavailable', async () => {
+      await rejectsWithCode(openCassandraStorage({ contactPoints: ['127.0.0.1:9'], localDc: LOCAL_DC, replication: REPLICATION }), 'storage_unavailable');
+    });
+  });
+}

@@ -1,0 +1,97 @@
+/**
+ * The distributed backend: Apache Cassandra 5 with SAI vector indexes, through the DataStax
+ * Node.js driver. Every piece of state (catalog, accounts, metadata records, vectors) lives in
+ * Cassandra, so any number of service processes can run side by side; nothing is cached here.
+ *
+ * Files by concern: session.ts (driver, consistency, paging, retries), driver-errors.ts (driver
+ * errors -> ServiceError), system-schema.ts (the system keyspace), catalog.ts (keyspaces, tables),
+ * vectors.ts (rows), search.ts (two-stage search), metadata-records.ts, accounts.ts.
+ */
+import { ServiceError } from '../../errors.ts';
+import type { Storage } from '../api.ts';
+import * as accounts from './accounts.ts';
+import * as catalog from './catalog.ts';
+import type { Ctx } from './context.ts';
+import * as records from './metadata-records.ts';
+import { isValidName, requireValidReplication } from './names.ts';
+import { search } from './search.ts';
+import { Session, type WriteConsistency } from './session.ts';
+import { ensureSystemSchema } from './system-schema.ts';
+import * as vectors from './vectors.ts';
+
+export interface CassandraStorageOptions {
+  contactPoints: string[];
+  localDc: string;
+  /** Replication map (CQL text) of new keyspaces and of the system keyspace. */
+  replication: string;
+  /** Default 'vss_system'. */
+  systemKeyspace?: string;
+  /** Default QUORUM; reads use the matching level. */
+  writeConsistency?: WriteConsistency;
+  /** Tables up to this many rows are searched exactly (default 20,000); see search.ts. */
+  exactScanMaxRows?: number;
+  /**
+   * Prepended to keyspace names to form their Cassandra keyspaces (default ''), so that several
+   * deployments or test runs can share one cluster. Give each its own systemKeyspace too.
+   */
+  keyspacePrefix?: string;
+}
+
+export async function openCassandraStorage(opts: CassandraStorageOptions): Promise<Storage> {
+  const systemKeyspace = opts.systemKeyspace ?? 'vss_system';
+  if (!isValidName(systemKeyspace)) throw new ServiceError('internal', `Invalid system keyspace name "${systemKeyspace}".`);
+  const replication = requireValidReplication(opts.replication);
+  const keyspacePrefix = opts.keyspacePrefix ?? '';
+  if (keyspacePrefix !== '' && !/^[a-z][a-z0-9_]{0,23}$/.test(keyspacePrefix)) {
+    throw new ServiceError('internal', `Invalid keyspace prefix "${keyspacePrefix}": it must match ^[a-z][a-z0-9_]{0,23}$.`);
+  }
+  if (opts.contactPoints.length === 0) throw new ServiceError('storage_unavailable', 'No Cassandra contact points are configured.');
+
+  const session = new Session({ contactPoints: [...opts.contactPoints], localDc: opts.localDc, writeConsistency: opts.writeConsistency ?? 'QUORUM' });
+  await session.connect();
+  try {
+    await ensureSystemSchema(session, systemKeyspace, replication);
+  } catch (err) {
+    await session.shutdown().catch(() => undefined);
+    throw err;
+  }
+  const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 20_000, keyspacePrefix };
+  let closed = false;
+
+  return {
+    kind: 'cassandra',
+
+    createKeyspace: (ks) => catalog.createKeyspace(ctx, ks),
+    getKeyspace: (name) => catalog.getKeyspace(ctx, name),
+    listKeyspaces: (owner) => catalog.listKeyspaces(ctx, owner),
+    createTable: (t, o) => catalog.createTable(ctx, t, o),
+    getTable: (ks, name) => catalog.getTable(ctx, ks, name),
+    listTables: (ks) => catalog.listTables(ctx, ks),
+
+    upsertVectors: (ks, t, rows) => vectors.upsertVectors(ctx, ks, t, rows),
+    getVector: (ks, t, key) => vectors.getVector(ctx, ks, t, key),
+    deleteVectors: (ks, t, keys) => vectors.deleteVectors(ctx, ks, t, keys),
+    deleteByFilter: (ks, t, filter) => vectors.deleteByFilter(ctx, ks, t, filter),
+    countVectors: (ks, t, filter) => vectors.countVectors(ctx, ks, t, filter),
+    search: (ks, t, q) => search(ctx, ks, t, q),
+
+    upsertMetadata: (recs) => records.upsertMetadata(ctx, recs),
+    getMetadata: (ks, t, files) => records.getMetadata(ctx, ks, t, files),
+
+    createUser: (u) => accounts.createUser(ctx, u),
+    getUser: (id) => accounts.getUser(ctx, id),
+    getUserByEmail: (email) => accounts.getUserByEmail(ctx, email),
+    listUsers: () => accounts.listUsers(ctx),
+    createApiKey: (k) => accounts.createApiKey(ctx, k),
+    findApiKeyByHash: (hash) => accounts.findApiKeyByHash(ctx, hash),
+    listApiKeys: (userId) => accounts.listApiKeys(ctx, userId),
+    countApiKeys: () => accounts.countApiKeys(ctx),
+
+    ping: () => (closed ? Promise.resolve(false) : session.ping()),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await session.shutdown();
+    },
+  };
+}

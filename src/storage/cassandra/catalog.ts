@@ -1,0 +1,219 @@
+/**
+ * Keyspaces and tables. The catalog rows in the system keyspace are the truth about what exists
+ * (owner, dimension, metric, model); each keyspace is a Cassandra keyspace and each table a
+ * Cassandra table with an SAI vector index:
+ *
+ *   CREATE TABLE ks.t (key text PRIMARY KEY, vector vector<float, D>, metadata text, text text)
+ *   CREATE CUSTOM INDEX t_vector_idx ON ks.t (vector) USING 'StorageAttachedIndex'
+ *     WITH OPTIONS = {'similarity_function': 'cosine' | 'dot_product' | 'euclidean'}
+ *
+ * Names are claimed with a lightweight transaction on the catalog row first (so two processes
+ * cannot both create one name), then the schema is created; a failed schema change releases the
+ * claim. A process that loses the claim waits for the winner's table instead of issuing the same
+ * DDL concurrently (Cassandra 5 can give concurrently created tables different ids).
+ */
+import { ServiceError, invalid } from '../../errors.ts';
+import { METRICS, type Metric } from '../../index/metric.ts';
+import type { KeyspaceInfo, TableInfo, TableStats } from '../api.ts';
+import { iso } from './codec.ts';
+import { type Ctx, dataTable, physicalKeyspace, sysTable } from './context.ts';
+import { isReservedKeyspace, isValidName, q, requireValidName, requireValidReplication, vectorIndexName } from './names.ts';
+import type { Row } from './session.ts';
+
+const SIMILARITY: Record<Metric, string> = { cosine: 'cosine', dot_product: 'dot_product', euclidean: 'euclidean' };
+
+const keyspaceFromRow = (r: Row): KeyspaceInfo => ({
+  name: r.name as string,
+  owner: (r.owner as string | null) ?? null,
+  replication: r.replication as string,
+  createdAt: iso(r.created_at),
+});
+
+const tableFromRow = (r: Row): TableInfo => ({
+  keyspace: r.keyspace_name as string,
+  name: r.table_name as string,
+  dimension: r.dimension as number,
+  metric: r.metric as Metric,
+  model: (r.model as string | null) ?? null,
+  createdAt: iso(r.created_at),
+});
+
+async function cqlKeyspaceExists(ctx: Ctx, name: string): Promise<boolean> {
+  const rs = await ctx.session.execute('read', 'SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?', [name]);
+  return rs.rowLength > 0;
+}
+
+async function cqlTableExists(ctx: Ctx, keyspace: string, table: string): Promise<boolean> {
+  const rs = await ctx.session.execute('read', 'SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [keyspace, table]);
+  return rs.rowLength > 0;
+}
+
+export async function createKeyspace(ctx: Ctx, ks: { name: string; owner: string | null; replication?: string }): Promise<KeyspaceInfo> {
+  requireValidName(ks.name, 'keyspace', '/keyspace');
+  const replication = requireValidReplication(ks.replication ?? ctx.replication);
+  const physical = physicalKeyspace(ctx, ks.name);
+  if (physical.length > 48) {
+    throw invalid([{ path: '/keyspace', message: `must be at most ${48 - ctx.keyspacePrefix.length} characters with this deployment's keyspace prefix` }]);
+  }
+  const err = { keyspace: ks.name, action: `creating keyspace "${ks.name}"` };
+  if (isReservedKeyspace(ks.name, ctx.systemKeyspace) || isReservedKeyspace(physical, ctx.systemKeyspace) || (await cqlKeyspaceExists(ctx, physicalKeyspace(ctx, ks.name)) && (await getKeyspace(ctx, ks.name)) === null)) {
+    throw new ServiceError('already_exists', `Keyspace "${ks.name}" already exists.`);
+  }
+  const createdAt = new Date();
+  const claim = await ctx.session.execute(
+    'lwt',
+    `INSERT INTO ${sysTable(ctx, 'keyspaces')} (name, owner, replication, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`,
+    [ks.name, ks.owner, replication, createdAt],
+    { ctx: err },
+  );
+  if (!claim.wasApplied()) throw new ServiceError('already_exists', `Keyspace "${ks.name}" already exists.`);
+  try {
+    await ctx.session.execute('ddl', `CREATE KEYSPACE IF NOT EXISTS ${q(physicalKeyspace(ctx, ks.name))} WITH replication = ${replication}`, [], { ctx: err });
+  } catch (e) {
+    await ctx.session.execute('write', `DELETE FROM ${sysTable(ctx, 'keyspaces')} WHERE name = ?`, [ks.name]).catch(() => undefined);
+    throw e;
+  }
+  return { name: ks.name, owner: ks.owner, replication, createdAt: createdAt.toISOString() };
+}
+
+export async function getKeyspace(ctx: Ctx, name: string): Promise<KeyspaceInfo | null> {
+  if (!isValidName(name)) return null;
+  const rs = await ctx.session.execute('read', `SELECT name, owner, replication, created_at FROM ${sysTable(ctx, 'keyspaces')} WHERE name = ?`, [name], {
+    ctx: { keyspace: name, action: 'reading the catalog' },
+  });
+  return rs.rowLength > 0 ? keyspaceFromRow(rs.first()) : null;
+}
+
+/** The catalog is small: a paged scan, filtered and sorted by name here. */
+export async function listKeyspaces(ctx: Ctx, owner?: string): Promise<KeyspaceInfo[]> {
+  const out: KeyspaceInfo[] = [];
+  for await (const page of ctx.session.pages(`SELECT name, owner, replication, created_at FROM ${sysTable(ctx, 'keyspaces')}`)) {
+    for (const r of page) {
+      const k = keyspaceFromRow(r);
+      if (owner === undefined || k.owner === owner) out.push(k);
+    }
+  }
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+export async function getTable(ctx: Ctx, keyspace: string, name: string): Promise<TableInfo | null> {
+  if (!isValidName(keyspace) || !isValidName(name)) return null;
+  const rs = await ctx.session.execute(
+    'read',
+    `SELECT keyspace_name, table_name, dimension, metric, model, created_at FROM ${sysTable(ctx, 'tables')} WHERE keyspace_name = ? AND table_name = ?`,
+    [keyspace, name],
+    { ctx: { keyspace, table: name, action: 'reading the catalog' } },
+  );
+  return rs.rowLength > 0 ? tableFromRow(rs.first()) : null;
+}
+
+/** The table's catalog entry; keyspace_not_found or table_not_found when either is missing. */
+export async function requireTable(ctx: Ctx, keyspace: string, name: string): Promise<TableInfo> {
+  const t = await getTable(ctx, keyspace, name);
+  if (t !== null) return t;
+  if ((await getKeyspace(ctx, keyspace)) === null) throw new ServiceError('keyspace_not_found', `Keyspace "${keyspace}" does not exist.`);
+  throw new ServiceError('table_not_found', `Table "${name}" does not exist in keyspace "${keyspace}".`);
+}
+
+export async function createTable(
+  ctx: Ctx,
+  t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null },
+  opts: { ifNotExists?: boolean } = {},
+): Promise<TableInfo> {
+  requireValidName(t.name, 'table', '/table');
+  if (!Number.isInteger(t.dimension) || t.dimension < 1 || t.dimension > 8192) {
+    throw invalid([{ path: '/dimension', message: 'must be an integer from 1 to 8192' }]);
+  }
+  if (!(METRICS as readonly string[]).includes(t.metric)) throw new ServiceError('unknown_metric', `Unknown metric "${t.metric}".`);
+  const ks = await getKeyspace(ctx, t.keyspace);
+  if (ks === null) throw new ServiceError('keyspace_not_found', `Keyspace "${t.keyspace}" does not exist.`);
+
+  const err = { keyspace: t.keyspace, table: t.name, action: `creating table "${t.name}"` };
+  const createdAt = new Date();
+  const claim = await ctx.session.execute(
+    'lwt',
+    `INSERT INTO ${sysTable(ctx, 'tables')} (keyspace_name, table_name, dimension, metric, model, created_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
+    [t.keyspace, t.name, t.dimension, t.metric, t.model, createdAt],
+    { ctx: err },
+  );
+  if (!claim.wasApplied()) {
+    if (!opts.ifNotExists) throw new ServiceError('already_exists', `Table "${t.name}" already exists in keyspace "${t.keyspace}".`);
+    const existing = await requireTable(ctx, t.keyspace, t.name);
+    await awaitTableSchema(ctx, ks, existing);
+    return existing;
+  }
+  const info: TableInfo = { keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model, createdAt: createdAt.toISOString() };
+  try {
+    await createTableSchema(ctx, ks, info);
+  } catch (e) {
+    await ctx.session
+      .execute('write', `DELETE FROM ${sysTable(ctx, 'tables')} WHERE keyspace_name = ? AND table_name = ?`, [t.keyspace, t.name])
+      .catch(() => undefined);
+    throw e;
+  }
+  return info;
+}
+
+async function createTableSchema(ctx: Ctx, ks: KeyspaceInfo, t: TableInfo): Promise<void> {
+  const err = { keyspace: t.keyspace, table: t.name, action: `creating table "${t.name}"` };
+  // Repairs a keyspace whose catalog row was written by a process that died before its DDL.
+  if (!(await cqlKeyspaceExists(ctx, physicalKeyspace(ctx, ks.name)))) {
+    await ctx.session.execute('ddl', `CREATE KEYSPACE IF NOT EXISTS ${q(physicalKeyspace(ctx, ks.name))} WITH replication = ${requireValidReplication(ks.replication)}`, [], { ctx: err });
+  }
+  const table = dataTable(ctx, t.keyspace, t.name);
+  await ctx.session.execute(
+    'ddl',
+    `CREATE TABLE IF NOT EXISTS ${table} ("key" text PRIMARY KEY, "vector" vector<float, ${t.dimension}>, "metadata" text, "text" text)`,
+    [],
+    { ctx: err },
+  );
+  await ctx.session.execute(
+    'ddl',
+    `CREATE CUSTOM INDEX IF NOT EXISTS ${q(vectorIndexName(t.name))} ON ${table} ("vector") USING 'StorageAttachedIndex' WITH OPTIONS = {'similarity_function': '${SIMILARITY[t.metric]}'}`,
+    [],
+    { ctx: err },
+  );
+}
+
+/** Waits (up to 30 s) for the table another process is creating; creates it if that process died. */
+async function awaitTableSchema(ctx: Ctx, ks: KeyspaceInfo, t: TableInfo): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (await cqlTableExists(ctx, physicalKeyspace(ctx, t.keyspace), t.name)) {
+      const idx = await ctx.session.execute('read', 'SELECT index_name FROM system_schema.indexes WHERE keyspace_name = ? AND table_name = ?', [physicalKeyspace(ctx, t.keyspace), t.name]);
+      if (idx.rowLength > 0) return;
+    }
+    // A claim older than a few seconds whose schema is still missing belongs to a process that died.
+    if (Date.now() - Date.parse(t.createdAt) > 10_000) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await createTableSchema(ctx, ks, t);
+}
+
+/** Rows of a table, counted by a paged scan of its keys: O(rows). */
+export async function countRows(ctx: Ctx, keyspace: string, table: string, upTo = Infinity): Promise<number> {
+  let n = 0;
+  const limit = Number.isFinite(upTo) ? ` LIMIT ${Math.floor(upTo)}` : '';
+  for await (const page of ctx.session.pages(`SELECT "key" FROM ${dataTable(ctx, keyspace, table)}${limit}`, [], {
+    fetchSize: 5000,
+    ctx: { keyspace, table, action: 'counting rows' },
+  })) {
+    n += page.length;
+  }
+  return n;
+}
+
+/** Tables with their row counts (each counted by a key scan: O(rows) per table). */
+export async function listTables(ctx: Ctx, keyspace: string): Promise<TableStats[]> {
+  if ((await getKeyspace(ctx, keyspace)) === null) throw new ServiceError('keyspace_not_found', `Keyspace "${keyspace}" does not exist.`);
+  const tables: TableInfo[] = [];
+  for await (const page of ctx.session.pages(
+    `SELECT keyspace_name, table_name, dimension, metric, model, created_at FROM ${sysTable(ctx, 'tables')} WHERE keyspace_name = ?`,
+    [keyspace],
+  )) {
+    for (const r of page) tables.push(tableFromRow(r));
+  }
+  const out: TableStats[] = [];
+  for (const t of tables) out.push({ ...t, rowCount: await countRows(ctx, t.keyspace, t.name) });
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}

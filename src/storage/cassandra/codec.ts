@@ -1,0 +1,100 @@
+/** Values between the Storage contract and CQL columns: vectors, JSON metadata, timestamps. */
+import cassandra from 'cassandra-driver';
+import { type FieldError, ServiceError, invalid } from '../../errors.ts';
+import type { Metadata, Metric } from '../api.ts';
+
+const { types } = cassandra;
+
+/** A float32 vector as the driver wants it for a `vector<float, D>` column. */
+export const toCqlVector = (v: Float32Array): InstanceType<typeof types.Vector> => new types.Vector(v, 'float');
+
+/** A `vector<float, D>` cell back to full-precision float32. */
+export function fromCqlVector(cell: unknown): Float32Array {
+  const els = (cell as { elements?: number[] } | null)?.elements;
+  if (!Array.isArray(els)) throw new ServiceError('internal', 'Cassandra returned a vector cell the backend cannot read.');
+  return Float32Array.from(els);
+}
+
+export const toMetadataText = (m: Metadata | null | undefined): string => JSON.stringify(m ?? {});
+
+export function fromMetadataText(s: unknown): Metadata {
+  if (typeof s !== 'string' || s === '') return {};
+  try {
+    const v = JSON.parse(s) as unknown;
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Metadata) : {};
+  } catch {
+    return {};
+  }
+}
+
+export const iso = (d: unknown): string => (d instanceof Date ? d.toISOString() : new Date(String(d)).toISOString());
+
+/**
+ * The squared norm as Cassandra's vector index (jvector) computes it: a float32 running sum.
+ * Under cosine it divides by the norms, so a vector whose float32 squared norm is 0 (all zeros,
+ * or components below ~1e-23 that underflow) or overflows gives NaN: the write then fails with a
+ * generic server error (an AssertionError inside Cassandra, which runs with -ea), or corrupts the
+ * graph's scores. Other metrics overflow to infinity for components beyond ~1e18.
+ */
+export function float32NormSq(v: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s = Math.fround(s + Math.fround(v[i] * v[i]));
+  return s;
+}
+
+/** Below this float32 squared norm a vector has no usable direction under cosine. */
+const MIN_COSINE_NORM_SQ = 1e-30;
+/** Above this, jvector's float32 similarities (or the distance between two such vectors) overflow. */
+const MAX_NORM_SQ = 1e37;
+
+/** Whether Cassandra's index can take (or rank against) the vector under `metric`. */
+export function indexable(v: Float32Array, metric: Metric): boolean {
+  const n = float32NormSq(v);
+  return n <= MAX_NORM_SQ && (metric !== 'cosine' || n >= MIN_COSINE_NORM_SQ);
+}
+
+/**
+ * Checks a vector before it reaches Cassandra, whose own failures here are generic server errors:
+ * the table's dimension, finite components, and no zero vector under cosine.
+ * Returns the field errors; a dimension error is reported separately (it has its own code).
+ */
+export function checkVector(v: unknown, dimension: number, metric: Metric, path: string): { dimension?: FieldError; errors: FieldError[] } {
+  if (!(v instanceof Float32Array)) return { errors: [{ path, message: 'must be a Float32Array' }] };
+  if (v.length !== dimension) {
+    return { dimension: { path, message: `has ${v.length} dimensions; the table holds ${dimension}` }, errors: [] };
+  }
+  for (let i = 0; i < v.length; i++) {
+    if (!Number.isFinite(v[i])) return { errors: [{ path: `${path}/${i}`, message: 'must be a finite number' }] };
+  }
+  if (!indexable(v, metric)) {
+    const n = float32NormSq(v);
+    return {
+      errors: [
+        n > MAX_NORM_SQ
+          ? { path, message: 'its components are too large for the vector index (squared norm above 1e37)' }
+          : { path, message: 'a zero (or near-zero) vector has no direction: it cannot be stored in a cosine table' },
+      ],
+    };
+  }
+  return { errors: [] };
+}
+
+/** Throws dimension_mismatch (when only dimensions are wrong) or validation_failed. */
+export function throwVectorErrors(dimension: number, dimErrors: FieldError[], errors: FieldError[]): void {
+  if (errors.length > 0) throw invalid([...dimErrors, ...errors]);
+  if (dimErrors.length > 0) {
+    throw new ServiceError('dimension_mismatch', `The table holds ${dimension} dimensions: ${dimErrors.map((e) => `${e.path} ${e.message}`).join('; ')}.`, {
+      errors: dimErrors,
+      extra: { expected: dimension },
+    });
+  }
+}
+
+/** Chunks of at most `size` items. */
+export function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+export const utf8Bytes = (s: string | null | undefined): number => (s ? Buffer.byteLength(s, 'utf8') : 0);

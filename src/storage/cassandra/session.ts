@@ -1,0 +1,165 @@
+/**
+ * The one driver client of a Cassandra storage: connection settings, consistency levels per kind
+ * of statement, paging, batches, retries of idempotent writes, and error translation.
+ *
+ * Consistency: writes at the configured level (QUORUM by default), reads at the matching read
+ * level (QUORUM -> QUORUM, LOCAL_QUORUM -> LOCAL_QUORUM, ONE -> ONE) so that a read sees every
+ * acknowledged write; lightweight transactions use SERIAL (LOCAL_SERIAL with LOCAL_QUORUM).
+ * ANN queries always run at ONE: Cassandra 5 runs them at no other level (QUORUM is silently
+ * downgraded), so with RF > 1 a search may briefly miss a write that a get already sees.
+ */
+import cassandra from 'cassandra-driver';
+import type { Client, types as driverTypes } from 'cassandra-driver';
+import { type ErrorContext, isTransient, translateDriverError } from './driver-errors.ts';
+
+const { Client: DriverClient, types } = cassandra;
+const cl = types.consistencies;
+
+export type WriteConsistency = 'QUORUM' | 'ONE' | 'LOCAL_QUORUM';
+export type Row = driverTypes.Row;
+export type Params = unknown[];
+
+/** read: plain SELECT; write: idempotent INSERT/DELETE; lwt: IF [NOT] EXISTS; ann: ORDER BY ANN; ddl: schema. */
+export type Kind = 'read' | 'write' | 'lwt' | 'ann' | 'ddl';
+
+export interface ExecOptions {
+  ctx?: ErrorContext;
+  fetchSize?: number;
+  pageState?: string;
+}
+
+export interface SessionOptions {
+  contactPoints: string[];
+  localDc: string;
+  writeConsistency: WriteConsistency;
+}
+
+export class Session {
+  readonly client: Client;
+  readonly #write: number;
+  readonly #read: number;
+  readonly #serial: number;
+
+  constructor(opts: SessionOptions) {
+    this.#write = cl[opts.writeConsistency === 'LOCAL_QUORUM' ? 'localQuorum' : opts.writeConsistency === 'ONE' ? 'one' : 'quorum'];
+    this.#read = this.#write;
+    this.#serial = opts.writeConsistency === 'LOCAL_QUORUM' ? cl.localSerial : cl.serial;
+    this.client = new DriverClient({
+      contactPoints: opts.contactPoints,
+      localDataCenter: opts.localDc,
+      queryOptions: { prepare: true, consistency: this.#read, serialConsistency: this.#serial, fetchSize: 1000 },
+      socketOptions: { connectTimeout: 5000, readTimeout: 30_000 },
+      // The driver waits for schema agreement after DDL before resolving.
+      protocolOptions: { maxSchemaAgreementWaitSeconds: 30 },
+    });
+  }
+
+  async connect(): Promise<void> {
+    try {
+      await this.client.connect();
+    } catch (err) {
+      throw translateDriverError(err, { action: 'connecting' });
+    }
+  }
+
+  #options(kind: Kind, o: ExecOptions): cassandra.QueryOptions {
+    const consistency = kind === 'ann' ? cl.one : kind === 'write' || kind === 'lwt' || kind === 'ddl' ? this.#write : this.#read;
+    return {
+      prepare: kind !== 'ddl',
+      consistency,
+      serialConsistency: this.#serial,
+      // An LWT retried after a timeout can report "not applied" for its own first attempt.
+      isIdempotent: kind !== 'lwt' && kind !== 'ddl',
+      fetchSize: o.fetchSize,
+      pageState: o.pageState,
+    };
+  }
+
+  async execute(kind: Kind, cql: string, params: Params = [], o: ExecOptions = {}): Promise<driverTypes.ResultSet> {
+    try {
+      return await this.client.execute(cql, params as cassandra.ArrayOrObject, this.#options(kind, o));
+    } catch (err) {
+      throw translateDriverError(err, o.ctx);
+    }
+  }
+
+  /** An idempotent write, retried on timeouts/unavailability (twice, with backoff). */
+  async write(cql: string, params: Params, ctx?: ErrorContext): Promise<void> {
+    await retrying(() => this.execute('write', cql, params, { ctx }));
+  }
+
+  /** Every row of a SELECT, one page at a time. */
+  async *pages(cql: string, params: Params = [], o: ExecOptions & { kind?: Kind } = {}): AsyncGenerator<Row[]> {
+    let pageState: string | undefined;
+    do {
+      const rs = await retrying(() => this.execute(o.kind ?? 'read', cql, params, { ...o, pageState }));
+      yield rs.rows;
+      pageState = rs.pageState ?? undefined;
+    } while (pageState);
+  }
+
+  /** A batch of idempotent writes; LOGGED makes it all-or-nothing (through the batchlog). */
+  async batch(queries: { query: string; params: Params }[], logged: boolean, ctx?: ErrorContext): Promise<void> {
+    if (queries.length === 0) return;
+    await retrying(async () => {
+      try {
+        await this.client.batch(queries as { query: string; params: cassandra.ArrayOrObject }[], {
+          prepare: true,
+          logged,
+          consistency: this.#write,
+          isIdempotent: true,
+        });
+      } catch (err) {
+        throw translateDriverError(err, ctx);
+      }
+    });
+  }
+
+  /** Cheap liveness probe. */
+  async ping(): Promise<boolean> {
+    try {
+      await this.client.execute('SELECT release_version FROM system.local', [], { consistency: cl.localOne, readTimeout: 3000 });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async shutdown(): Promise<void> {
+    await this.client.shutdown();
+  }
+}
+
+/** Runs `f` (an idempotent operation) up to 3 times while it fails with storage_unavailable. */
+export async function retrying<T>(f: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await f();
+    } catch (err) {
+      if (i >= attempts || !isTransient(err)) throw err;
+      await new Promise((r) => setTimeout(r, 100 * 4 ** (i - 1)));
+    }
+  }
+}
+
+/** Runs `f` over items with at most `limit` in flight; rejects with the first error after all settle. */
+export async function forEachLimit<T>(items: readonly T[], limit: number, f: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let first: unknown;
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (next < items.length && !failed) {
+      const i = next++;
+      try {
+        await f(items[i], i);
+      } catch (err) {
+        if (!failed) {
+          failed = true;
+          first = err;
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failed) throw first;
+}

@@ -1,0 +1,139 @@
+/**
+ * Vector rows: upsert, get, delete, delete by filter, count.
+ *
+ * Writes are prepared, idempotent upserts at the configured consistency. Every row is validated
+ * before anything is written (dimension, finite components, no zero vector under cosine: Cassandra
+ * answers those with a generic server error), and duplicate keys in one call keep the last row.
+ * Atomicity: a call whose rows fit in one LOGGED batch (estimated <= 24 KiB: Cassandra's own
+ * count of a batch runs ~1.3x our estimate and its default batch_size_fail_threshold is 50 KiB;
+ * that is about 14 rows of 384 dimensions) is all-or-nothing
+ * through the batchlog. Larger calls run as concurrent single-row writes (8 in flight, each
+ * retried on timeouts): invalid input still writes nothing, but an outage mid-call can leave part
+ * of the rows written; the call then fails with storage_unavailable and repeating it is safe.
+ *
+ * Filters live in a JSON text column that SAI cannot index: deleteByFilter and countVectors page
+ * through every row of the table (O(rows)); countVectors without a filter pages through keys only.
+ */
+import { type FieldError, invalid } from '../../errors.ts';
+import { compileFilter } from '../../index/filter.ts';
+import type { Filter, VectorRow } from '../api.ts';
+import { checkVector, chunks, fromCqlVector, fromMetadataText, throwVectorErrors, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
+import { countRows, requireTable } from './catalog.ts';
+import { type Ctx, dataTable } from './context.ts';
+import { forEachLimit } from './session.ts';
+
+/** Well below Cassandra's default batch_size_fail_threshold (50 KiB), as Cassandra counts it. */
+const LOGGED_BATCH_MAX_BYTES = 24 * 1024;
+const WRITE_CONCURRENCY = 8;
+const IN_CHUNK = 100;
+
+export async function upsertVectors(ctx: Ctx, keyspace: string, table: string, rows: VectorRow[]): Promise<void> {
+  const t = await requireTable(ctx, keyspace, table);
+  const dimErrors: FieldError[] = [];
+  const errors: FieldError[] = [];
+  rows.forEach((r, i) => {
+    if (typeof r?.key !== 'string' || r.key.length === 0) errors.push({ path: `/${i}/key`, message: 'must be a non-empty string' });
+    const c = checkVector(r?.vector, t.dimension, t.metric, `/${i}/vector`);
+    if (c.dimension) dimErrors.push(c.dimension);
+    errors.push(...c.errors);
+    if (r?.text !== null && r?.text !== undefined && typeof r.text !== 'string') errors.push({ path: `/${i}/text`, message: 'must be a string or null' });
+  });
+  throwVectorErrors(t.dimension, dimErrors, errors);
+
+  // The last row of a key wins, as if the rows were written in order.
+  const byKey = new Map<string, VectorRow>();
+  for (const r of rows) {
+    byKey.delete(r.key);
+    byKey.set(r.key, r);
+  }
+  const cql = `INSERT INTO ${dataTable(ctx, keyspace, table)} ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?)`;
+  const statements = [...byKey.values()].map((r) => {
+    const metadata = toMetadataText(r.metadata);
+    return { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + 128 };
+  });
+  const errCtx = { keyspace, table, action: 'writing vectors' };
+  if (statements.length === 0) return;
+  if (statements.length === 1) return ctx.session.write(cql, statements[0].params, errCtx);
+  if (statements.reduce((s, x) => s + x.bytes, 0) <= LOGGED_BATCH_MAX_BYTES) return ctx.session.batch(statements, true, errCtx);
+  await forEachLimit(statements, WRITE_CONCURRENCY, (s) => ctx.session.write(s.query, s.params, errCtx));
+}
+
+export async function getVector(ctx: Ctx, keyspace: string, table: string, key: string): Promise<VectorRow | null> {
+  await requireTable(ctx, keyspace, table);
+  const rs = await ctx.session.execute('read', `SELECT "key", "vector", "metadata", "text" FROM ${dataTable(ctx, keyspace, table)} WHERE "key" = ?`, [key], {
+    ctx: { keyspace, table, action: 'reading a vector' },
+  });
+  if (rs.rowLength === 0) return null;
+  const r = rs.first();
+  return { key: r.key as string, vector: fromCqlVector(r.vector), metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null };
+}
+
+/** Which of `keys` exist (one multi-partition read per 100 keys). */
+async function existingKeys(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<Set<string>> {
+  const found = new Set<string>();
+  const cql = `SELECT "key" FROM ${dataTable(ctx, keyspace, table)} WHERE "key" IN ?`;
+  await forEachLimit(chunks(keys, IN_CHUNK), 4, async (part) => {
+    const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace, table, action: 'reading keys' } });
+    for (const r of rs.rows) found.add(r.key as string);
+  });
+  return found;
+}
+
+async function deleteKeys(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<void> {
+  const cql = `DELETE FROM ${dataTable(ctx, keyspace, table)} WHERE "key" = ?`;
+  const errCtx = { keyspace, table, action: 'deleting vectors' };
+  if (keys.length === 0) return;
+  if (keys.length === 1) return ctx.session.write(cql, [keys[0]], errCtx);
+  if (keys.reduce((s, k) => s + utf8Bytes(k) + 64, 0) <= LOGGED_BATCH_MAX_BYTES) {
+    return ctx.session.batch(keys.map((k) => ({ query: cql, params: [k] })), true, errCtx);
+  }
+  await forEachLimit(keys, WRITE_CONCURRENCY, (k) => ctx.session.write(cql, [k], errCtx));
+}
+
+/** Deletes the keys; answers how many of them existed (read before delete). */
+export async function deleteVectors(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<number> {
+  await requireTable(ctx, keyspace, table);
+  const unique = [...new Set(keys.filter((k) => typeof k === 'string' && k.length > 0))];
+  if (unique.length === 0) return 0;
+  const existing = [...(await existingKeys(ctx, keyspace, table, unique))];
+  await deleteKeys(ctx, keyspace, table, existing);
+  return existing.length;
+}
+
+export function compile(filter: Filter): (m: ReturnType<typeof fromMetadataText>) => boolean {
+  try {
+    return compileFilter(filter);
+  } catch (err) {
+    throw invalid([{ path: '/filter', message: (err as Error).message }]);
+  }
+}
+
+/** Keys whose metadata matches, by a paged scan of (key, metadata): O(rows). */
+async function matchingKeys(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<string[]> {
+  const match = compile(filter);
+  const out: string[] = [];
+  for await (const page of ctx.session.pages(`SELECT "key", "metadata" FROM ${dataTable(ctx, keyspace, table)}`, [], {
+    fetchSize: 2000,
+    ctx: { keyspace, table, action: 'scanning metadata' },
+  })) {
+    for (const r of page) if (match(fromMetadataText(r.metadata))) out.push(r.key as string);
+  }
+  return out;
+}
+
+export async function deleteByFilter(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<number> {
+  await requireTable(ctx, keyspace, table);
+  if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw invalid([{ path: '/filter', message: 'must be an object' }]);
+  const keys = await matchingKeys(ctx, keyspace, table, filter);
+  await deleteKeys(ctx, keyspace, table, keys);
+  return keys.length;
+}
+
+export async function countVectors(ctx: Ctx, keyspace: string, table: string, filter?: Filter): Promise<number> {
+  await requireTable(ctx, keyspace, table);
+  if (filter === undefined || Object.keys(filter).length === 0) {
+    return countRows(ctx, keyspace, table);
+  }
+  return (await matchingKeys(ctx, keyspace, table, filter)).length;
+}
+

@@ -1,0 +1,225 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { storageContract } from '../contract.case.ts';
+import type { Metric, StoredMatch, VectorRow } from '../api.ts';
+import { openEmbeddedStorage, type EmbeddedOptions, type EmbeddedStorage } from './embedded-storage.ts';
+
+const tempDir = (): Promise<string> => fs.mkdtemp(path.join(os.tmpdir(), 'vss-embedded-'));
+const indexOpts = (exactBelowRows: number): EmbeddedOptions['index'] => ({ saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows });
+
+storageContract('embedded', async () => {
+  const dir = await tempDir();
+  const storage = await openEmbeddedStorage({ dataDir: dir, index: indexOpts(0) });
+  return {
+    storage,
+    cleanup: async () => {
+      await storage.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+function rng(seed: number): () => number {
+  let s = seed;
+  return () => (s = (s * 16807) % 2147483647) / 2147483647;
+}
+
+/** Vectors around `clusters` random centres, like embeddings of a few topics. */
+function clustered(n: number, d: number, seed: number, clusters = 40): Float32Array[] {
+  const r = rng(seed);
+  const g = (): number => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+  const centres = Array.from({ length: clusters }, () => Float32Array.from({ length: d }, g));
+  return Array.from({ length: n }, () => {
+    const c = centres[Math.floor(r() * clusters)];
+    return Float32Array.from(c, (x) => x + 0.7 * g());
+  });
+}
+
+const rowsOf = (vectors: Float32Array[], prefix = 'k'): VectorRow[] =>
+  vectors.map((vector, i) => ({ key: `${prefix}${i}`, vector, metadata: { i, bucket: i % 5 }, text: i % 3 === 0 ? `text ${i}` : null }));
+
+async function ingest(s: EmbeddedStorage, ks: string, table: string, rows: VectorRow[], batch = 1000): Promise<void> {
+  for (let i = 0; i < rows.length; i += batch) await s.upsertVectors(ks, table, rows.slice(i, i + batch));
+}
+
+const brief = (ms: StoredMatch[]): [string, number][] => ms.map((m) => [m.key, m.score]);
+
+function assertSameAnswers(got: StoredMatch[][], want: StoredMatch[][]): void {
+  assert.equal(got.length, want.length);
+  got.forEach((g, i) => {
+    assert.deepEqual(g.map((m) => m.key), want[i].map((m) => m.key), `query ${i}`);
+    g.forEach((m, j) => assert.ok(Math.abs(m.score - want[i][j].score) < 1e-9));
+  });
+}
+
+describe('embedded storage', () => {
+  let dir: string;
+  before(async () => {
+    dir = await tempDir();
+  });
+  after(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('finds everything again after close and reopen', async () => {
+    const dataDir = path.join(dir, 'reopen');
+    const s1 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
+    await s1.createKeyspace({ name: 'ks', owner: 'u1' });
+    await s1.createTable({ keyspace: 'ks', name: 't', dimension: 8, metric: 'euclidean', model: 'm' });
+    const rows = rowsOf(clustered(500, 8, 3));
+    await ingest(s1, 'ks', 't', rows, 128);
+    await s1.deleteVectors('ks', 't', ['k0', 'k1']);
+    const user = await s1.createUser({ name: 'A', email: 'a@example.com' });
+    const key = await s1.createApiKey({ userId: user.id, name: 'k', hash: 'h'.repeat(64), permissions: 'Read', resources: ['ks'] });
+    await s1.upsertMetadata([{ keyspace: 'ks', table: 't', source_file: 'f.txt', raw_value: 'r', source_type: 'txt', processing_details: '' }]);
+    const q = { vector: rows[10].vector, metric: 'euclidean' as Metric, candidates: 1000, limit: 20 };
+    const before = await s1.search('ks', 't', q);
+    await s1.whenIndexed();
+    await s1.close();
+    await s1.close(); // idempotent
+    assert.equal(await s1.ping(), false);
+
+    const s2 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
+    try {
+      assert.equal(s2.startup.rows, 498);
+      assert.deepEqual((await s2.getKeyspace('ks'))?.owner, 'u1');
+      assert.deepEqual((await s2.listTables('ks')).map((t) => [t.name, t.rowCount, t.model]), [['t', 498, 'm']]);
+      assert.equal(await s2.getVector('ks', 't', 'k0'), null);
+      assert.deepEqual(await s2.getVector('ks', 't', 'k3'), { ...rows[3], metadata: { i: 3, bucket: 3 } });
+      assert.deepEqual(await s2.getUser(user.id), user);
+      assert.deepEqual(await s2.findApiKeyByHash('h'.repeat(64)), key);
+      assert.equal((await s2.getMetadata('ks', 't', ['f.txt'])).size, 1);
+      assertSameAnswers([await s2.search('ks', 't', q)], [before]);
+      // the saved index was loaded, not rebuilt
+      assert.deepEqual(s2.indexStatus().map((x) => [x.rows, x.indexed, x.pending]), [[498, 498, 0]]);
+    } finally {
+      await s2.close();
+    }
+  });
+
+  for (const damage of ['garbage', 'truncated', 'deleted', 'stale'] as const) {
+    it(`answers identically after its index is ${damage}`, async () => {
+      const dataDir = path.join(dir, `damage-${damage}`);
+      const rows = rowsOf(clustered(4000, 24, 17));
+      const s1 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
+      await s1.createKeyspace({ name: 'ks', owner: null });
+      await s1.createTable({ keyspace: 'ks', name: 't', dimension: 24, metric: 'cosine', model: null });
+      await ingest(s1, 'ks', 't', rows.slice(0, 3000));
+      await s1.whenIndexed();
+      await s1.flushIndexes();
+      const file = path.join(dataDir, 'indexes', '1.usearch');
+      const saved = { index: await fs.readFile(file), sidecar: await fs.readFile(file.replace(/usearch$/, 'json')) };
+      // Changes after the saved index: new rows, an overwrite, deletes (the newest row id is reused by SQLite).
+      await ingest(s1, 'ks', 't', rows.slice(3000));
+      await s1.upsertVectors('ks', 't', [{ ...rows[5], vector: rows[6].vector }]);
+      await s1.deleteVectors('ks', 't', ['k7', 'k8', `k${rows.length - 1}`]);
+      await s1.upsertVectors('ks', 't', [{ key: 'late', vector: rows[9].vector, metadata: {}, text: null }]);
+      await s1.whenIndexed();
+
+      const queries = [rows[5].vector, rows[6].vector, rows[7].vector, rows[9].vector, rows[3500].vector, ...clustered(10, 24, 99)];
+      const exactQ = queries.map((vector) => ({ vector, metric: 'cosine' as Metric, candidates: 10_000, limit: 10 }));
+      const annQ = queries.map((vector) => ({ vector, metric: 'cosine' as Metric, candidates: 100, limit: 5 }));
+      const exact1 = await Promise.all(exactQ.map((q) => s1.search('ks', 't', q)));
+      const ann1 = await Promise.all(annQ.map((q) => s1.search('ks', 't', q)));
+      assert.ok(s1.searchCounts().ann >= annQ.length, 'the ANN path was used');
+      // the ANN path finds the exact answer on this data
+      assertSameAnswers(ann1, exact1.map((m) => m.slice(0, 5)));
+      await s1.close();
+
+      if (damage === 'garbage') {
+        const junk = Buffer.alloc((await fs.stat(file)).size);
+        for (let i = 0; i < junk.length; i++) junk[i] = (i * 7919) & 0xff;
+        await fs.writeFile(file, junk);
+      } else if (damage === 'truncated') {
+        await fs.truncate(file, Math.floor((await fs.stat(file)).size / 3));
+      } else if (damage === 'deleted') {
+        await fs.rm(file);
+      } else {
+        // an older, intact index: start-up must catch it up from the database
+        await fs.writeFile(file, saved.index);
+        await fs.writeFile(file.replace(/usearch$/, 'json'), saved.sidecar);
+      }
+
+      const s2 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
+      try {
+        const status = s2.indexStatus()[0];
+        assert.equal(status.rows, 3998);
+        assert.ok(status.pending > 0, 'work remains at start-up');
+        // correct at once, while the index is still behind
+        assertSameAnswers(await Promise.all(exactQ.map((q) => s2.search('ks', 't', q))), exact1);
+        assertSameAnswers(await Promise.all(annQ.map((q) => s2.search('ks', 't', q))), ann1);
+        await s2.whenIndexed();
+        assert.deepEqual(s2.indexStatus().map((x) => [x.rows, x.indexed, x.pending]), [[3998, 3998, 0]]);
+        const annBefore = s2.searchCounts().ann;
+        assertSameAnswers(await Promise.all(exactQ.map((q) => s2.search('ks', 't', q))), exact1);
+        assertSameAnswers(await Promise.all(annQ.map((q) => s2.search('ks', 't', q))), ann1);
+        assert.equal(s2.searchCounts().ann, annBefore + annQ.length);
+        const deleted = await s2.search('ks', 't', { vector: rows[7].vector, metric: 'cosine', candidates: 100, limit: 3 });
+        assert.ok(!deleted.some((m) => m.key === 'k7'));
+      } finally {
+        await s2.close();
+      }
+    });
+  }
+
+  it('ANN recall@10 >= 0.9 on 20k clustered vectors with 100 candidates, and new writes are searchable at once', async () => {
+    const dataDir = path.join(dir, 'recall');
+    const d = 64;
+    const vectors = clustered(20_000, d, 5, 200);
+    const s = await openEmbeddedStorage({ dataDir, index: indexOpts(1000) });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'cosine', model: null });
+      const t0 = performance.now();
+      await ingest(s, 'ks', 't', rowsOf(vectors));
+      const ingestMs = performance.now() - t0;
+
+      // Before the index has caught up, a fresh row is found first.
+      const probe = await s.search('ks', 't', { vector: vectors[19_999], metric: 'cosine', candidates: 100, limit: 1 });
+      assert.equal(probe[0].key, 'k19999');
+
+      await s.whenIndexed();
+      const indexedMs = performance.now() - t0;
+      const queries = clustered(100, d, 77, 200);
+      let hits = 0;
+      for (const q of queries) {
+        const exact = await s.search('ks', 't', { vector: q, metric: 'cosine', candidates: 20_000, limit: 10 });
+        const ann = await s.search('ks', 't', { vector: q, metric: 'cosine', candidates: 100, limit: 10 });
+        const want = new Set(exact.map((m) => m.key));
+        hits += ann.filter((m) => want.has(m.key)).length;
+      }
+      const recall = hits / (queries.length * 10);
+      const counts = s.searchCounts();
+      assert.ok(counts.ann >= queries.length, `ANN path used (${JSON.stringify(counts)})`);
+      assert.ok(recall >= 0.9, `recall@10 ${recall}`);
+      console.log(`# 20k x ${d}: ingest ${Math.round(20_000 / (ingestMs / 1000))} rows/s, all indexed after ${(indexedMs / 1000).toFixed(1)} s, recall@10 ${recall}`);
+
+      // Rows written after the index caught up are scanned exactly until indexed (ANN path + pending).
+      const fresh = clustered(50, d, 1234, 3);
+      await s.upsertVectors('ks', 't', fresh.map((vector, i) => ({ key: `fresh${i}`, vector, metadata: {}, text: null })));
+      const before = s.searchCounts().ann;
+      for (let i = 0; i < fresh.length; i += 7) {
+        const got = await s.search('ks', 't', { vector: fresh[i], metric: 'cosine', candidates: 100, limit: 1 });
+        assert.equal(got[0].key, `fresh${i}`);
+        assert.ok(Math.abs(got[0].score - 1) < 1e-6);
+      }
+      assert.ok(s.searchCounts().ann > before, 'the ANN path served them');
+      // an overwrite moves the row at once: its old vector no longer finds it
+      await s.upsertVectors('ks', 't', [{ key: 'k42', vector: fresh[0], metadata: {}, text: null }]);
+      const old = await s.search('ks', 't', { vector: vectors[42], metric: 'cosine', candidates: 100, limit: 1 });
+      assert.notEqual(old[0]?.key, 'k42');
+      assert.deepEqual(brief(await s.search('ks', 't', { vector: fresh[0], metric: 'cosine', candidates: 100, limit: 2 })).map(([k]) => k).sort(), ['fresh0', 'k42']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('refuses calls after close and maps them to storage_unavailable', async () => {
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'closed'), index: indexOpts(0) });
+    await s.close();
+    await assert.rejects(s.listKeyspaces(), (e: { code?: string }) => e.code === 'storage_unavailable');
+  });
+});

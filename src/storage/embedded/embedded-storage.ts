@@ -1,0 +1,157 @@
+/**
+ * The embedded backend: one data directory, SQLite as the truth (`vss.db`), ANN indexes as
+ * derived state (`indexes/<table id>.usearch` + `.json`). See ARCHITECTURE.md, "The embedded default".
+ *
+ * better-sqlite3 is synchronous, so every method runs to completion in one turn of the event
+ * loop: a write's SQL commit and its in-memory effects are never interleaved with another call.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { ServiceError } from '../../errors.ts';
+import type { Storage } from '../api.ts';
+import { Accounts } from './accounts.ts';
+import { Catalog } from './catalog.ts';
+import { IndexKeeper } from './index-upkeep.ts';
+import { MetadataRecords } from './metadata.ts';
+import { migrate } from './schema.ts';
+import { Db, mapStorageError } from './sql.ts';
+import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number };
+  defaultReplication?: string;
+  /** Where upkeep problems (a damaged index being rebuilt, a failed save) are reported. */
+  log?: (msg: string, err?: unknown) => void;
+}
+
+export interface IndexStatus {
+  keyspace: string;
+  table: string;
+  rows: number;
+  indexed: number;
+  pending: number;
+  savedSeq: number;
+}
+
+export interface EmbeddedStorage extends Storage {
+  readonly kind: 'embedded';
+  /** Resolves when every table that uses an ANN index has indexed all of its rows. */
+  whenIndexed(): Promise<void>;
+  indexStatus(): IndexStatus[];
+  /** Saves every ANN index with unsaved changes now. */
+  flushIndexes(): Promise<void>;
+  /** How many searches took each path since opening. */
+  searchCounts(): { exact: number; ann: number; filtered: number };
+  /** How long opening took, and how many rows it loaded. */
+  readonly startup: { ms: number; rows: number };
+}
+
+export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<EmbeddedStorage> {
+  if (os.endianness() !== 'LE') throw new ServiceError('storage_unavailable', 'the embedded store stores float32 little-endian and needs a little-endian host');
+  const started = performance.now();
+  const dataDir = path.resolve(opts.dataDir);
+  let raw: Database.Database;
+  try {
+    fs.mkdirSync(dataDir, { recursive: true });
+    raw = new Database(path.join(dataDir, 'vss.db'));
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('synchronous = FULL');
+    raw.pragma('foreign_keys = ON');
+    raw.pragma('busy_timeout = 5000');
+    raw.pragma('cache_size = -65536');
+    migrate(raw);
+  } catch (e) {
+    throw new ServiceError('storage_unavailable', `cannot open the embedded database in ${dataDir}: ${(e as Error).message}`, { cause: e });
+  }
+  const db = new Db(raw);
+  const meta = (k: string): unknown => db.stmt('SELECT v FROM meta WHERE k = ?').pluck().get(k);
+  const seq = new SeqCounter(Number(meta('seq')));
+  const tag = String(meta('db_id'));
+
+  const keeper = new IndexKeeper({ dir: path.join(dataDir, 'indexes'), ...opts.index, tag, log: opts.log }, sqlIndexSource(db, seq));
+  const catalog = new Catalog(db, keeper, opts.defaultReplication ?? 'local');
+  const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows });
+  const accounts = new Accounts(db);
+  const metadata = new MetadataRecords(db);
+
+  let rows: number;
+  try {
+    const tables = catalog.loadTables();
+    rows = vectors.loadMatrices(tables, opts.log);
+    for (const t of tables) await keeper.restore(t);
+  } catch (e) {
+    raw.close();
+    throw mapStorageError(e);
+  }
+  keeper.start();
+
+  let closing: Promise<void> | null = null;
+  /** Runs a synchronous body as an async method, refusing after close and mapping driver errors. */
+  const run = async <T>(fn: () => T): Promise<T> => {
+    if (closing) throw new ServiceError('storage_unavailable', 'the embedded store is closed');
+    try {
+      return fn();
+    } catch (e) {
+      throw mapStorageError(e);
+    }
+  };
+
+  const storage: EmbeddedStorage = {
+    kind: 'embedded',
+    startup: { ms: Math.round(performance.now() - started), rows },
+
+    createKeyspace: (ks) => run(() => catalog.createKeyspace(ks)),
+    getKeyspace: (name) => run(() => catalog.getKeyspace(name)),
+    listKeyspaces: (owner) => run(() => catalog.listKeyspaces(owner)),
+    createTable: (t, o) => run(() => catalog.createTable(t, o)),
+    getTable: (ks, name) => run(() => catalog.getTable(ks, name)),
+    listTables: (ks) => run(() => catalog.listTables(ks)),
+
+    upsertVectors: (ks, t, rows) => run(() => vectors.upsert(ks, t, rows)),
+    getVector: (ks, t, key) => run(() => vectors.get(ks, t, key)),
+    deleteVectors: (ks, t, keys) => run(() => vectors.deleteKeys(ks, t, keys)),
+    deleteByFilter: (ks, t, filter) => run(() => vectors.deleteByFilter(ks, t, filter)),
+    countVectors: (ks, t, filter) => run(() => vectors.count(ks, t, filter)),
+    search: (ks, t, q) => run(() => vectors.search(ks, t, q)),
+
+    upsertMetadata: (records) => run(() => metadata.upsert(records)),
+    getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
+
+    createUser: (u) => run(() => accounts.createUser(u)),
+    getUser: (id) => run(() => accounts.getUser(id)),
+    getUserByEmail: (email) => run(() => accounts.getUserByEmail(email)),
+    listUsers: () => run(() => accounts.listUsers()),
+    createApiKey: (k) => run(() => accounts.createApiKey(k)),
+    findApiKeyByHash: (hash) => run(() => accounts.findApiKeyByHash(hash)),
+    listApiKeys: (userId) => run(() => accounts.listApiKeys(userId)),
+    countApiKeys: () => run(() => accounts.countApiKeys()),
+
+    ping: async () => {
+      if (closing) return false;
+      try {
+        return db.stmt('SELECT 1').pluck().get() === 1;
+      } catch {
+        return false;
+      }
+    },
+    whenIndexed: () => keeper.whenIndexed(),
+    indexStatus: () => keeper.status(),
+    searchCounts: () => ({ ...vectors.searches }),
+    flushIndexes: () => keeper.saveDirty(),
+    close: () => {
+      closing ??= (async () => {
+        try {
+          await keeper.close();
+        } finally {
+          raw.close();
+        }
+      })();
+      return closing;
+    },
+  };
+
+  return storage;
+}

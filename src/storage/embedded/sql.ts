@@ -1,0 +1,58 @@
+/**
+ * Small helpers shared by the embedded store's SQL modules: a statement cache, error mapping,
+ * timestamps and the float32 BLOB encoding of vectors.
+ */
+import Database from 'better-sqlite3';
+import { ServiceError } from '../../errors.ts';
+
+export type Sqlite = Database.Database;
+export type Statement = Database.Statement;
+
+export class Db {
+  readonly raw: Sqlite;
+  readonly #cache = new Map<string, Statement>();
+
+  constructor(raw: Sqlite) {
+    this.raw = raw;
+  }
+
+  /** A prepared statement for fixed SQL text, prepared once. Do not pass SQL built from input. */
+  stmt(sql: string): Statement {
+    let s = this.#cache.get(sql);
+    if (s === undefined) {
+      s = this.raw.prepare(sql);
+      this.#cache.set(sql, s);
+    }
+    return s;
+  }
+
+  /** Runs `fn` in one transaction (BEGIN IMMEDIATE, so a writer never upgrades mid-way). */
+  tx<T>(fn: () => T): T {
+    return this.raw.transaction(fn).immediate();
+  }
+}
+
+export const nowIso = (): string => new Date().toISOString();
+
+/** True for a UNIQUE or PRIMARY KEY violation. */
+export const isUniqueViolation = (e: unknown): boolean =>
+  e instanceof Database.SqliteError && (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
+
+/** Driver errors leave the backend as storage_unavailable; ServiceErrors and bugs pass through. */
+export function mapStorageError(e: unknown): unknown {
+  if (e instanceof Database.SqliteError) return new ServiceError('storage_unavailable', `embedded storage failed: ${e.code}`, { cause: e });
+  return e;
+}
+
+/** Float32 little-endian (the host order: openEmbeddedStorage refuses big-endian hosts). */
+export const vectorToBlob = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+
+export function blobToVector(b: Buffer): Float32Array {
+  const out = new Float32Array(b.byteLength >> 2);
+  new Uint8Array(out.buffer).set(b.subarray(0, out.length * 4));
+  return out;
+}
+
+/** A view when the BLOB is aligned (the common case), else a copy; for immediate use only. */
+export const blobView = (b: Buffer): Float32Array =>
+  b.byteOffset % 4 === 0 ? new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2) : blobToVector(b);

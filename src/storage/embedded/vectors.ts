@@ -1,0 +1,266 @@
+/**
+ * Vector rows: durable writes to SQLite, then the in-memory matrix and the ANN queue; searches
+ * over the matrix (exact) or the ANN index (stage 1) with exact re-scoring (stage 2).
+ */
+import { invalid, ServiceError, type FieldError } from '../../errors.ts';
+import { exactSearchMatrix, rescore, type Scored } from '../../index/exact.ts';
+import { filterToSql, validateFilter } from '../../index/filter.ts';
+import type { Filter, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
+import type { Catalog } from './catalog.ts';
+import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
+import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
+
+/**
+ * Stage 1 uses the ANN index only while the candidates asked for are a small share of the table:
+ * beyond that a graph walk visits more vectors than a SIMD scan of every row and is not exact.
+ */
+const ANN_MAX_CANDIDATE_SHARE = 1 / 32;
+
+/** The global change sequence, kept in memory and written in every vector transaction. */
+export class SeqCounter {
+  value: number;
+  constructor(value: number) {
+    this.value = value;
+  }
+}
+
+export interface VectorSettings {
+  exactBelowRows: number;
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !ArrayBuffer.isView(v);
+
+function checkFinite(v: Float32Array): boolean {
+  for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) return false;
+  return true;
+}
+
+export class Vectors {
+  readonly #db: Db;
+  readonly #catalog: Catalog;
+  readonly #keeper: IndexKeeper;
+  readonly #seq: SeqCounter;
+  readonly #settings: VectorSettings;
+  /** How many searches took each path (for monitoring and tests). */
+  readonly searches = { exact: 0, ann: 0, filtered: 0 };
+
+  constructor(db: Db, catalog: Catalog, keeper: IndexKeeper, seq: SeqCounter, settings: VectorSettings) {
+    this.#db = db;
+    this.#catalog = catalog;
+    this.#keeper = keeper;
+    this.#seq = seq;
+    this.#settings = settings;
+  }
+
+  upsert(keyspace: string, table: string, rows: VectorRow[]): void {
+    const t = this.#catalog.require(keyspace, table);
+    const d = t.meta.dimension;
+    const errors: FieldError[] = [];
+    const vectors: Float32Array[] = [];
+    rows.forEach((r, i) => {
+      if (r.vector == null || typeof (r.vector as ArrayLike<number>).length !== 'number') {
+        errors.push({ path: `/vectors/${i}/vector`, message: 'must be an array of numbers' });
+        vectors.push(new Float32Array(d));
+        return;
+      }
+      const v = r.vector instanceof Float32Array ? r.vector : Float32Array.from(r.vector as ArrayLike<number>);
+      if (v.length !== d) {
+        throw new ServiceError('dimension_mismatch', `vector ${i} has dimension ${v.length}; table ${keyspace}.${table} has dimension ${d}`, {
+          extra: { expected: d, actual: v.length, index: i },
+        });
+      }
+      vectors.push(v);
+      if (typeof r.key !== 'string' || r.key === '') errors.push({ path: `/vectors/${i}/key`, message: 'must be a non-empty string' });
+      if (!checkFinite(v)) errors.push({ path: `/vectors/${i}/vector`, message: 'must hold finite numbers only' });
+      if (r.metadata != null && !isPlainObject(r.metadata)) errors.push({ path: `/vectors/${i}/metadata`, message: 'must be an object' });
+      if (r.text != null && typeof r.text !== 'string') errors.push({ path: `/vectors/${i}/text`, message: 'must be a string or null' });
+    });
+    if (errors.length > 0) throw invalid(errors);
+    if (rows.length === 0) return;
+
+    const seq = this.#seq.value + 1;
+    const upsert = this.#db.stmt(
+      `INSERT INTO vectors (table_id, key, vector, metadata, text, seq) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (table_id, key) DO UPDATE SET vector = excluded.vector, metadata = excluded.metadata, text = excluded.text, seq = excluded.seq
+       RETURNING id`,
+    );
+    const ids = this.#db.tx(() => {
+      const out: number[] = [];
+      rows.forEach((r, i) => {
+        const row = upsert.get(t.meta.id, r.key, vectorToBlob(vectors[i]), JSON.stringify(r.metadata ?? {}), r.text ?? null, seq) as { id: number };
+        out.push(row.id);
+      });
+      this.#writeSeq(seq);
+      return out;
+    });
+    this.#seq.value = seq;
+    ids.forEach((id, i) => t.matrix.set(id, vectors[i]));
+    this.#keeper.upserted(t, ids, seq);
+  }
+
+  get(keyspace: string, table: string, key: string): VectorRow | null {
+    const t = this.#catalog.require(keyspace, table);
+    const r = this.#db.stmt('SELECT key, vector, metadata, text FROM vectors WHERE table_id = ? AND key = ?').get(t.meta.id, key) as
+      | { key: string; vector: Buffer; metadata: string; text: string | null }
+      | undefined;
+    return r ? { key: r.key, vector: blobToVector(r.vector), metadata: JSON.parse(r.metadata) as Metadata, text: r.text } : null;
+  }
+
+  deleteKeys(keyspace: string, table: string, keys: string[]): number {
+    const t = this.#catalog.require(keyspace, table);
+    if (keys.length === 0) return 0;
+    const del = this.#db.stmt('DELETE FROM vectors WHERE table_id = ? AND key = ? RETURNING id');
+    return this.#delete(t, () => {
+      const ids: number[] = [];
+      for (const k of keys) {
+        const r = del.get(t.meta.id, k) as { id: number } | undefined;
+        if (r) ids.push(r.id);
+      }
+      return ids;
+    });
+  }
+
+  deleteByFilter(keyspace: string, table: string, filter: Filter): number {
+    const t = this.#catalog.require(keyspace, table);
+    const { sql, params } = this.#filterSql(filter);
+    const del = this.#db.raw.prepare(`DELETE FROM vectors WHERE table_id = ? AND ${sql} RETURNING id`).pluck();
+    return this.#delete(t, () => del.all(t.meta.id, ...params) as number[]);
+  }
+
+  count(keyspace: string, table: string, filter?: Filter): number {
+    const t = this.#catalog.require(keyspace, table);
+    if (filter === undefined) return t.matrix.size;
+    const { sql, params } = this.#filterSql(filter);
+    return this.#db.raw.prepare(`SELECT count(*) FROM vectors WHERE table_id = ? AND ${sql}`).pluck().get(t.meta.id, ...params) as number;
+  }
+
+  search(keyspace: string, table: string, q: SearchQuery): StoredMatch[] {
+    const t = this.#catalog.require(keyspace, table);
+    const d = t.meta.dimension;
+    const query = q.vector instanceof Float32Array ? q.vector : Float32Array.from(q.vector as ArrayLike<number>);
+    if (query.length !== d) {
+      throw new ServiceError('dimension_mismatch', `the query vector has dimension ${query.length}; table ${keyspace}.${table} has dimension ${d}`, {
+        extra: { expected: d, actual: query.length },
+      });
+    }
+    if (!checkFinite(query)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
+    const metric = q.metric ?? t.meta.metric;
+    const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
+    if (!(limit >= 1)) return [];
+
+    let best: Scored[];
+    if (q.filter !== undefined) {
+      const { sql, params } = this.#filterSql(q.filter);
+      const ids = this.#db.raw.prepare(`SELECT id FROM vectors WHERE table_id = ? AND ${sql}`).pluck().all(t.meta.id, ...params) as number[];
+      best = exactSearchMatrix(t.matrix, query, metric, limit, ids);
+      this.searches.filtered++;
+    } else if (this.#useAnn(t, q.candidates, metric, query)) {
+      // Stage 1: the graph's candidates, plus the exact best of rows it does not hold yet.
+      const fromAnn = t.ann!.search(query, q.candidates);
+      const fromPending = t.pending.size > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pending.keys()).map((s) => s.rowId) : [];
+      // Stage 2: exact float64 scores from the full-precision rows (stale or deleted ids drop out).
+      best = rescore(query, fromAnn.concat(fromPending), t.matrix, metric, limit);
+      this.searches.ann++;
+    } else {
+      best = exactSearchMatrix(t.matrix, query, metric, limit);
+      this.searches.exact++;
+    }
+    return this.#hydrate(t, best, q.includeVector === true);
+  }
+
+  #useAnn(t: TableState, candidates: number, metric: string, query: Float32Array): boolean {
+    const n = t.matrix.size;
+    return (
+      t.ann !== null &&
+      metric === t.meta.metric &&
+      n >= this.#settings.exactBelowRows &&
+      candidates < n * ANN_MAX_CANDIDATE_SHARE &&
+      // Gathering most of the table to scan its pending part costs more than scanning it all.
+      t.pending.size * 4 < n &&
+      !(metric === 'cosine' && query.every((x) => x === 0))
+    );
+  }
+
+  #hydrate(t: TableState, best: Scored[], withVector: boolean): StoredMatch[] {
+    if (best.length === 0) return [];
+    const rows = this.#db
+      .stmt('SELECT id, key, metadata, text FROM vectors WHERE id IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(best.map((b) => b.rowId))) as { id: number; key: string; metadata: string; text: string | null }[];
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const out: StoredMatch[] = [];
+    for (const b of best) {
+      const r = byId.get(b.rowId);
+      if (!r) continue;
+      const m: StoredMatch = { key: r.key, score: b.score, metadata: JSON.parse(r.metadata) as Metadata, text: r.text };
+      if (withVector) m.vector = t.matrix.get(b.rowId)!.slice();
+      out.push(m);
+    }
+    return out;
+  }
+
+  #filterSql(filter: Filter): { sql: string; params: unknown[] } {
+    const errors = validateFilter(filter, '/filter');
+    if (errors.length > 0) throw invalid(errors);
+    return filterToSql(filter);
+  }
+
+  /** Runs `remove` (which deletes rows and returns their ids) in a transaction with its bookkeeping. */
+  #delete(t: TableState, remove: () => number[]): number {
+    const seq = this.#seq.value + 1;
+    const track = this.#keeper.tracksDeletes(t);
+    const ids = this.#db.tx(() => {
+      const ids = remove();
+      if (ids.length > 0) {
+        if (track) this.#db.stmt('INSERT INTO deleted (table_id, row_id, seq) SELECT ?, value, ? FROM json_each(?)').run(t.meta.id, seq, JSON.stringify(ids));
+        this.#writeSeq(seq);
+      }
+      return ids;
+    });
+    if (ids.length === 0) return 0;
+    this.#seq.value = seq;
+    for (const id of ids) t.matrix.delete(id);
+    this.#keeper.deleted(t, ids);
+    return ids.length;
+  }
+
+  #writeSeq(seq: number): void {
+    this.#db.stmt(`UPDATE meta SET v = ? WHERE k = 'seq'`).run(seq);
+  }
+
+  /**
+   * Streams every stored vector into its table's matrix at start-up, in rowid order (one
+   * sequential pass over the table); returns the row count. A row whose BLOB does not fit its
+   * table cannot be searched, so it is reported and left out rather than failing the start.
+   */
+  loadMatrices(tables: TableState[], log?: (msg: string) => void): number {
+    const byId = new Map(tables.map((t) => [t.meta.id, t]));
+    let n = 0;
+    const it = this.#db.raw.prepare('SELECT id, table_id, vector FROM vectors').raw(true).iterate() as IterableIterator<[number, number, Buffer]>;
+    for (const [id, tableId, blob] of it) {
+      const t = byId.get(tableId);
+      if (!t) continue;
+      if (blob.byteLength !== t.meta.dimension * 4) {
+        log?.(`vector row ${id} of table ${t.meta.keyspace}.${t.meta.name} has ${blob.byteLength} bytes, expected ${t.meta.dimension * 4}; skipped`);
+        continue;
+      }
+      t.matrix.set(id, blobView(blob));
+      n++;
+    }
+    return n;
+  }
+}
+
+/** The SQL side of index upkeep. */
+export function sqlIndexSource(db: Db, seq: SeqCounter): IndexSource {
+  return {
+    rowsSince: (tableId, after) =>
+      db.stmt('SELECT id, seq FROM vectors WHERE table_id = ? AND seq > ? ORDER BY seq').iterate(tableId, after) as IterableIterator<{ id: number; seq: number }>,
+    deletedSince: (tableId, after) => db.stmt('SELECT row_id FROM deleted WHERE table_id = ? AND seq > ?').pluck().all(tableId, after) as number[],
+    pruneDeleted: (tableId, upTo) => {
+      if (upTo === Infinity) db.stmt('DELETE FROM deleted WHERE table_id = ?').run(tableId);
+      else db.stmt('DELETE FROM deleted WHERE table_id = ? AND seq <= ?').run(tableId, upTo);
+    },
+    currentSeq: () => seq.value,
+  };
+}

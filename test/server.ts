@@ -1,0 +1,72 @@
+/**
+ * Runs the real server (`src/main.ts`) as a child process, for tests that need a process to kill.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface RunningServer {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  /** POST/GET JSON with the given key. */
+  call(method: string, route: string, body?: unknown, key?: string): Promise<{ status: number; body: any }>;
+  kill(signal: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<RunningServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, VSS_PORT: '0', VSS_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${out}`));
+    });
+  });
+  const key = env.VSS_ADMIN_KEY;
+  const server: RunningServer = {
+    url,
+    child,
+    output: () => out,
+    async call(method, route, body, k = key) {
+      const res = await fetch(url + route, {
+        method,
+        headers: { ...(k ? { 'x-api-key': k } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    },
+    async kill(signal) {
+      child.kill(signal);
+      return exited;
+    },
+  };
+  // Ready means the model is loaded too (healthcheck 200).
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const h = await server.call('GET', '/v1/healthcheck/').catch(() => ({ status: 0, body: null }));
+    if (h.status === 200) break;
+    if (Date.now() > deadline) throw new Error(`server not healthy in ${timeoutMs} ms:\n${out}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return server;
+}
