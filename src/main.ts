@@ -21,6 +21,7 @@ async function main(): Promise<void> {
     },
   });
 
+  await models.discover();
   const boot = await bootstrap(deps);
   if (boot.generatedKey) {
     // Shown once, on the terminal only (not through the logger), and kept in a 0600 file.

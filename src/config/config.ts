@@ -31,6 +31,15 @@ export interface Limits {
   readonly embeddingInputs: number;
 }
 
+export interface PlanLimits {
+  /** Vectors stored across the user's keyspaces. */
+  readonly maxVectors: number;
+  /** Bytes of uploaded files stored. */
+  readonly maxFileBytes: number;
+  /** Requests per minute per API key. */
+  readonly requestsPerMinute: number;
+}
+
 export interface Config {
   readonly host: string;
   readonly port: number;
@@ -52,6 +61,10 @@ export interface Config {
   readonly chat: { readonly url: string | undefined; readonly model: string | undefined };
   readonly logLevel: string;
   readonly limits: Limits;
+  /** Plans by name: `free` for new users, `pro` after a checkout, `admin` for the administrator. */
+  readonly plans: Readonly<Record<string, PlanLimits>>;
+  /** The plan a completed checkout moves a user to. */
+  readonly paidPlan: string;
   /** Embedding micro-batching: most texts per model call, and how long to wait to fill one. */
   readonly embedding: { readonly maxBatch: number; readonly batchWindowMs: number; readonly cacheEntries: number };
   /** ANN index upkeep: save after this many changes or this many ms, whichever comes first. */
@@ -134,6 +147,21 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
   };
   const { limits: _ignored, ...rest } = overrides;
 
+  const GiB = 1024 * MiB;
+  const plans: Record<string, PlanLimits> = {
+    free: {
+      maxVectors: int('VSS_FREE_MAX_VECTORS', 100_000, 0, Number.MAX_SAFE_INTEGER),
+      maxFileBytes: int('VSS_FREE_MAX_FILE_BYTES', GiB, 0, Number.MAX_SAFE_INTEGER),
+      requestsPerMinute: int('VSS_FREE_REQUESTS_PER_MINUTE', 600, 1, 10_000_000),
+    },
+    pro: {
+      maxVectors: int('VSS_PRO_MAX_VECTORS', 10_000_000, 0, Number.MAX_SAFE_INTEGER),
+      maxFileBytes: int('VSS_PRO_MAX_FILE_BYTES', 100 * GiB, 0, Number.MAX_SAFE_INTEGER),
+      requestsPerMinute: int('VSS_PRO_REQUESTS_PER_MINUTE', 6000, 1, 10_000_000),
+    },
+    admin: { maxVectors: Number.MAX_SAFE_INTEGER, maxFileBytes: Number.MAX_SAFE_INTEGER, requestsPerMinute: 1_000_000 },
+  };
+
   const config: Config = {
     host: str('VSS_HOST') ?? '127.0.0.1',
     port: int('VSS_PORT', 8080, 0, 65535),
@@ -154,6 +182,8 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     chat: { url: str('VSS_CHAT_URL'), model: str('VSS_CHAT_MODEL') },
     logLevel,
     limits,
+    plans,
+    paidPlan: 'pro',
     embedding: {
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
       batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 2, 0, 1000),

@@ -47,6 +47,7 @@ export class ModelRegistry {
   private readonly defaultName: string;
   private closed = false;
   private started: Promise<void> | undefined;
+  private discovered: Promise<void> | undefined;
 
   constructor(opts: ModelRegistryOptions) {
     this.opts = opts;
@@ -67,6 +68,7 @@ export class ModelRegistry {
     }
     if (!reg.slots.has(reg.defaultName)) throw new Error(`default model "${reg.defaultName}" is not among the given models`);
     reg.started = Promise.resolve();
+    reg.discovered = Promise.resolve();
     return reg;
   }
 
@@ -79,7 +81,30 @@ export class ModelRegistry {
     return this.started;
   }
 
+  /**
+   * Reads which models exist and their dimensions, without loading any (fast); start() does
+   * this first. Callers that need dimensions before the model is ready (bootstrap) await it.
+   */
+  discover(): Promise<void> {
+    this.discovered ??= this.doDiscover();
+    return this.discovered;
+  }
+
   private async doStart(): Promise<void> {
+    await this.discover();
+    await this.ensureLoading(this.defaultName);
+    const slot = this.slots.get(this.defaultName)!;
+    if (slot.state === 'failed') throw slot.error;
+    // Others in the background, one at a time, so they do not compete with requests for the CPU.
+    void (async () => {
+      for (const name of this.slots.keys()) {
+        if (this.closed) return;
+        await this.ensureLoading(name);
+      }
+    })();
+  }
+
+  private async doDiscover(): Promise<void> {
     const { modelDir } = this.opts;
     // The default model must exist; readModelInfo says where it looked if not.
     const def = await readModelInfo(modelDir, this.defaultName);
@@ -101,16 +126,6 @@ export class ModelRegistry {
         // Not a usable model folder (no config.json etc.): not offered.
       }
     }
-    await this.ensureLoading(this.defaultName);
-    const slot = this.slots.get(this.defaultName)!;
-    if (slot.state === 'failed') throw slot.error;
-    // Others in the background, one at a time, so they do not compete with requests for the CPU.
-    void (async () => {
-      for (const name of this.slots.keys()) {
-        if (this.closed) return;
-        await this.ensureLoading(name);
-      }
-    })();
   }
 
   /** Starts loading `name` if idle; resolves when it is ready or failed. */

@@ -12,6 +12,9 @@ import type { Deps } from '../service/deps.ts';
 import { SERVICE_NAME, SERVICE_VERSION } from '../service/system.ts';
 import { authPlugin } from './auth.ts';
 import { sendProblem } from './problem.ts';
+import { registerRateLimit } from './rate-limit.ts';
+import { accountRoutes } from './routes/accounts.ts';
+import { billingRoutes } from './routes/billing.ts';
 import { embeddingRoutes } from './routes/embeddings.ts';
 import { keyspaceRoutes } from './routes/keyspaces.ts';
 import { metadataRoutes } from './routes/metadata.ts';
@@ -64,6 +67,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   });
   await app.register(swaggerUi, { routePrefix: '/v1/docs' });
   await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'] });
+  await registerRateLimit(app, deps);
 
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { permission: 'public' } }, async () => app.swagger());
 
@@ -73,5 +77,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   await app.register(metadataRoutes, { deps });
   await app.register(keyspaceRoutes, { deps });
   await app.register(embeddingRoutes, { deps });
+  await app.register(accountRoutes, { deps });
+  await app.register(billingRoutes, { deps });
   return app;
 }

@@ -144,3 +144,40 @@ export const EmbeddingsBody = Type.Object(
   { additionalProperties: false },
 );
 export type EmbeddingsBody = Static<typeof EmbeddingsBody>;
+
+export const UserCreateBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    email: Type.String({ format: 'email', maxLength: 320 }),
+    // The specification's record has these; the server owns them and ignores what is sent.
+    account_id: Type.Optional(Type.String()),
+    created_at: Type.Optional(Type.String()),
+    connections: Type.Optional(Type.Array(Type.Unknown())),
+  },
+  { additionalProperties: false },
+);
+export type UserCreateBody = Static<typeof UserCreateBody>;
+
+export const AccountIdParams = Type.Object({ account_id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+const PermissionName = Type.Union([Type.Literal('All'), Type.Literal('Write'), Type.Literal('Read')]);
+const ResourceName = Type.String({ pattern: `^(\\*|${NAME_PATTERN.slice(1, -1)})$`, description: 'A keyspace name, or *' });
+
+export const KeyGenerateBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    permissions: Type.Optional(PermissionName),
+    resources: Type.Optional(Type.Array(ResourceName, { minItems: 1, maxItems: 1000 })),
+  },
+  { additionalProperties: false },
+);
+export type KeyGenerateBody = Static<typeof KeyGenerateBody>;
+
+export const KeyIdBody = Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
+export const KeyListQuery = Type.Object({ user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, { additionalProperties: false });
+
+export const ConnectionBody = Type.Object(
+  { type: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ minLength: 1, maxLength: 256 }) },
+  { additionalProperties: false },
+);

@@ -64,6 +64,13 @@ describe('AnnIndex', () => {
     assert.deepEqual(AnnIndex.create(d, 'euclidean').search(v, 5), []);
   });
 
+  it('copes with components far beyond half-precision range', () => {
+    const ann = AnnIndex.create(4, 'dot_product');
+    const big = Float32Array.from({ length: 400 }, (_, i) => (i % 4 === 0 ? 1e6 * (1 + (i >> 2)) : 1));
+    ann.add(Float64Array.from({ length: 100 }, (_, i) => i), big);
+    assert.equal(ann.search(Float32Array.of(1, 0, 0, 0), 1)[0], 99);
+  });
+
   it('saves and loads, and refuses damaged or foreign files without crashing', async () => {
     const ann = AnnIndex.create(d, 'euclidean');
     ann.add(ids, data);

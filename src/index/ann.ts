@@ -1,7 +1,11 @@
 /**
- * The approximate stage-1 index: a usearch HNSW graph over half-precision copies of a table's
- * vectors, keyed by row id. It is derived state: the caller re-scores what it returns with the
+ * The approximate stage-1 index: a usearch HNSW graph over 16-bit copies of a table's vectors,
+ * keyed by row id. It is derived state: the caller re-scores what it returns with the
  * full-precision vectors, and rebuilds it whenever `load` cannot vouch for a saved file.
+ *
+ * bfloat16 rather than IEEE half: the same size and, measured here, the same recall, but float32's
+ * exponent range (f16 turns any component above 65504 into infinity, which breaks dot-product and
+ * Euclidean tables of unnormalised vectors) and faster to build on CPUs with AVX-512 BF16.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, mkdirSync, rmSync } from 'node:fs';
@@ -20,7 +24,7 @@ import { METRICS, type Metric } from './metric.ts';
  */
 export const ANN_PARAMS = Object.freeze({ connectivity: 16, expansionAdd: 64, expansionSearch: 256 });
 
-const FORMAT = 'vss-usearch-f16-1';
+const FORMAT = 'vss-usearch-bf16-1';
 
 /** Written beside the index file, after it: what the file covers and how to recognise it intact. */
 export interface AnnSidecar {
@@ -57,7 +61,7 @@ export class AnnIndex {
     return new Index({
       dimensions: dimension,
       metric: usearchMetric(metric),
-      quantization: ScalarKind.F16,
+      quantization: ScalarKind.BF16,
       connectivity: ANN_PARAMS.connectivity,
       expansion_add: ANN_PARAMS.expansionAdd,
       expansion_search: ANN_PARAMS.expansionSearch,

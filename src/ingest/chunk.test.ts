@@ -127,6 +127,17 @@ describe('chunkText with the real all-MiniLM-L6-v2 tokenizer', () => {
     for (let i = 1; i < chunks.length; i++) assert.ok(chunks[i].start <= chunks[i - 1].end, 'no gap');
   });
 
+  test('runs without spaces stay linear and bounded in characters', () => {
+    for (const text of ['.'.repeat(300_000), 'word—'.repeat(60_000), 'x'.repeat(300_000)]) {
+      const t0 = performance.now();
+      const chunks = chunkText(text, model, { chunkSize: 200, overlap: 40 });
+      const ms = performance.now() - t0;
+      assert.ok(ms < 5000, `${text.slice(0, 6)}…: ${ms.toFixed(0)} ms`);
+      assert.equal(chunks.at(-1)!.end, text.length);
+      for (const c of chunks) assert.ok(c.tokens <= 200 && c.text.length <= 200 * 32);
+    }
+  });
+
   test('hard lines: CSV-like rows stay whole', () => {
     const rows = Array.from(
       { length: 200 },

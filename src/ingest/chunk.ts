@@ -38,7 +38,8 @@ export const MIN_CHUNK_SIZE = 16;
 /** 256 (all-MiniLM-L6-v2's window) minus [CLS] and [SEP]. */
 export const MAX_CHUNK_SIZE = 254;
 
-/** No unit (and so no chunk) is longer than this many characters per allowed token. */
+/** No unit, and no chunk, is longer than chunkSize times this many characters (a run of
+ * characters the tokenizer folds into few tokens, like a 10 000-letter "word" that is one [UNK]). */
 const MAX_CHARS_PER_TOKEN = 32;
 
 /**
@@ -116,6 +117,8 @@ function sentences(text: string, from: number, to: number, hard: boolean): Array
   return out;
 }
 
+const isHighSurrogate = (c: number): boolean => c >= 0xd800 && c <= 0xdbff;
+
 function pushTrimmed(s: string, a: number, b: number, out: Array<[number, number]>, base: number): void {
   while (a < b && /\s/.test(s[a])) a++;
   while (b > a && /\s/.test(s[b - 1])) b--;
@@ -156,10 +159,21 @@ export function chunkText(text: string, tokenizer: ChunkTokenizer, opts: ChunkOp
   /* Pieces of an overlong word are small (half the overlap), so that packing and overlap work on them too. */
   const pieceBudget = overlap >= 8 ? Math.floor(overlap / 2) : Math.min(chunkSize, 8);
 
-  /** Splits text[a, b) (one word, or any run) by characters: each piece the longest prefix within pieceBudget tokens. */
+  /**
+   * Splits text[a, b) (one word, or any run without spaces) by characters into pieces of at most
+   * pieceBudget tokens. The piece length follows the run's token density (from a sample, then
+   * from each piece), so each piece is tokenized about once; a piece over budget is cut down by
+   * binary search.
+   */
   const splitChars = (a: number, b: number, brkLast: number): void => {
+    const maxPiece = pieceBudget * MAX_CHARS_PER_TOKEN;
+    const lengthFor = (chars: number, tokens: number): number =>
+      Math.max(1, Math.min(maxPiece, tokens === 0 ? maxPiece : Math.floor((chars / tokens) * pieceBudget * 0.9)));
+    const sample = Math.min(b - a, maxPiece * 4);
+    let step = lengthFor(sample, count(text.slice(a, a + sample)));
     while (a < b) {
-      let hi = Math.min(b, a + pieceBudget * MAX_CHARS_PER_TOKEN);
+      let hi = Math.min(b, a + step);
+      if (hi < b && isHighSurrogate(text.charCodeAt(hi - 1))) hi++;
       let n = count(text.slice(a, hi));
       if (n > pieceBudget) {
         let lo = a + 1; // invariant: text[a, lo) fits (assumed for one character), text[a, hi) does not
@@ -169,11 +183,11 @@ export function chunkText(text: string, tokenizer: ChunkTokenizer, opts: ChunkOp
           else hi = mid;
         }
         hi = lo;
-        const c = text.charCodeAt(hi - 1);
-        if (c >= 0xd800 && c <= 0xdbff && hi - 1 > a) hi--; // not inside a surrogate pair
+        if (isHighSurrogate(text.charCodeAt(hi - 1)) && hi - 1 > a) hi--; // not inside a surrogate pair
         n = count(text.slice(a, hi));
       }
       units.push({ start: a, end: hi, tokens: n, brk: hi === b ? brkLast : WORD });
+      step = lengthFor(hi - a, n);
       a = hi;
     }
   };
@@ -238,9 +252,10 @@ export function chunkText(text: string, tokenizer: ChunkTokenizer, opts: ChunkOp
   let head = -1;
   let headTokens = 0;
   while (i < n) {
+    const first = head >= 0 ? head : units[i].start;
     let sum = headTokens;
     let j = i;
-    while (j < n && sum + units[j].tokens <= chunkSize) sum += units[j++].tokens;
+    while (j < n && sum + units[j].tokens <= chunkSize && (j === i || units[j].end - first <= maxUnitChars)) sum += units[j++].tokens;
     let e = j; // exclusive; j >= minEnd, as the overlap below leaves room for one new unit
     if (j < n) {
       // Full: end at the strongest boundary that keeps the chunk at least half full (the latest on a tie).
@@ -277,7 +292,7 @@ export function chunkText(text: string, tokenizer: ChunkTokenizer, opts: ChunkOp
     let s = e;
     let acc = 0;
     let bestBrk = -1;
-    for (let k = e; k - 1 >= lo && acc + units[k - 1].tokens <= room; ) {
+    for (let k = e; k - 1 >= lo && acc + units[k - 1].tokens <= room && units[e].end - units[k - 1].start <= maxUnitChars; ) {
       acc += units[--k].tokens;
       const brk = k === 0 ? PARAGRAPH : units[k - 1].brk;
       if (brk >= bestBrk) {
@@ -291,7 +306,7 @@ export function chunkText(text: string, tokenizer: ChunkTokenizer, opts: ChunkOp
       // ...or, when the last sentence alone is longer than that, its last words.
       const last = units[e - 1];
       const tail = tailWords(text, last.start, last.end, e - 1 >= lo ? room : Math.min(room, last.tokens - 1), countWord);
-      if (tail && tail.start > last.start) {
+      if (tail && tail.start > last.start && units[e].end - tail.start <= maxUnitChars) {
         head = tail.start;
         headTokens = tail.tokens;
       }

@@ -139,13 +139,28 @@ export function parseJsonText(text: string): { value: unknown } | undefined {
   return { value: values };
 }
 
-const HTML_START = /^(?:<!--[\s\S]*?-->\s*)*<(?:!doctype\s+html|html|head|body)[\s>]/i;
-const HTML_TAG = /<(?:head|body|title|meta|div|span|p|br|h[1-6]|ul|ol|li|table|tr|td|a\s+href|article|section|script|style)\b[^>]*>/gi;
+const HTML_START = /^<(?:!doctype\s+html|html|head|body)[\s>]/i;
+const HTML_TAG = /<(?:head|body|title|meta|div|span|p|br|h[1-6]|ul|ol|li|table|tr|td|a\s+href|article|section|script|style)\b[^<>]*>/gi;
+
+/** Skips leading whitespace, an XML declaration and comments (a loop: no regex backtracking). */
+function skipProlog(s: string): string {
+  let t = s.trimStart();
+  for (;;) {
+    if (t.startsWith('<?xml')) {
+      const end = t.indexOf('?>');
+      if (end < 0) return t;
+      t = t.slice(end + 2).trimStart();
+    } else if (t.startsWith('<!--')) {
+      const end = t.indexOf('-->', 4);
+      if (end < 0) return t;
+      t = t.slice(end + 3).trimStart();
+    } else return t;
+  }
+}
 
 function looksLikeHtml(text: string, ext: string): boolean {
   const head = text.slice(0, 1 << 16).trimStart();
-  if (HTML_START.test(head)) return true;
-  if (/^<\?xml[^>]*>\s*(?:<!--[\s\S]*?-->\s*)*<(?:!doctype\s+html|html)[\s>]/i.test(head)) return true;
+  if (HTML_START.test(skipProlog(head))) return true;
   const tags = head.match(HTML_TAG)?.length ?? 0;
   if (['html', 'htm', 'xhtml', 'shtml'].includes(ext)) return tags > 0;
   // Content that starts with a tag and is full of typical HTML tags is HTML whatever its name,

@@ -160,6 +160,21 @@ describe('extractText', () => {
     await assert.rejects(extract(Buffer.from('{}'), 'a.json'), failsWith('validation_failed', /no text/));
   });
 
+  test('hostile text stays linear: deep HTML refused fast, pathological Markdown and CSV quick', async () => {
+    const t0 = performance.now();
+    await assert.rejects(extract(Buffer.from('<div>'.repeat(300_000) + 'x'), 'a.html'), failsWith('validation_failed', /nested too deeply/));
+    assert.ok(performance.now() - t0 < 2000);
+    const N = 400_000;
+    for (const md of ['!['.repeat(N), '['.repeat(N), '**a '.repeat(N / 4), '*a '.repeat(N / 3), '# ' + ' #'.repeat(N / 2) + 'x', '<a '.repeat(N / 3), '[a]('.repeat(N / 4)]) {
+      const t = performance.now();
+      await extract(Buffer.from(md), 'a.md');
+      assert.ok(performance.now() - t < 2000, `${md.slice(0, 8)}…: ${(performance.now() - t).toFixed(0)} ms`);
+    }
+    const t = performance.now();
+    await extract(Buffer.from('"'.repeat(N)), 'a.csv');
+    assert.ok(performance.now() - t < 2000);
+  });
+
   test('helpers', () => {
     assert.equal(normalizeText('a\u00a0 b\u200b\n \n\n\nc'), 'a b\n\nc');
     assert.deepEqual(capChars('hello world', 8), { text: 'hello', truncated: true });

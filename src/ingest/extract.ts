@@ -219,7 +219,33 @@ async function extractDocx(bytes: Buffer, limits: ExtractLimits): Promise<Extrac
 
 /* ------------------------------------------------------------------ html */
 
+const VOID_OR_SELF_CLOSING = new Set(
+  'area base br col embed hr img input link meta source track wbr param keygen p li dt dd tr td th option optgroup rb rt rp'.split(' '),
+);
+/** Budget for htmlparser2's element stack work (see htmlStackWork): ~0.5 s on the target. */
+export const MAX_HTML_STACK_WORK = 1e9;
+
+/**
+ * htmlparser2 (under html-to-text) keeps its open elements in an array it unshifts to, so each
+ * opening tag costs the current nesting depth: 400 000 unclosed <div>s (2 MB) take ~50 s. This
+ * linear pre-scan sums the depth over opening tags (tags with implied or no end tag left out).
+ */
+export function htmlStackWork(html: string): number {
+  const re = /<(\/?)([a-zA-Z][a-zA-Z0-9-]*)/g;
+  let depth = 0;
+  let work = 0;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(html)) !== null) {
+    if (VOID_OR_SELF_CLOSING.has(m[2].toLowerCase())) continue;
+    if (m[1] === '/') {
+      if (depth > 0) depth--;
+    } else work += ++depth;
+  }
+  return work;
+}
+
 function extractHtml(text: string, limits: ExtractLimits): Extracted {
+  if (htmlStackWork(text) > MAX_HTML_STACK_WORK) throw unreadable('the HTML is nested too deeply to read (unclosed elements)');
   const out = htmlToText(text, {
     wordwrap: false,
     preserveNewlines: false,

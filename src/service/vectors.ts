@@ -3,6 +3,7 @@ import { invalid, ServiceError, type FieldError } from '../errors.ts';
 import { validateFilter } from '../index/filter.ts';
 import type { Filter, Metadata, TableInfo, VectorRow } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
+import { checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists, requireTable } from './tables.ts';
 import { checkKey, checkMetadata, checkText, isZero, toFloat32 } from './validate.ts';
 
@@ -59,7 +60,8 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
   });
   if (errors.length) throw invalid(errors);
 
-  await requireKeyspaceExists(deps.storage, keyspace);
+  const ks = await requireKeyspaceExists(deps.storage, keyspace);
+  await checkVectorQuota(deps, ks.owner, parsed.length);
   const existing = await deps.storage.getTable(keyspace, tableName);
   const needsEmbedding = parsed.some((p) => p.vector === null);
   const model = modelName ?? existing?.model ?? deps.config.defaultModel;

@@ -141,6 +141,15 @@ export interface MetadataStore {
   getMetadata(keyspace: string, table: string, sourceFiles: string[]): Promise<Map<string, MetadataRecord>>;
 }
 
+export interface Usage {
+  /** Vectors stored in the keyspaces the user owns. */
+  vectors: number;
+  /** Bytes of uploaded files stored in the keyspaces the user owns. */
+  fileBytes: number;
+}
+
+export type WebhookOutcome = 'applied' | 'duplicate';
+
 export interface AccountStore {
   /** Throws already_exists on a taken e-mail. */
   createUser(u: { name: string; email: string; plan?: string }): Promise<User>;
@@ -151,6 +160,18 @@ export interface AccountStore {
   findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null>;
   listApiKeys(userId?: string): Promise<ApiKeyRecord[]>;
   countApiKeys(): Promise<number>;
+  getApiKey(id: string): Promise<ApiKeyRecord | null>;
+  /** Marks the key revoked (idempotent); null when there is no such key. */
+  revokeApiKey(id: string): Promise<ApiKeyRecord | null>;
+  /** Adds `{type, id}` to the user's connections unless already there; throws user_not_found. */
+  addConnection(userId: string, connection: { type: string; id: string }): Promise<User>;
+  setUserPlan(userId: string, plan: string): Promise<void>;
+  /**
+   * Records a payment-provider event id and, in the same transaction, applies its plan change.
+   * An id seen before changes nothing and answers 'duplicate'.
+   */
+  applyWebhookEvent(eventId: string, type: string, change: { userId: string; plan: string } | null): Promise<WebhookOutcome>;
+  usageOf(userId: string): Promise<Usage>;
 }
 
 export interface Storage extends CatalogStore, VectorStore, MetadataStore, AccountStore {

@@ -115,4 +115,55 @@ export class Accounts {
   countApiKeys(): number {
     return this.#db.stmt('SELECT count(*) FROM api_keys').pluck().get() as number;
   }
+
+  getApiKey(id: string): ApiKeyRecord | null {
+    const r = this.#db.stmt('SELECT * FROM api_keys WHERE id = ?').get(id) as KeyRow | undefined;
+    return r ? toKey(r) : null;
+  }
+
+  revokeApiKey(id: string): ApiKeyRecord | null {
+    this.#db.stmt('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(nowIso(), id);
+    return this.getApiKey(id);
+  }
+
+  addConnection(userId: string, connection: { type: string; id: string }): User {
+    return this.#db.tx(() => {
+      const user = this.getUser(userId);
+      if (user === null) throw new ServiceError('user_not_found', `no user ${userId}`);
+      if (!user.connections.some((c) => c.type === connection.type && c.id === connection.id)) {
+        user.connections.push({ type: connection.type, id: connection.id });
+        this.#db.stmt('UPDATE users SET connections = ? WHERE id = ?').run(JSON.stringify(user.connections), userId);
+      }
+      return user;
+    });
+  }
+
+  setUserPlan(userId: string, plan: string): void {
+    const { changes } = this.#db.stmt('UPDATE users SET plan = ? WHERE id = ?').run(plan, userId);
+    if (changes === 0) throw new ServiceError('user_not_found', `no user ${userId}`);
+  }
+
+  /** The event id's primary key makes a replay a no-op, in the same transaction as the change. */
+  applyWebhookEvent(eventId: string, type: string, change: { userId: string; plan: string } | null): 'applied' | 'duplicate' {
+    return this.#db.tx(() => {
+      const { changes } = this.#db
+        .stmt('INSERT INTO webhook_events (id, type, user_id, received_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING')
+        .run(eventId, type, change?.userId ?? null, nowIso());
+      if (changes === 0) return 'duplicate';
+      if (change) this.setUserPlan(change.userId, change.plan);
+      return 'applied';
+    });
+  }
+
+  usageOf(userId: string): { vectors: number; fileBytes: number } {
+    const vectors = this.#db
+      .stmt('SELECT count(*) FROM vectors v JOIN tables t ON t.id = v.table_id JOIN keyspaces k ON k.name = t.keyspace WHERE k.owner = ?')
+      .pluck()
+      .get(userId) as number;
+    const fileBytes = this.#db
+      .stmt('SELECT coalesce(sum(f.size), 0) FROM files f JOIN keyspaces k ON k.name = f.keyspace WHERE k.owner = ?')
+      .pluck()
+      .get(userId) as number;
+    return { vectors, fileBytes };
+  }
 }

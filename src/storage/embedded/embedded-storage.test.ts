@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
@@ -46,6 +47,29 @@ async function ingest(s: EmbeddedStorage, ks: string, table: string, rows: Vecto
 }
 
 const brief = (ms: StoredMatch[]): [string, number][] => ms.map((m) => [m.key, m.score]);
+
+/**
+ * ANN answers are approximate: each must be a correctly scored, best-first subset of the table
+ * that agrees with the exact answer on most keys (scores of shared keys equal, none deleted).
+ */
+function assertGoodAnn(got: StoredMatch[][], exact: StoredMatch[][], limit: number): void {
+  let shared = 0;
+  got.forEach((g, i) => {
+    const want = new Map(exact[i].slice(0, limit).map((m) => [m.key, m.score]));
+    assert.equal(g.length, limit);
+    g.forEach((m, j) => {
+      if (j > 0) assert.ok(m.score <= g[j - 1].score, 'best first');
+      const w = want.get(m.key);
+      if (w !== undefined) {
+        shared++;
+        assert.ok(Math.abs(w - m.score) < 1e-9);
+      } else {
+        assert.ok(m.score <= exact[i][limit - 1].score + 1e-9, 'a key missing from the exact answer cannot score better');
+      }
+    });
+  });
+  assert.ok(shared / (got.length * limit) >= 0.9, `recall ${shared / (got.length * limit)}`);
+}
 
 function assertSameAnswers(got: StoredMatch[][], want: StoredMatch[][]): void {
   assert.equal(got.length, want.length);
@@ -103,30 +127,29 @@ describe('embedded storage', () => {
   for (const damage of ['garbage', 'truncated', 'deleted', 'stale'] as const) {
     it(`answers identically after its index is ${damage}`, async () => {
       const dataDir = path.join(dir, `damage-${damage}`);
-      const rows = rowsOf(clustered(4000, 24, 17));
+      const rows = rowsOf(clustered(8000, 16, 17));
       const s1 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
       await s1.createKeyspace({ name: 'ks', owner: null });
-      await s1.createTable({ keyspace: 'ks', name: 't', dimension: 24, metric: 'cosine', model: null });
-      await ingest(s1, 'ks', 't', rows.slice(0, 3000));
+      await s1.createTable({ keyspace: 'ks', name: 't', dimension: 16, metric: 'cosine', model: null });
+      await ingest(s1, 'ks', 't', rows.slice(0, 6000));
       await s1.whenIndexed();
       await s1.flushIndexes();
       const file = path.join(dataDir, 'indexes', '1.usearch');
       const saved = { index: await fs.readFile(file), sidecar: await fs.readFile(file.replace(/usearch$/, 'json')) };
       // Changes after the saved index: new rows, an overwrite, deletes (the newest row id is reused by SQLite).
-      await ingest(s1, 'ks', 't', rows.slice(3000));
+      await ingest(s1, 'ks', 't', rows.slice(6000));
       await s1.upsertVectors('ks', 't', [{ ...rows[5], vector: rows[6].vector }]);
       await s1.deleteVectors('ks', 't', ['k7', 'k8', `k${rows.length - 1}`]);
       await s1.upsertVectors('ks', 't', [{ key: 'late', vector: rows[9].vector, metadata: {}, text: null }]);
       await s1.whenIndexed();
 
-      const queries = [rows[5].vector, rows[6].vector, rows[7].vector, rows[9].vector, rows[3500].vector, ...clustered(10, 24, 99)];
+      const queries = [rows[5].vector, rows[6].vector, rows[7].vector, rows[9].vector, rows[7000].vector, ...clustered(10, 16, 99)];
       const exactQ = queries.map((vector) => ({ vector, metric: 'cosine' as Metric, candidates: 10_000, limit: 10 }));
-      const annQ = queries.map((vector) => ({ vector, metric: 'cosine' as Metric, candidates: 100, limit: 5 }));
+      const annQ = queries.map((vector) => ({ vector, metric: 'cosine' as Metric, candidates: 120, limit: 5 }));
       const exact1 = await Promise.all(exactQ.map((q) => s1.search('ks', 't', q)));
       const ann1 = await Promise.all(annQ.map((q) => s1.search('ks', 't', q)));
       assert.ok(s1.searchCounts().ann >= annQ.length, 'the ANN path was used');
-      // the ANN path finds the exact answer on this data
-      assertSameAnswers(ann1, exact1.map((m) => m.slice(0, 5)));
+      assertGoodAnn(ann1, exact1, 5);
       await s1.close();
 
       if (damage === 'garbage') {
@@ -146,16 +169,17 @@ describe('embedded storage', () => {
       const s2 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
       try {
         const status = s2.indexStatus()[0];
-        assert.equal(status.rows, 3998);
+        assert.equal(status.rows, 7998);
         assert.ok(status.pending > 0, 'work remains at start-up');
-        // correct at once, while the index is still behind
+        // Correct at once, while the index is still behind: the pending rows are scanned exactly,
+        // so even the queries that asked for fewer candidates than rows get the exact answer.
         assertSameAnswers(await Promise.all(exactQ.map((q) => s2.search('ks', 't', q))), exact1);
-        assertSameAnswers(await Promise.all(annQ.map((q) => s2.search('ks', 't', q))), ann1);
+        assertSameAnswers(await Promise.all(annQ.map((q) => s2.search('ks', 't', q))), exact1.map((m) => m.slice(0, 5)));
         await s2.whenIndexed();
-        assert.deepEqual(s2.indexStatus().map((x) => [x.rows, x.indexed, x.pending]), [[3998, 3998, 0]]);
+        assert.deepEqual(s2.indexStatus().map((x) => [x.rows, x.indexed, x.pending]), [[7998, 7998, 0]]);
         const annBefore = s2.searchCounts().ann;
         assertSameAnswers(await Promise.all(exactQ.map((q) => s2.search('ks', 't', q))), exact1);
-        assertSameAnswers(await Promise.all(annQ.map((q) => s2.search('ks', 't', q))), ann1);
+        assertGoodAnn(await Promise.all(annQ.map((q) => s2.search('ks', 't', q))), exact1, 5);
         assert.equal(s2.searchCounts().ann, annBefore + annQ.length);
         const deleted = await s2.search('ks', 't', { vector: rows[7].vector, metric: 'cosine', candidates: 100, limit: 3 });
         assert.ok(!deleted.some((m) => m.key === 'k7'));
@@ -212,6 +236,51 @@ describe('embedded storage', () => {
       const old = await s.search('ks', 't', { vector: vectors[42], metric: 'cosine', candidates: 100, limit: 1 });
       assert.notEqual(old[0]?.key, 'k42');
       assert.deepEqual(brief(await s.search('ks', 't', { vector: fresh[0], metric: 'cosine', candidates: 100, limit: 2 })).map(([k]) => k).sort(), ['fresh0', 'k42']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('keeps every acknowledged write through a kill -9', async () => {
+    const dataDir = path.join(dir, 'killed');
+    const script = path.join(dir, 'writer.mts');
+    const modulePath = new URL('./embedded-storage.ts', import.meta.url).pathname;
+    await fs.writeFile(
+      script,
+      `import { openEmbeddedStorage } from ${JSON.stringify(modulePath)};
+       const s = await openEmbeddedStorage({ dataDir: ${JSON.stringify(dataDir)}, index: { saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0 } });
+       await s.createKeyspace({ name: 'ks', owner: null });
+       await s.createTable({ keyspace: 'ks', name: 't', dimension: 3, metric: 'euclidean', model: null });
+       for (let i = 0; i < 50; i++) {
+         await s.upsertVectors('ks', 't', [{ key: 'k' + i, vector: Float32Array.of(i, 1, 2), metadata: { i }, text: null }]);
+         process.stdout.write('ack ' + i + '\\n');
+       }
+       setInterval(() => {}, 1000);`,
+    );
+    const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    let acked = -1;
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.setEncoding('utf8');
+      child.stdout.on('data', (chunk: string) => {
+        for (const m of chunk.matchAll(/ack (\d+)/g)) acked = Math.max(acked, Number(m[1]));
+        if (acked >= 30) {
+          child.kill('SIGKILL');
+          resolve();
+        }
+      });
+      child.on('exit', () => resolve());
+      child.on('error', reject);
+    });
+    await exited;
+    assert.ok(acked >= 30, `child acknowledged ${acked} writes`);
+    const s = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
+    try {
+      const n = await s.countVectors('ks', 't');
+      assert.ok(n >= acked + 1, `${n} rows after ${acked + 1} acknowledged writes`);
+      for (let i = 0; i <= acked; i++) assert.deepEqual((await s.getVector('ks', 't', `k${i}`))?.metadata, { i });
+      const hits = await s.search('ks', 't', { vector: Float32Array.of(7, 1, 2), metric: 'euclidean', candidates: 100, limit: 1 });
+      assert.equal(hits[0].key, 'k7');
     } finally {
       await s.close();
     }

@@ -128,6 +128,12 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     findApiKeyByHash: (hash) => run(() => accounts.findApiKeyByHash(hash)),
     listApiKeys: (userId) => run(() => accounts.listApiKeys(userId)),
     countApiKeys: () => run(() => accounts.countApiKeys()),
+    getApiKey: (id) => run(() => accounts.getApiKey(id)),
+    revokeApiKey: (id) => run(() => accounts.revokeApiKey(id)),
+    addConnection: (userId, c) => run(() => accounts.addConnection(userId, c)),
+    setUserPlan: (userId, plan) => run(() => accounts.setUserPlan(userId, plan)),
+    applyWebhookEvent: (id, type, change) => run(() => accounts.applyWebhookEvent(id, type, change)),
+    usageOf: (userId) => run(() => accounts.usageOf(userId)),
 
     ping: async () => {
       if (closing) return false;

@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
+
+// Fake embedder: accounts, keys, tenancy and quotas; no meaning checked.
+describe('users, keys, connections, tenancy and quotas', () => {
+  let t: TestApp;
+  before(async () => (t = await startTestApp({ model: 'fake', env: { VSS_FREE_MAX_VECTORS: '5' } })));
+  after(() => t.close());
+
+  const newUser = async (email: string) => {
+    const res = await t.call('POST', '/v1/user/', { name: email.split('@')[0], email });
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json() as { account_id: string; plan: string };
+  };
+  const keyFor = async (userId: string, permissions = 'Write', resources?: string[]) => {
+    const res = await t.call('POST', '/v1/keys/generate', { name: 'k', user_id: userId, permissions, ...(resources ? { resources } : {}) });
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json() as { key: string; key_id: string };
+  };
+
+  it('creates users (409 on a taken e-mail, 400 on a bad one) and shows the caller its own', async () => {
+    const u = await newUser('ann@example.com');
+    assert.equal(u.plan, 'free');
+    assert.ok(u.account_id);
+    assert.equal((await t.call('POST', '/v1/user/', { name: 'x', email: 'ANN@example.com' })).statusCode, 409);
+    const bad = await t.call('POST', '/v1/user/', { name: 'x', email: 'not-an-email' });
+    assert.equal(bad.statusCode, 400);
+    assert.ok(bad.json().errors.some((e: { path: string }) => e.path === '/body/email'));
+    const { key } = await keyFor(u.account_id, 'Read');
+    const me = await t.call('GET', '/v1/user/', undefined, key);
+    assert.equal(me.statusCode, 200, me.body);
+    assert.equal(me.json().email, 'ann@example.com');
+    assert.equal(me.json().limits.max_vectors, 5);
+    assert.equal((await t.call('POST', '/v1/user/', { name: 'y', email: 'y@example.com' }, key)).statusCode, 403);
+    assert.equal((await t.call('GET', '/v1/users/', undefined, key)).statusCode, 403);
+    const all = await t.call('GET', '/v1/users/');
+    assert.ok(all.json().users.some((x: { email: string }) => x.email === 'ann@example.com'));
+    assert.equal((await t.call('GET', `/v1/user/${u.account_id}`)).json().email, 'ann@example.com');
+    assert.equal((await t.call('GET', '/v1/user/nobody')).statusCode, 404);
+  });
+
+  it('answers a secret once, lists keys without secrets, and never stores the secret', async () => {
+    const u = await newUser('bob@example.com');
+    const made = await keyFor(u.account_id, 'Write');
+    assert.match(made.key, /^vss_[A-Za-z0-9_-]{43}$/);
+    const list = await t.call('GET', '/v1/keys/retrieve', undefined, made.key);
+    assert.equal(list.statusCode, 200);
+    assert.ok(!list.body.includes(made.key));
+    assert.ok(!/hash/.test(list.body));
+    assert.deepEqual(list.json().keys.map((k: { key_id: string }) => k.key_id), [made.key_id]);
+    const stored = await t.deps.storage.listApiKeys(u.account_id);
+    assert.ok(stored.every((k) => k.hash !== made.key && !k.hash.includes(made.key)));
+  });
+
+  it('refuses escalation', async () => {
+    const u = await newUser('carol@example.com');
+    const other = await newUser('dave@example.com');
+    const read = await keyFor(u.account_id, 'Read');
+    for (const permissions of ['Write', 'All']) {
+      const res = await t.call('POST', '/v1/keys/generate', { permissions }, read.key);
+      assert.equal(res.statusCode, 403, `Read minting ${permissions}`);
+    }
+    assert.equal((await t.call('POST', '/v1/keys/generate', { permissions: 'Read' }, read.key)).statusCode, 200);
+    const write = await keyFor(u.account_id, 'Write');
+    const forOther = await t.call('POST', '/v1/keys/generate', { user_id: other.account_id, permissions: 'Read' }, write.key);
+    assert.equal(forOther.statusCode, 403);
+    const narrow = await keyFor(u.account_id, 'Write', ['a']);
+    assert.equal((await t.call('POST', '/v1/keys/generate', { resources: ['a', 'b'] }, narrow.key)).statusCode, 403);
+    assert.equal((await t.call('POST', '/v1/keys/generate', { resources: ['*'] }, narrow.key)).statusCode, 403);
+    const ok = await t.call('POST', '/v1/keys/generate', { resources: ['a'], permissions: 'Read' }, narrow.key);
+    assert.equal(ok.statusCode, 200, ok.body);
+    assert.deepEqual(ok.json().resources, ['a']);
+    // A weaker key cannot revoke a stronger one of the same user.
+    assert.equal((await t.call('POST', '/v1/keys/revoke', { key_id: write.key_id }, read.key)).statusCode, 403);
+  });
+
+  it('revokes and rotates: the old key works until revoked, then gets the same 401 as an unknown one', async () => {
+    const u = await newUser('erin@example.com');
+    const first = await keyFor(u.account_id, 'Write');
+    const rotated = await t.call('POST', '/v1/keys/rotate', { key_id: first.key_id }, first.key);
+    assert.equal(rotated.statusCode, 200, rotated.body);
+    const second = rotated.json();
+    assert.equal(second.rotated_from, first.key_id);
+    assert.equal((await t.call('GET', '/v1/user/', undefined, first.key)).statusCode, 200);
+    assert.equal((await t.call('GET', '/v1/user/', undefined, second.key)).statusCode, 200);
+    const revoked = await t.call('POST', '/v1/keys/revoke', { key_id: first.key_id }, second.key);
+    assert.equal(revoked.statusCode, 200, revoked.body);
+    assert.ok(revoked.json().revoked_at);
+    const gone = await t.call('GET', '/v1/user/', undefined, first.key);
+    const unknown = await t.call('GET', '/v1/user/', undefined, 'vss_' + 'x'.repeat(43));
+    assert.equal(gone.statusCode, 401);
+    assert.deepEqual({ ...(gone.json() as object), request_id: 0 }, { ...(unknown.json() as object), request_id: 0 });
+    assert.equal((await t.call('GET', '/v1/user/', undefined, second.key)).statusCode, 200);
+    // Another user's key id is not found, not forbidden.
+    const stranger = await keyFor((await newUser('frank@example.com')).account_id, 'All');
+    assert.equal((await t.call('POST', '/v1/keys/revoke', { key_id: second.key_id }, stranger.key)).statusCode, 200);
+  });
+
+  it('records connections idempotently', async () => {
+    const u = await newUser('gina@example.com');
+    const { key } = await keyFor(u.account_id, 'Write');
+    for (let i = 0; i < 2; i++) {
+      const res = await t.call('POST', '/v1/connection/', { type: 'github', id: 'gina' }, key);
+      assert.equal(res.statusCode, 200, res.body);
+      assert.deepEqual(res.json(), { type: 'github', id: 'gina', status: 'connected' });
+    }
+    assert.deepEqual((await t.call('GET', '/v1/user/', undefined, key)).json().connections, [{ type: 'github', id: 'gina' }]);
+  });
+
+  it("keeps each user's keyspaces to themselves", async () => {
+    const a = await newUser('hal@example.com');
+    const b = await newUser('ivy@example.com');
+    const ka = (await keyFor(a.account_id, 'Write')).key;
+    const kb = (await keyFor(b.account_id, 'Write')).key;
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'hal_space' }, ka)).statusCode, 200);
+    assert.equal((await t.call('POST', '/v1/vector/write', { keyspace: 'hal_space', table: 'vector', text: 'x' }, kb)).statusCode, 404);
+    assert.equal((await t.call('POST', '/v1/search/', { query: 'x', keyspace: 'hal_space', table: 'vector' }, kb)).statusCode, 404);
+    assert.equal((await t.call('POST', '/v1/search/', { query: 'x', keyspace: 'default_keyspace', table: 'vector' }, kb)).statusCode, 404);
+    const listB = await t.call('GET', '/v1/keyspaces/list', undefined, kb);
+    assert.deepEqual(listB.json().keyspaces, []);
+    assert.equal((await t.call('POST', '/v1/search/', { query: 'x', keyspace: 'hal_space', table: 'vector' }, ADMIN_KEY)).statusCode, 200);
+  });
+
+  it('enforces the plan vector limit with a clear 403, lifted by the paid plan', async () => {
+    const u = await newUser('jo@example.com');
+    const { key } = await keyFor(u.account_id, 'Write');
+    await t.call('POST', '/v1/keyspaces/create', { keyspace: 'jo_space' }, key);
+    const five = await t.call('POST', '/v1/vector/batch', { keyspace: 'jo_space', table: 'vector', vectors: Array.from({ length: 5 }, (_, i) => ({ key: `k${i}`, text: `t${i}` })) }, key);
+    assert.equal(five.statusCode, 200, five.body);
+    const sixth = await t.call('POST', '/v1/vector/write', { keyspace: 'jo_space', table: 'vector', key: 'k5', text: 'one more' }, key);
+    assert.equal(sixth.statusCode, 403);
+    assert.equal(sixth.json().code, 'quota_exceeded');
+    assert.equal(sixth.json().limit, 5);
+    await t.deps.storage.applyWebhookEvent('evt_manual', 'checkout.session.completed', { userId: u.account_id, plan: 'pro' });
+    const again = await t.call('POST', '/v1/vector/write', { keyspace: 'jo_space', table: 'vector', key: 'k5', text: 'one more' }, key);
+    assert.equal(again.statusCode, 200, again.body);
+  });
+});
+
+describe('per-key rate limit', () => {
+  let t: TestApp;
+  before(async () => (t = await startTestApp({ model: 'fake', env: { VSS_FREE_REQUESTS_PER_MINUTE: '3' } })));
+  after(() => t.close());
+
+  it('answers 429 with Retry-After past the plan rate, counted per key', async () => {
+    const user = (await t.call('POST', '/v1/user/', { name: 'r', email: 'r@example.com' })).json();
+    const k1 = (await t.call('POST', '/v1/keys/generate', { user_id: user.account_id, permissions: 'Read' })).json().key;
+    const k2 = (await t.call('POST', '/v1/keys/generate', { user_id: user.account_id, permissions: 'Read' })).json().key;
+    const codes: number[] = [];
+    for (let i = 0; i < 4; i++) codes.push((await t.call('GET', '/v1/user/', undefined, k1)).statusCode);
+    assert.deepEqual(codes, [200, 200, 200, 429]);
+    const limited = await t.call('GET', '/v1/user/', undefined, k1);
+    assert.equal(limited.json().code, 'rate_limited');
+    assert.ok(Number(limited.headers['retry-after']) >= 1);
+    assert.equal((await t.call('GET', '/v1/user/', undefined, k2)).statusCode, 200);
+  });
+});

@@ -1,0 +1,52 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { generateKey, listKeys, revokeKey, rotateKey } from '../../service/apikeys.ts';
+import type { Deps } from '../../service/deps.ts';
+import { addConnection, createUser, currentUser, getUser, listUsers } from '../../service/users.ts';
+import { callerOf } from '../auth.ts';
+import { AccountIdParams, ConnectionBody, KeyGenerateBody, KeyIdBody, KeyListQuery, UserCreateBody } from '../schemas.ts';
+
+export const accountRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  app.post('/v1/user/', {
+    schema: { tags: ['accounts'], summary: 'Create a user (administrators)', body: UserCreateBody },
+    config: { permission: 'All' },
+    handler: (req) => createUser(deps, req.body),
+  });
+  app.get('/v1/user/', {
+    schema: { tags: ['accounts'], summary: "The caller's user, plan limits and usage" },
+    config: { permission: 'Read' },
+    handler: (req) => currentUser(deps, callerOf(req)),
+  });
+  app.get('/v1/users/', { schema: { tags: ['accounts'], summary: 'Every user (administrators)' }, config: { permission: 'All' }, handler: () => listUsers(deps) });
+  app.get('/v1/user/:account_id', {
+    schema: { tags: ['accounts'], summary: 'Any user (administrators)', params: AccountIdParams },
+    config: { permission: 'All' },
+    handler: (req) => getUser(deps, req.params.account_id),
+  });
+
+  app.post('/v1/keys/generate', {
+    schema: { tags: ['keys'], summary: 'Make a key (the secret is answered once)', body: KeyGenerateBody },
+    config: { permission: 'Read' },
+    handler: (req) => generateKey(deps, callerOf(req), req.body),
+  });
+  app.get('/v1/keys/retrieve', {
+    schema: { tags: ['keys'], summary: "The caller's keys, without secrets", querystring: KeyListQuery },
+    config: { permission: 'Read' },
+    handler: (req) => listKeys(deps, callerOf(req), req.query.user_id),
+  });
+  app.post('/v1/keys/revoke', {
+    schema: { tags: ['keys'], summary: 'Revoke a key', body: KeyIdBody },
+    config: { permission: 'Read' },
+    handler: (req) => revokeKey(deps, callerOf(req), req.body.key_id),
+  });
+  app.post('/v1/keys/rotate', {
+    schema: { tags: ['keys'], summary: 'A new secret with the same grant; the old one works until revoked', body: KeyIdBody },
+    config: { permission: 'Read' },
+    handler: (req) => rotateKey(deps, callerOf(req), req.body.key_id),
+  });
+
+  app.post('/v1/connection/', {
+    schema: { tags: ['accounts'], summary: "Record a connection on the caller's user (idempotent)", body: ConnectionBody },
+    config: { permission: 'Write' },
+    handler: (req) => addConnection(deps, callerOf(req), req.body),
+  });
+};

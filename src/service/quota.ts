@@ -1,0 +1,44 @@
+import type { Config, PlanLimits } from '../config/config.ts';
+import { ServiceError } from '../errors.ts';
+import type { User } from '../storage/api.ts';
+import type { Deps } from './deps.ts';
+
+export function planOf(config: Pick<Config, 'plans'>, user: Pick<User, 'plan'>): PlanLimits {
+  return config.plans[user.plan] ?? config.plans.free;
+}
+
+/**
+ * Refuses a write that would take the keyspace owner's stored vectors past their plan.
+ * The owner pays, whoever writes. Counting is approximate on upserts of existing keys
+ * (they count as new), which errs on the side of the limit.
+ */
+export async function checkVectorQuota(deps: Deps, owner: string | null, adding: number): Promise<void> {
+  if (owner === null) return;
+  const user = await deps.storage.getUser(owner);
+  if (user === null) return;
+  const plan = planOf(deps.config, user);
+  if (plan.maxVectors >= Number.MAX_SAFE_INTEGER) return;
+  const { vectors } = await deps.storage.usageOf(owner);
+  if (vectors + adding > plan.maxVectors) {
+    throw new ServiceError(
+      'quota_exceeded',
+      `The ${user.plan} plan stores at most ${plan.maxVectors} vectors; ${vectors} are stored and this write adds ${adding}. Upgrade the plan or delete vectors.`,
+      { extra: { plan: user.plan, limit: plan.maxVectors, used: vectors } },
+    );
+  }
+}
+
+export async function checkFileQuota(deps: Deps, owner: string | null, addingBytes: number): Promise<void> {
+  if (owner === null) return;
+  const user = await deps.storage.getUser(owner);
+  if (user === null) return;
+  const plan = planOf(deps.config, user);
+  const { fileBytes } = await deps.storage.usageOf(owner);
+  if (fileBytes + addingBytes > plan.maxFileBytes) {
+    throw new ServiceError(
+      'quota_exceeded',
+      `The ${user.plan} plan stores at most ${plan.maxFileBytes} bytes of files; ${fileBytes} are stored and this upload adds ${addingBytes}.`,
+      { extra: { plan: user.plan, limit: plan.maxFileBytes, used: fileBytes } },
+    );
+  }
+}

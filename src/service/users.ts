@@ -1,0 +1,61 @@
+import { ServiceError } from '../errors.ts';
+import type { User } from '../storage/api.ts';
+import type { Caller } from './caller.ts';
+import type { Deps } from './deps.ts';
+import { planOf } from './quota.ts';
+
+/** The specification's user record (2.9) plus the plan; `account_id` is the user's id. */
+export interface UserView {
+  account_id: string;
+  name: string;
+  email: string;
+  plan: string;
+  connections: { type: string; id: string }[];
+  created_at: string;
+}
+
+export const userView = (u: User): UserView => ({
+  account_id: u.id,
+  name: u.name,
+  email: u.email,
+  plan: u.plan,
+  connections: u.connections,
+  created_at: u.createdAt,
+});
+
+export async function requireUser(deps: Deps, id: string): Promise<User> {
+  const user = await deps.storage.getUser(id);
+  if (user === null) throw new ServiceError('user_not_found', `No user with account_id "${id}".`);
+  return user;
+}
+
+/** Only `All` keys reach this (route permission): users are made by an administrator. */
+export async function createUser(deps: Deps, input: { name: string; email: string }): Promise<UserView> {
+  return userView(await deps.storage.createUser({ name: input.name.trim(), email: input.email.trim(), plan: 'free' }));
+}
+
+/** The caller's own user, with its plan's limits and current usage. */
+export async function currentUser(deps: Deps, caller: Caller) {
+  const user = await requireUser(deps, caller.userId);
+  const limits = planOf(deps.config, user);
+  const usage = await deps.storage.usageOf(user.id);
+  return {
+    ...userView(user),
+    limits: { max_vectors: limits.maxVectors, max_file_bytes: limits.maxFileBytes, requests_per_minute: limits.requestsPerMinute },
+    usage: { vectors: usage.vectors, file_bytes: usage.fileBytes },
+  };
+}
+
+export async function listUsers(deps: Deps): Promise<{ users: UserView[] }> {
+  return { users: (await deps.storage.listUsers()).map(userView) };
+}
+
+export async function getUser(deps: Deps, id: string): Promise<UserView> {
+  return userView(await requireUser(deps, id));
+}
+
+/** Records a connection on the caller's user; recording the same one again changes nothing. */
+export async function addConnection(deps: Deps, caller: Caller, conn: { type: string; id: string }) {
+  await deps.storage.addConnection(caller.userId, { type: conn.type, id: conn.id });
+  return { type: conn.type, id: conn.id, status: 'connected' as const };
+}
