@@ -4,16 +4,20 @@
  */
 import { ConfigError, loadConfig } from './config/config.ts';
 import { ModelRegistry } from './embedding/registry.ts';
+import { Metrics } from './observability/metrics.ts';
 import { buildApp } from './http/app.ts';
 import { bootstrap } from './service/bootstrap.ts';
 import { openStorage } from './storage/factory.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const storage = await openStorage(config);
-  const models = new ModelRegistry(config);
+  const backend = await openStorage(config);
+  const metrics = new Metrics(backend.indexStatus?.bind(backend));
+  const storage = metrics.instrument(backend);
+  const models = new ModelRegistry({ ...config, embedding: { ...config.embedding, onBatch: metrics.onEmbeddingBatch } });
   const deps = { config, storage, models };
   const app = await buildApp(deps, {
+    metrics,
     logger: {
       level: config.logLevel,
       // Secrets never reach a log line, even at trace level.

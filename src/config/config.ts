@@ -58,13 +58,22 @@ export interface Config {
   };
   readonly stripeWebhookSecret: string | undefined;
   readonly dockerHost: string | undefined;
-  readonly chat: { readonly url: string | undefined; readonly model: string | undefined };
+  readonly chat: {
+    readonly url: string | undefined;
+    readonly model: string | undefined;
+    /** Sent as `Authorization: Bearer` to the chat endpoint when set (a secret: never shown). */
+    readonly apiKey?: string | undefined;
+    /** How long to wait for the chat endpoint before answering extractively (default 15000). */
+    readonly timeoutMs?: number;
+  };
   readonly logLevel: string;
   readonly limits: Limits;
   /** Plans by name: `free` for new users, `pro` after a checkout, `admin` for the administrator. */
   readonly plans: Readonly<Record<string, PlanLimits>>;
   /** The plan a completed checkout moves a user to. */
   readonly paidPlan: string;
+  /** `GET /metrics` without a key: when listening on loopback, or when VSS_METRICS_PUBLIC=true. */
+  readonly metricsPublic: boolean;
   /** Embedding micro-batching: most texts per model call, and how long to wait to fill one. */
   readonly embedding: { readonly maxBatch: number; readonly batchWindowMs: number; readonly cacheEntries: number };
   /** ANN index upkeep: save after this many changes or this many ms, whichever comes first. */
@@ -179,11 +188,17 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     },
     stripeWebhookSecret: str('STRIPE_WEBHOOK_SECRET'),
     dockerHost: str('DOCKER_HOST'),
-    chat: { url: str('VSS_CHAT_URL'), model: str('VSS_CHAT_MODEL') },
+    chat: {
+      url: str('VSS_CHAT_URL'),
+      model: str('VSS_CHAT_MODEL'),
+      apiKey: str('VSS_CHAT_API_KEY'),
+      timeoutMs: int('VSS_CHAT_TIMEOUT_MS', 15_000, 1, 600_000),
+    },
     logLevel,
     limits,
     plans,
     paidPlan: 'pro',
+    metricsPublic: env.VSS_METRICS_PUBLIC === 'true' || ['127.0.0.1', 'localhost', '::1'].includes(str('VSS_HOST') ?? '127.0.0.1'),
     embedding: {
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
       batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 2, 0, 1000),

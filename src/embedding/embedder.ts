@@ -8,6 +8,8 @@ export interface EmbedderOptions {
   readonly batchWindowMs: number;
   /** LRU cache entries keyed by text; 0 disables the cache. */
   readonly cacheEntries: number;
+  /** Told of every model call (for metrics): texts in it, and its duration. */
+  readonly onBatch?: (model: string, size: number, ms: number, ok: boolean) => void;
 }
 
 /** Texts longer than this (in UTF-16 code units) are never cached, to bound memory. */
@@ -95,6 +97,8 @@ export class Embedder {
     lastBatchSizes: [] as number[],
   };
 
+  private readonly onBatch: EmbedderOptions['onBatch'];
+
   constructor(model: EmbeddingModel, opts: EmbedderOptions) {
     if (!Number.isInteger(opts.maxBatch) || opts.maxBatch < 1) throw new RangeError('maxBatch must be an integer >= 1');
     if (!(opts.batchWindowMs >= 0)) throw new RangeError('batchWindowMs must be >= 0');
@@ -103,6 +107,7 @@ export class Embedder {
     this.maxBatch = opts.maxBatch;
     this.windowMs = opts.batchWindowMs;
     this.cacheEntries = opts.cacheEntries;
+    this.onBatch = opts.onBatch;
   }
 
   get name(): string {
@@ -264,10 +269,12 @@ export class Embedder {
       } catch (err) {
         this.s.errors++;
         this.s.modelMs += performance.now() - t0;
+        this.onBatch?.(this.model.name, texts.length, performance.now() - t0, false);
         for (const t of texts) for (const p of groups.get(t)!) this.fail(p.req, err);
         continue;
       }
       this.s.modelMs += performance.now() - t0;
+      this.onBatch?.(this.model.name, texts.length, performance.now() - t0, true);
       for (let i = 0; i < texts.length; i++) {
         const vec = result.vectors[i];
         const tok = result.tokens[i];

@@ -13,6 +13,8 @@ import { SERVICE_NAME, SERVICE_VERSION } from '../service/system.ts';
 import { authPlugin } from './auth.ts';
 import { sendProblem } from './problem.ts';
 import { registerRateLimit } from './rate-limit.ts';
+import { registerMetrics } from './metrics-route.ts';
+import { Metrics } from '../observability/metrics.ts';
 import { accountRoutes } from './routes/accounts.ts';
 import { billingRoutes } from './routes/billing.ts';
 import { embeddingRoutes } from './routes/embeddings.ts';
@@ -27,6 +29,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export interface AppOptions {
   /** pino options, or false for silence (tests). */
   logger?: FastifyServerOptions['logger'];
+  /** Prometheus metrics; a fresh registry when absent. */
+  metrics?: Metrics;
 }
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
@@ -68,6 +72,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   await app.register(swaggerUi, { routePrefix: '/v1/docs' });
   await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'] });
   await registerRateLimit(app, deps);
+  await registerMetrics(app, opts.metrics ?? new Metrics(deps.storage.indexStatus?.bind(deps.storage)), { public: deps.config.metricsPublic });
 
   app.get('/v1/openapi.json', { schema: { hide: true }, config: { permission: 'public' } }, async () => app.swagger());
 

@@ -15,6 +15,7 @@ import type { Deps } from '../service/deps.ts';
 import { hashKey } from '../service/keys.ts';
 import type { Permission } from '../storage/api.ts';
 import { openEmbeddedStorage } from '../storage/embedded/embedded-storage.ts';
+import { Metrics } from '../observability/metrics.ts';
 import { buildApp } from './app.ts';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
@@ -35,18 +36,22 @@ let keyCounter = 0;
 export async function startTestApp(opts: { model?: 'real' | 'fake'; limits?: Partial<Limits>; env?: Record<string, string>; fakeDimension?: number } = {}): Promise<TestApp> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-test-'));
   const config: Config = loadConfig({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN_KEY, ...opts.env }, { limits: opts.limits });
-  const storage = await openEmbeddedStorage({ dataDir, index: config.index });
+  const backend = await openEmbeddedStorage({ dataDir, index: config.index });
+  // Wired as main.ts wires it, so metrics see what production sees.
+  const metrics = new Metrics(backend.indexStatus.bind(backend));
+  const storage = metrics.instrument(backend);
+  const embedding = { ...config.embedding, onBatch: metrics.onEmbeddingBatch };
   let models: ModelRegistry;
   if (opts.model === 'fake') {
     // Named like the default model so defaults resolve; it checks no meaning.
-    models = ModelRegistry.fromModels([new FakeEmbeddingModel({ name: config.defaultModel, dimension: opts.fakeDimension ?? 384 })]);
+    models = ModelRegistry.fromModels([new FakeEmbeddingModel({ name: config.defaultModel, dimension: opts.fakeDimension ?? 384 })], { embedding });
   } else {
-    models = new ModelRegistry(config);
+    models = new ModelRegistry({ ...config, embedding });
     await models.start();
   }
   const deps: Deps = { config, storage, models };
   await bootstrap(deps);
-  const app = await buildApp(deps);
+  const app = await buildApp(deps, { metrics });
   await app.ready();
   const admin = await storage.getUserByEmail('admin@localhost');
   return {

@@ -111,24 +111,36 @@ export class SegmentedMatrix {
 
   /**
    * Copies the given rows into packed blocks of at most `blockRows` rows (rows that are not
-   * present are skipped), for scans restricted to a subset such as a filter's matches.
+   * present are skipped), for scans restricted to a subset such as a filter's matches. A block
+   * starts small and doubles, so gathering a handful of rows does not allocate a full block.
    */
   *gather(rowIds: Iterable<number>, blockRows = 16_384): IterableIterator<VectorBlock> {
     const d = this.dimension;
-    let vectors = new Float32Array(blockRows * d);
-    let ids = new Float64Array(blockRows);
+    let cap = Math.min(blockRows, 256);
+    let vectors = new Float32Array(cap * d);
+    let ids = new Float64Array(cap);
     let n = 0;
     for (const id of rowIds) {
       const v = this.get(id);
       if (v === undefined) continue;
+      if (n === cap) {
+        if (cap === blockRows) {
+          yield { vectors, rowIds: ids };
+          vectors = new Float32Array(cap * d);
+          ids = new Float64Array(cap);
+          n = 0;
+        } else {
+          cap = Math.min(blockRows, cap * 2);
+          const grown = new Float32Array(cap * d);
+          grown.set(vectors);
+          vectors = grown;
+          const grownIds = new Float64Array(cap);
+          grownIds.set(ids);
+          ids = grownIds;
+        }
+      }
       vectors.set(v, n * d);
       ids[n++] = id;
-      if (n === blockRows) {
-        yield { vectors, rowIds: ids };
-        vectors = new Float32Array(blockRows * d);
-        ids = new Float64Array(blockRows);
-        n = 0;
-      }
     }
     if (n > 0) yield { vectors: new Float32Array(vectors.buffer, 0, n * d), rowIds: ids.subarray(0, n) };
   }

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../config/config.ts';
 import { loadModel, type EmbeddingModel } from '../embedding/model.ts';
 import { ServiceError } from '../errors.ts';
-import { chunkText, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE, validateChunkOptions, type Chunk } from './chunk.ts';
+import { chunkText, chunkTextAsync, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE, validateChunkOptions, type Chunk } from './chunk.ts';
 
 const WORDS =
   'harbour ship captain storm northern wind sail anchor crew cargo port island lighthouse keeper fog signal tide rope deck mast compass chart voyage weather'.split(
@@ -160,6 +160,19 @@ describe('chunkText with the real all-MiniLM-L6-v2 tokenizer', () => {
       ['Dr. Smith met J. Doe, e.g. at noon.'],
     );
     assert.deepEqual(chunkText('   ', model, { chunkSize: 16, overlap: 0 }), []);
+  });
+
+  test('chunkTextAsync: same chunks, and the event loop keeps running', async () => {
+    const { text } = prose(3000, 5);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    const t0 = performance.now();
+    const chunks = await chunkTextAsync(text, model, { chunkSize: 200, overlap: 40 });
+    const ms = performance.now() - t0;
+    clearInterval(timer);
+    assert.deepEqual(chunks, chunkText(text, model, { chunkSize: 200, overlap: 40 }));
+    assert.ok(ticks >= Math.floor(ms / 100), `${ticks} timer ticks in ${ms.toFixed(0)} ms`);
+    await assert.rejects(chunkTextAsync('x', model, { chunkSize: 8, overlap: 0 }), ServiceError);
   });
 
   test('multi-megabyte text is fast (sentences tokenized once)', () => {

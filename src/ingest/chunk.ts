@@ -138,7 +138,40 @@ function pushTrimmed(s: string, a: number, b: number, out: Array<[number, number
  * in the text.
  */
 export function chunkText(text: string, tokenizer: ChunkTokenizer, opts: ChunkOptions): Chunk[] {
+  const steps = chunkSteps(text, tokenizer, opts);
+  let r = steps.next();
+  while (!r.done) r = steps.next();
+  return r.value;
+}
+
+/** Pause between slices of work, so that the event loop keeps serving other requests. */
+const SLICE_MS = 20;
+
+/**
+ * chunkText, giving the event loop a turn every ~20 ms (a 5 MB text takes seconds to tokenize;
+ * a server should not stall for that long).
+ */
+export async function chunkTextAsync(text: string, tokenizer: ChunkTokenizer, opts: ChunkOptions): Promise<Chunk[]> {
+  const steps = chunkSteps(text, tokenizer, opts);
+  let r = steps.next();
+  while (!r.done) {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    r = steps.next();
+  }
+  return r.value;
+}
+
+/** The work of chunkText; yields (nothing) whenever SLICE_MS have passed since the last yield. */
+function* chunkSteps(text: string, tokenizer: ChunkTokenizer, opts: ChunkOptions): Generator<void, Chunk[], void> {
   const { chunkSize, overlap } = validateChunkOptions({ chunkSize: opts.chunkSize, overlap: opts.overlap });
+  let sliceStart = performance.now();
+  let tick = 0;
+  /** True when it is time to yield (checked cheaply: the clock is read every 16 calls). */
+  const due = (): boolean => {
+    if ((++tick & 15) !== 0 || performance.now() - sliceStart < SLICE_MS) return false;
+    sliceStart = performance.now();
+    return true;
+  };
   const hard = opts.lines === 'hard';
   const count = (s: string): number => tokenizer.tokenize(s).ids.length;
   const maxUnitChars = chunkSize * MAX_CHARS_PER_TOKEN;
@@ -240,7 +273,11 @@ export function chunkText(text: string, tokenizer: ChunkTokenizer, opts: ChunkOp
 
   for (const [a, b] of paragraphs) {
     const sents = sentences(text, a, b, hard);
-    sents.forEach(([sa, sb], k) => addPiece(sa, sb, k === sents.length - 1 ? PARAGRAPH : text[sb] === '\n' ? LINE_END : SENTENCE, true));
+    for (let k = 0; k < sents.length; k++) {
+      if (due()) yield;
+      const [sa, sb] = sents[k];
+      addPiece(sa, sb, k === sents.length - 1 ? PARAGRAPH : text[sb] === '\n' ? LINE_END : SENTENCE, true);
+    }
   }
 
   // Packing. A chunk holds units [i, e), preceded by the tail of unit i - 1 when `head` >= 0 (a
@@ -252,6 +289,7 @@ export function chunkText(text: string, tokenizer: ChunkTokenizer, opts: ChunkOp
   let head = -1;
   let headTokens = 0;
   while (i < n) {
+    if (due()) yield;
     const first = head >= 0 ? head : units[i].start;
     let sum = headTokens;
     let j = i;

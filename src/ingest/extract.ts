@@ -95,6 +95,7 @@ async function extractPdf(bytes: Buffer, limits: ExtractLimits): Promise<Extract
     let chars = 0;
     let read = 0;
     for (let n = 1; n <= wanted && chars <= limits.maxChars; n++) {
+      if (n > 1) await new Promise<void>((resolve) => setImmediate(resolve)); // let other requests run between pages
       let pageText: string;
       try {
         const page = await pdf.getPage(n);

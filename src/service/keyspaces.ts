@@ -11,13 +11,35 @@ export interface KeyspaceView {
   owner: string | null;
   replication: string;
   created_at: string;
-  tables: { table: string; dimension: number; metric: string; model: string | null; row_count: number; created_at: string }[];
+  tables: TableView[];
 }
 
-const tableView = (t: TableStats) => ({ table: t.name, dimension: t.dimension, metric: t.metric, model: t.model, row_count: t.rowCount, created_at: t.createdAt });
+interface TableView {
+  table: string;
+  dimension: number;
+  metric: string;
+  model: string | null;
+  row_count: number;
+  created_at: string;
+  /** Rows in the ANN index so far, where the backend keeps one (embedded): progress of long ingests. */
+  indexed_rows?: number;
+}
 
 async function view(deps: Deps, ks: KeyspaceInfo): Promise<KeyspaceView> {
   const tables = await deps.storage.listTables(ks.name);
+  const index = deps.storage.indexStatus?.().filter((s) => s.keyspace === ks.name) ?? [];
+  const tableView = (t: TableStats): TableView => {
+    const progress = index.find((s) => s.table === t.name);
+    return {
+      table: t.name,
+      dimension: t.dimension,
+      metric: t.metric,
+      model: t.model,
+      row_count: t.rowCount,
+      created_at: t.createdAt,
+      ...(progress ? { indexed_rows: progress.indexed } : {}),
+    };
+  };
   return { keyspace: ks.name, owner: ks.owner, replication: ks.replication, created_at: ks.createdAt, tables: tables.map(tableView) };
 }
 

@@ -174,10 +174,41 @@ export interface AccountStore {
   usageOf(userId: string): Promise<Usage>;
 }
 
-export interface Storage extends CatalogStore, VectorStore, MetadataStore, AccountStore {
+/** An uploaded file: its bytes are kept so it can be downloaded; its chunks are vectors `<name>#<i>`. */
+export interface FileRecord {
+  keyspace: string;
+  table: string;
+  /** The sanitised base name the client gave; unique per (keyspace, table). */
+  name: string;
+  size: number;
+  sha256: string;
+  /** Detected type: pdf, docx, html, json, csv, md, txt. */
+  type: string;
+  chunks: number;
+  createdAt: string;
+}
+
+export interface FileStore {
+  /**
+   * Stores a file and its chunk vectors, replacing any earlier file of that name atomically:
+   * its old chunks go, the new rows and metadata record arrive, in one step that a search never
+   * sees half-done; on failure the old file stays whole. Throws table_not_found, dimension_mismatch.
+   */
+  replaceFile(file: FileRecord, content: Buffer, rows: VectorRow[], record: MetadataRecord): Promise<void>;
+  getFile(keyspace: string, table: string, name: string): Promise<FileRecord | null>;
+  readFileContent(keyspace: string, table: string, name: string): Promise<Buffer | null>;
+  /** Files of the given keyspaces, by keyspace, table, name. */
+  listFiles(keyspaces: string[]): Promise<FileRecord[]>;
+  /** Removes the file, its chunk vectors and its metadata record; false when there was none. */
+  deleteFile(keyspace: string, table: string, name: string): Promise<boolean>;
+}
+
+export interface Storage extends CatalogStore, VectorStore, MetadataStore, AccountStore, FileStore {
   readonly kind: 'embedded' | 'cassandra';
   /** Cheap liveness probe for the healthcheck. */
   ping(): Promise<boolean>;
+  /** Per-table ANN index progress, where the backend keeps its own index (embedded). */
+  indexStatus?(): { keyspace: string; table: string; rows: number; indexed: number; pending: number }[];
   /** Flushes derived state (ANN indexes) and releases resources. */
   close(): Promise<void>;
 }

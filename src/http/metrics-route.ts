@@ -1,0 +1,20 @@
+/**
+ * `GET /metrics` and the request counters behind it. Exempt from `x-api-key` only when the
+ * server listens on loopback or VSS_METRICS_PUBLIC is set; otherwise it needs an `All` key.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Metrics } from '../observability/metrics.ts';
+
+export async function registerMetrics(app: FastifyInstance, metrics: Metrics, opts: { public: boolean }): Promise<void> {
+  app.addHook('onResponse', async (request, reply) => {
+    // The route pattern, never the raw URL: label values must stay few.
+    const route = request.routeOptions.url ?? 'unmatched';
+    metrics.httpRequests.inc({ route, method: request.method, status: String(reply.statusCode) });
+    metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+  });
+  app.get('/metrics', {
+    schema: { tags: ['system'], summary: 'Prometheus metrics' },
+    config: { permission: opts.public ? 'public' : 'All', rateLimit: false },
+    handler: async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  });
+}

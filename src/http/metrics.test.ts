@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startTestApp, type TestApp } from './testing.ts';
+
+// Fake embedder: counts only.
+describe('GET /metrics', () => {
+  let t: TestApp;
+  before(async () => (t = await startTestApp({ model: 'fake' })));
+  after(() => t.close());
+
+  it('reports requests by route and status, embedding batches and storage latencies after traffic', async () => {
+    await t.call('POST', '/v1/vector/write', { keyspace: 'default_keyspace', table: 'vector', text: 'hello' });
+    await t.call('POST', '/v1/search/', { query: 'hello', keyspace: 'default_keyspace', table: 'vector' });
+    await t.call('POST', '/v1/search/', { query: 'hello', keyspace: 'nope', table: 'vector' });
+    // Listening on loopback (the default), so no key is needed.
+    const res = await t.call('GET', '/metrics', undefined, null);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(res.headers['content-type'] as string, /text\/plain/);
+    const body = res.body;
+    assert.match(body, /vss_http_requests_total\{route="\/v1\/search\/",method="POST",status="200"\} 1/);
+    assert.match(body, /vss_http_requests_total\{route="\/v1\/search\/",method="POST",status="404"\} 1/);
+    assert.match(body, /vss_http_request_duration_seconds_bucket\{le="[^"]+",route="\/v1\/vector\/write",method="POST"\}/);
+    assert.match(body, /vss_embedding_batch_size_count\{model="all-MiniLM-L6-v2"\} [1-9]/);
+    assert.match(body, /vss_storage_operation_duration_seconds_count\{operation="upsertVectors",outcome="ok"\} 1/);
+    assert.match(body, /vss_storage_operation_duration_seconds_count\{operation="search",outcome="ok"\} 1/);
+    assert.match(body, /vss_index_rows\{keyspace="default_keyspace",table="vector"\} 1/);
+    assert.match(body, /vss_process_/);
+  });
+
+  it('needs an All key when not on loopback', async () => {
+    const remote = await startTestApp({ model: 'fake', env: { VSS_HOST: '0.0.0.0' } });
+    try {
+      assert.equal((await remote.call('GET', '/metrics', undefined, null)).statusCode, 401);
+      assert.equal((await remote.call('GET', '/metrics')).statusCode, 200);
+    } finally {
+      await remote.close();
+    }
+  });
+});
