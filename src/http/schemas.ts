@@ -95,6 +95,18 @@ export const VectorDeleteBody = Type.Object(
 );
 export type VectorDeleteBody = Static<typeof VectorDeleteBody>;
 
+export const VectorListBody = Type.Object(
+  {
+    keyspace: Keyspace,
+    table: TableName,
+    cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'From the previous page; absent for the first' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULT_LIMITS.batchItems, description: 'Rows per page (default 100)' })),
+    include_vector: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type VectorListBody = Static<typeof VectorListBody>;
+
 export const VectorCountBody = Type.Object({ keyspace: Keyspace, table: TableName, filter: Type.Optional(FilterObject) }, { additionalProperties: false });
 export type VectorCountBody = Static<typeof VectorCountBody>;
 

@@ -131,3 +131,27 @@ describe('vector writes, reads, deletes and counts', () => {
     assert.deepEqual(s.json().matches.map((m: { key: string }) => m.key).sort(), ['d5', 'd7', 'd9']);
   });
 });
+
+describe('POST /v1/vector/list pages through a table in key order', () => {
+  let t: TestApp;
+  before(async () => (t = await startTestApp({ model: 'fake' })));
+  after(() => t.close());
+
+  it('returns every row exactly once across pages', async () => {
+    const keys = Array.from({ length: 25 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    await t.call('POST', '/v1/vector/batch', { keyspace: 'default_keyspace', table: 'paged', vectors: keys.map((key, i) => ({ key, vector: [1, i + 1] })) });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await t.call('POST', '/v1/vector/list', { keyspace: 'default_keyspace', table: 'paged', limit: 10, ...(cursor ? { cursor } : {}) });
+      assert.equal(res.statusCode, 200, res.body);
+      const page = res.json();
+      assert.ok(page.vectors.length <= 10);
+      seen.push(...page.vectors.map((v: { key: string; vector: number[] }) => v.key));
+      cursor = page.cursor;
+    } while (cursor);
+    assert.deepEqual(seen, keys);
+    const missing = await t.call('POST', '/v1/vector/list', { keyspace: 'default_keyspace', table: 'nope' });
+    assert.equal(missing.statusCode, 404);
+  });
+});

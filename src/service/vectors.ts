@@ -156,3 +156,20 @@ export async function countVectors(deps: Deps, input: { keyspace: string; table:
   const count = await deps.storage.countVectors(input.keyspace, input.table, input.filter);
   return { keyspace: input.keyspace, table: input.table, count };
 }
+
+/** One page of a table's rows in key order, for export and browsing. */
+export async function listVectors(deps: Deps, input: { keyspace: string; table: string; cursor?: string; limit?: number; include_vector?: boolean }) {
+  await requireTable(deps.storage, input.keyspace, input.table);
+  const page = await deps.storage.scanVectors(input.keyspace, input.table, { cursor: input.cursor ?? null, limit: input.limit ?? 100 });
+  return {
+    keyspace: input.keyspace,
+    table: input.table,
+    vectors: page.rows.map((r) => ({
+      key: r.key,
+      metadata: r.metadata,
+      text: r.text,
+      ...(input.include_vector === false ? {} : { vector: Array.from(r.vector) }),
+    })),
+    cursor: page.cursor,
+  };
+}

@@ -130,6 +130,11 @@ export interface VectorStore {
   /** Returns how many rows were deleted. */
   deleteByFilter(keyspace: string, table: string, filter: Filter): Promise<number>;
   countVectors(keyspace: string, table: string, filter?: Filter): Promise<number>;
+  /**
+   * Pages through a table's rows in a stable order (for export): at most `limit` rows after
+   * `cursor` (null or absent: from the start). The cursor is opaque; null when nothing follows.
+   */
+  scanVectors(keyspace: string, table: string, opts: { cursor?: string | null; limit: number }): Promise<{ rows: VectorRow[]; cursor: string | null }>;
   /** Two-stage search; best first. Throws table_not_found. */
   search(keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]>;
 }

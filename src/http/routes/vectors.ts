@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Deps } from '../../service/deps.ts';
-import { countVectors, deleteVectors, getVector, writeBatch, writeVector } from '../../service/vectors.ts';
-import { VectorBatchBody, VectorCountBody, VectorDeleteBody, VectorGetBody, VectorWriteBody } from '../schemas.ts';
+import { countVectors, deleteVectors, getVector, listVectors, writeBatch, writeVector } from '../../service/vectors.ts';
+import { VectorBatchBody, VectorCountBody, VectorDeleteBody, VectorGetBody, VectorListBody, VectorWriteBody } from '../schemas.ts';
 
 const bodyKeyspace = (r: { body: unknown }) => [(r.body as { keyspace: string }).keyspace];
 
@@ -25,6 +25,11 @@ export const vectorRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
     schema: { tags: ['vectors'], summary: 'Delete vectors by keys or by metadata filter', body: VectorDeleteBody },
     config: { permission: 'Write', keyspaces: bodyKeyspace },
     handler: (req) => deleteVectors(deps, req.body),
+  });
+  app.post('/v1/vector/list', {
+    schema: { tags: ['vectors'], summary: 'Page through a table in key order (export)', body: VectorListBody },
+    config: { permission: 'Read', keyspaces: bodyKeyspace },
+    handler: (req) => listVectors(deps, req.body),
   });
   app.post('/v1/vector/count', {
     schema: { tags: ['vectors'], summary: 'Count vectors, optionally matching a filter', body: VectorCountBody },

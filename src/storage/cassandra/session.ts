@@ -49,8 +49,10 @@ export class Session {
       localDataCenter: opts.localDc,
       queryOptions: { prepare: true, consistency: this.#read, serialConsistency: this.#serial, fetchSize: 1000 },
       socketOptions: { connectTimeout: 5000, readTimeout: 30_000 },
-      // The driver waits for schema agreement after DDL before resolving.
-      protocolOptions: { maxSchemaAgreementWaitSeconds: 30 },
+      // The driver's own wait for schema agreement counts nodes that are down (it reads
+      // system.peers), so with one node dead every DDL would stall for the whole wait. It is
+      // off; awaitSchemaAgreement() asks each live node instead.
+      protocolOptions: { maxSchemaAgreementWaitSeconds: 0 },
     });
   }
 
@@ -76,10 +78,41 @@ export class Session {
   }
 
   async execute(kind: Kind, cql: string, params: Params = [], o: ExecOptions = {}): Promise<driverTypes.ResultSet> {
+    let rs: driverTypes.ResultSet;
     try {
-      return await this.client.execute(cql, params as cassandra.ArrayOrObject, this.#options(kind, o));
+      rs = await this.client.execute(cql, params as cassandra.ArrayOrObject, this.#options(kind, o));
     } catch (err) {
       throw translateDriverError(err, o.ctx);
+    }
+    if (kind === 'ddl') await this.awaitSchemaAgreement();
+    return rs;
+  }
+
+  /**
+   * Waits (up to `timeoutMs`) until every node the driver sees as up reports the same schema
+   * version, so that a statement on a table just created finds it on any coordinator. Nodes that
+   * do not answer are left out, as a dead node cannot be waited for; on timeout it carries on,
+   * as the driver itself does.
+   */
+  async awaitSchemaAgreement(timeoutMs = 30_000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const hosts = this.client.hosts.values().filter((h) => h.isUp());
+      if (hosts.length <= 1) return true;
+      const versions = new Set<string>();
+      await Promise.all(
+        hosts.map(async (host) => {
+          try {
+            const rs = await this.client.execute('SELECT schema_version FROM system.local', [], { host, consistency: cl.one, readTimeout: 2000 });
+            versions.add(String(rs.first()?.schema_version));
+          } catch {
+            // down or unreachable: not part of the agreement
+          }
+        }),
+      );
+      if (versions.size <= 1) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 200));
     }
   }
 

@@ -13,10 +13,12 @@ import { ServiceError } from '../../errors.ts';
 import type { Storage } from '../api.ts';
 import { Accounts } from './accounts.ts';
 import { Catalog } from './catalog.ts';
+import { Files } from './files.ts';
 import { IndexKeeper } from './index-upkeep.ts';
 import { MetadataRecords } from './metadata.ts';
 import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
+import { scanVectors } from './scan.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {
@@ -76,12 +78,14 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows });
   const accounts = new Accounts(db);
   const metadata = new MetadataRecords(db);
+  const files = new Files(db, vectors, path.join(dataDir, 'files'), () => closing === null);
 
   let rows: number;
   try {
     const tables = catalog.loadTables();
     rows = vectors.loadMatrices(tables, opts.log);
     for (const t of tables) await keeper.restore(t);
+    files.sweep();
   } catch (e) {
     raw.close();
     throw mapStorageError(e);
@@ -94,6 +98,15 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     if (closing) throw new ServiceError('storage_unavailable', 'the embedded store is closed');
     try {
       return fn();
+    } catch (e) {
+      throw mapStorageError(e);
+    }
+  };
+  /** The same for a body that awaits file I/O (its SQL part still runs in one synchronous turn). */
+  const runAsync = async <T>(fn: () => Promise<T>): Promise<T> => {
+    if (closing) throw new ServiceError('storage_unavailable', 'the embedded store is closed');
+    try {
+      return await fn();
     } catch (e) {
       throw mapStorageError(e);
     }
@@ -115,10 +128,17 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     deleteVectors: (ks, t, keys) => run(() => vectors.deleteKeys(ks, t, keys)),
     deleteByFilter: (ks, t, filter) => run(() => vectors.deleteByFilter(ks, t, filter)),
     countVectors: (ks, t, filter) => run(() => vectors.count(ks, t, filter)),
+    scanVectors: (ks, t, opts) => run(() => scanVectors(db, catalog, ks, t, opts)),
     search: (ks, t, q) => run(() => vectors.search(ks, t, q)),
 
     upsertMetadata: (records) => run(() => metadata.upsert(records)),
     getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
+
+    replaceFile: (file, content, rows, record) => runAsync(() => files.replace(file, content, rows, record)),
+    getFile: (ks, t, name) => run(() => files.get(ks, t, name)),
+    readFileContent: (ks, t, name) => runAsync(() => files.readContent(ks, t, name)),
+    listFiles: (keyspaces) => run(() => files.list(keyspaces)),
+    deleteFile: (ks, t, name) => runAsync(() => files.delete(ks, t, name)),
 
     createUser: (u) => run(() => accounts.createUser(u)),
     getUser: (id) => run(() => accounts.getUser(id)),

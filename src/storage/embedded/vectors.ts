@@ -140,6 +140,66 @@ export class Vectors {
     return this.#delete(t, () => del.all(t.meta.id, ...params) as number[]);
   }
 
+  /**
+   * The atomic step of a file replacement or removal (files.ts). In ONE transaction: `within`
+   * runs first (it writes the file's other rows and returns the keys to remove), those keys go
+   * (except the ones `rows` write again, which keep their row ids), and `rows` are upserted.
+   * The matrix and the ANN queue change only after the commit, in the same synchronous turn,
+   * so a search sees all of the old rows or all of the new ones, never a mix.
+   */
+  replaceRows(keyspace: string, table: string, rows: VectorRow[], within: () => string[]): void {
+    const t = this.#catalog.require(keyspace, table);
+    const d = t.meta.dimension;
+    const vectors = rows.map((r, i) => {
+      const v = r.vector instanceof Float32Array ? r.vector : Float32Array.from(r.vector as ArrayLike<number>);
+      if (v.length !== d) {
+        throw new ServiceError('dimension_mismatch', `vector ${i} has dimension ${v.length}; table ${keyspace}.${table} has dimension ${d}`, {
+          extra: { expected: d, actual: v.length, index: i },
+        });
+      }
+      if (typeof r.key !== 'string' || r.key === '') throw invalid([{ path: `/vectors/${i}/key`, message: 'must be a non-empty string' }]);
+      if (!checkFinite(v)) throw invalid([{ path: `/vectors/${i}/vector`, message: 'must hold finite numbers only' }]);
+      return v;
+    });
+    const seq = this.#seq.value + 1;
+    const track = this.#keeper.tracksDeletes(t);
+    const del = this.#db.stmt('DELETE FROM vectors WHERE table_id = ? AND key = ? RETURNING id');
+    const upsert = this.#db.stmt(
+      `INSERT INTO vectors (table_id, key, metadata, seq) VALUES (?, ?, ?, ?)
+       ON CONFLICT (table_id, key) DO UPDATE SET metadata = excluded.metadata, seq = excluded.seq
+       RETURNING id`,
+    );
+    const payload = this.#db.stmt(
+      `INSERT INTO vector_payloads (id, vector, text) VALUES (?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET vector = excluded.vector, text = excluded.text`,
+    );
+    const { removed, ids } = this.#db.tx(() => {
+      const keep = new Set(rows.map((r) => r.key));
+      const removed: number[] = [];
+      for (const k of within()) {
+        if (keep.has(k)) continue;
+        const r = del.get(t.meta.id, k) as { id: number } | undefined;
+        if (r) removed.push(r.id);
+      }
+      if (removed.length > 0 && track) {
+        this.#db.stmt('INSERT INTO deleted (table_id, row_id, seq) SELECT ?, value, ? FROM json_each(?)').run(t.meta.id, seq, JSON.stringify(removed));
+      }
+      const ids = rows.map((r, i) => {
+        const { id } = upsert.get(t.meta.id, r.key, JSON.stringify(r.metadata ?? {}), seq) as { id: number };
+        payload.run(id, vectorToBlob(vectors[i]), r.text ?? null);
+        return id;
+      });
+      this.#writeSeq(seq);
+      return { removed, ids };
+    });
+    this.#seq.value = seq;
+    // Deletions first: SQLite may have given a removed row's id to a new row.
+    for (const id of removed) t.matrix.delete(id);
+    this.#keeper.deleted(t, removed);
+    ids.forEach((id, i) => t.matrix.set(id, vectors[i]));
+    if (ids.length > 0) this.#keeper.upserted(t, ids, seq);
+  }
+
   count(keyspace: string, table: string, filter?: Filter): number {
     const t = this.#catalog.require(keyspace, table);
     if (filter === undefined) return t.matrix.size;

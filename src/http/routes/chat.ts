@@ -1,0 +1,46 @@
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type, type Static } from 'typebox';
+import { DEFAULT_LIMITS } from '../../config/config.ts';
+import { chat, type ChatOutput } from '../../service/chat.ts';
+import type { Deps } from '../../service/deps.ts';
+import { callerOf } from '../auth.ts';
+import { NAME_PATTERN } from '../schemas.ts';
+
+export const ChatBody = Type.Object(
+  {
+    query: Type.String({ minLength: 1, maxLength: DEFAULT_LIMITS.queryBytes, description: 'A question, or a command: /help, /files, /keyspaces, /tables [keyspace], /search <text>' }),
+    keyspace: Type.Optional(Type.String({ pattern: NAME_PATTERN, description: 'The keyspace questions and /search use (default: the default keyspace)' })),
+    stream: Type.Optional(Type.Boolean({ description: 'Answer as server-sent events (also when the accept header is text/event-stream)' })),
+  },
+  { additionalProperties: false },
+);
+export type ChatBody = Static<typeof ChatBody>;
+
+/** Server-sent events: `delta` events whose texts concatenate to `response`, then `done` with the whole answer. */
+function* events(out: ChatOutput): Generator<string> {
+  const pieces = out.response.match(/\s*\S+\s*/g) ?? [out.response];
+  for (let i = 0; i < pieces.length; i += 6) {
+    yield `event: delta\ndata: ${JSON.stringify({ text: pieces.slice(i, i + 6).join('') })}\n\n`;
+  }
+  yield `event: done\ndata: ${JSON.stringify(out)}\n\n`;
+}
+
+export const chatRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  app.post('/v1/chat/', {
+    schema: { tags: ['search'], summary: 'Commands, and questions answered from stored content with their sources', body: ChatBody },
+    // Only a named keyspace is gated here: commands like /help need none, the default is checked by the service.
+    config: { permission: 'Read', keyspaces: (r) => [(r.body as ChatBody).keyspace] },
+    handler: async (req, reply) => {
+      const out = await chat(deps, callerOf(req), { query: req.body.query, keyspace: req.body.keyspace });
+      const accept = req.headers.accept ?? '';
+      const stream = req.body.stream ?? accept.includes('text/event-stream');
+      if (!stream) return out;
+      return reply
+        .header('content-type', 'text/event-stream; charset=utf-8')
+        .header('cache-control', 'no-cache')
+        .header('x-accel-buffering', 'no')
+        .send(Readable.from(events(out)));
+    },
+  });
+};

@@ -1,0 +1,232 @@
+/**
+ * Files: `POST /v1/embed/` (multipart upload), `GET /v1/files/` (list), and per file
+ * `GET` (download) and `DELETE` on `/v1/files/:keyspace/:table/<name>`.
+ *
+ * The upload is streamed to `<dataDir>/uploads/<random id>.part` while busboy counts its bytes
+ * (a file over `limits.uploadBytes` is a 413 the moment it passes the limit, or before anything
+ * is read when Content-Length already says so), then handed to the service. The temp file is
+ * removed on every path. This plugin parses multipart bodies only: any other body is a 415
+ * before it is read.
+ */
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { invalid, ServiceError, type FieldError } from '../../errors.ts';
+import type { Caller } from '../../service/caller.ts';
+import type { Deps } from '../../service/deps.ts';
+import { checkUpload, deleteFile, downloadFile, listFiles, uploadFile, type UploadInput } from '../../service/files.ts';
+import { callerOf } from '../auth.ts';
+import { Keyspace, TableName } from '../schemas.ts';
+
+/** Room for the multipart framing and the small fields around the file, in a Content-Length check. */
+const MULTIPART_OVERHEAD = 64 * 1024;
+/** Temp uploads older than this at start-up were left by a crash. */
+const STALE_UPLOAD_MS = 60 * 60 * 1000;
+const FIELDS = ['keyspace', 'table', 'model_name', 'chunk_size', 'chunk_overlap'] as const;
+type FieldName = (typeof FIELDS)[number];
+
+const FileParams = Type.Object({ keyspace: Keyspace, table: TableName, '*': Type.String({ minLength: 1, maxLength: 2048, description: 'The file name' }) });
+const FileListQuery = Type.Object(
+  { keyspace: Type.Optional(Keyspace), table: Type.Optional(TableName) },
+  { additionalProperties: false },
+);
+
+const tooLarge = (limit: number): ServiceError =>
+  new ServiceError('payload_too_large', `The file is larger than the upload limit of ${limit} bytes.`, {
+    extra: { limit },
+    // The rest of the body is not read: the connection is closed after the answer.
+    headers: { connection: 'close' },
+  });
+
+/** Errors of the multipart parser that are not ours become problems with the right status. */
+function asProblem(e: unknown, limit: number): unknown {
+  if (e instanceof ServiceError) return e;
+  const err = e as { code?: string; statusCode?: number; message?: string };
+  if (err?.code === 'FST_REQ_FILE_TOO_LARGE') return tooLarge(limit);
+  if (err?.statusCode === 413) return new ServiceError('payload_too_large', `The form has too many parts: ${err.message} (one file and at most ${FIELDS.length} fields).`);
+  return new ServiceError('malformed_body', `The multipart body could not be read: ${err?.message ?? String(e)}`, { cause: e });
+}
+
+function parseFields(raw: Partial<Record<FieldName, string>>): Omit<UploadInput, 'source' | 'filename'> {
+  const errors: FieldError[] = [];
+  const int = (k: 'chunk_size' | 'chunk_overlap'): number | undefined => {
+    const v = raw[k];
+    if (v === undefined) return undefined;
+    if (!/^\s*\d{1,9}\s*$/.test(v)) {
+      errors.push({ path: `/body/${k}`, message: 'must be a non-negative integer (tokens)' });
+      return undefined;
+    }
+    return Number(v);
+  };
+  const out = {
+    ...(raw.keyspace !== undefined ? { keyspace: raw.keyspace } : {}),
+    ...(raw.table !== undefined ? { table: raw.table } : {}),
+    ...(raw.model_name !== undefined ? { model_name: raw.model_name } : {}),
+    chunk_size: int('chunk_size'),
+    chunk_overlap: int('chunk_overlap'),
+  };
+  if (errors.length > 0) throw invalid(errors);
+  return out;
+}
+
+/** Streams one file part to `target`; 413 as soon as busboy counts past the limit. */
+async function saveFilePart(file: Readable & { truncated?: boolean }, target: string, limit: number): Promise<void> {
+  let over = false;
+  file.once('limit', () => {
+    over = true;
+    file.destroy(tooLarge(limit));
+  });
+  try {
+    await pipeline(file, createWriteStream(target, { flags: 'wx', mode: 0o600 }));
+  } catch (e) {
+    throw over ? tooLarge(limit) : e;
+  }
+  if (over || file.truncated) throw tooLarge(limit);
+}
+
+/**
+ * Reads the form: fields (any order) and the one file part, which goes to `target`. Fields that
+ * come before the file are checked (permission, keyspace reach, model, chunk options) before a
+ * byte of the file is written.
+ */
+async function receiveForm(deps: Deps, caller: Caller, req: FastifyRequest, target: string): Promise<UploadInput> {
+  const limit = deps.config.limits.uploadBytes;
+  const raw: Partial<Record<FieldName, string>> = {};
+  let filename: string | null = null;
+  try {
+    for await (const part of req.parts()) {
+      if (part.type === 'field') {
+        const name = part.fieldname as FieldName;
+        if (!FIELDS.includes(name)) throw invalid([{ path: `/body/${part.fieldname}`, message: `is not a known field (file, ${FIELDS.join(', ')})` }]);
+        if (raw[name] !== undefined) throw invalid([{ path: `/body/${name}`, message: 'is given more than once' }]);
+        if (part.valueTruncated) throw invalid([{ path: `/body/${name}`, message: 'must be at most 1024 bytes' }]);
+        raw[name] = String(part.value);
+        continue;
+      }
+      if (part.fieldname !== 'file') {
+        part.file.resume();
+        throw invalid([{ path: `/body/${part.fieldname}`, message: 'is not a known field: send the file in the field `file`' }]);
+      }
+      await checkUpload(deps, caller, parseFields(raw));
+      filename = part.filename ?? '';
+      await saveFilePart(part.file, target, limit);
+    }
+  } catch (e) {
+    throw asProblem(e, limit);
+  }
+  if (filename === null) throw invalid([{ path: '/body/file', message: 'is required: send the file in the multipart field `file`' }]);
+  return { source: { path: target }, filename, ...parseFields(raw) };
+}
+
+const MIME: Record<string, string> = {
+  pdf: 'application/pdf',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  html: 'text/html',
+  json: 'application/json',
+  csv: 'text/csv',
+  md: 'text/markdown',
+  txt: 'text/plain',
+};
+
+function contentType(type: string, content: Buffer): string {
+  const mime = MIME[type] ?? 'application/octet-stream';
+  if (!mime.startsWith('text/') && mime !== 'application/json') return mime;
+  const utf16 = content.length >= 2 && ((content[0] === 0xff && content[1] === 0xfe) || (content[0] === 0xfe && content[1] === 0xff));
+  return `${mime}; charset=${utf16 ? 'utf-16' : 'utf-8'}`;
+}
+
+/** `attachment` with an ASCII fallback name and the exact name in RFC 5987 form. */
+function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^A-Za-z0-9._ ()+,=@-]/g, '_') || 'download';
+  const exact = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${exact}`;
+}
+
+async function sweepStaleUploads(dir: string): Promise<void> {
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    if (!name.endsWith('.part')) continue;
+    const p = path.join(dir, name);
+    const s = await stat(p).catch(() => null);
+    if (s && Date.now() - s.mtimeMs > STALE_UPLOAD_MS) await rm(p, { force: true });
+  }
+}
+
+export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  const limit = deps.config.limits.uploadBytes;
+  const uploads = path.join(deps.config.dataDir, 'uploads');
+  await mkdir(uploads, { recursive: true, mode: 0o700 });
+  await sweepStaleUploads(uploads);
+
+  // In this plugin only multipart bodies are parsed: a JSON (or any other) body to /v1/embed/
+  // is a 415 before it is read. @fastify/multipart is registered here, not on the root, so the
+  // other routes keep taking JSON only.
+  app.removeAllContentTypeParsers();
+  await app.register(multipart, {
+    limits: { fileSize: limit, files: 1, fields: FIELDS.length * 2, fieldSize: 1024, parts: FIELDS.length * 2 + 2 },
+    throwFileSizeLimit: true,
+  });
+
+  app.post('/v1/embed/', {
+    schema: {
+      tags: ['files'],
+      summary: 'Upload a file (multipart/form-data: `file`, optional keyspace, table, model_name, chunk_size, chunk_overlap): extract, chunk, embed, store',
+      consumes: ['multipart/form-data'],
+    },
+    config: { permission: 'Write' },
+    // Refused before a byte of the body is read when its declared length is already too much.
+    onRequest: async (req) => {
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared > limit + MULTIPART_OVERHEAD) throw tooLarge(limit);
+    },
+    handler: async (req) => {
+      const caller = callerOf(req);
+      if (!req.isMultipart()) {
+        throw new ServiceError('unsupported_media_type', 'POST /v1/embed/ takes multipart/form-data with the file in the field `file`.');
+      }
+      const target = path.join(uploads, `${randomUUID()}.part`);
+      try {
+        const input = await receiveForm(deps, caller, req, target);
+        return await uploadFile(deps, caller, input);
+      } finally {
+        await rm(target, { force: true });
+      }
+    },
+  });
+
+  app.get('/v1/files/', {
+    schema: { tags: ['files'], summary: "The caller's files: {files: [names], details: [...]}", querystring: FileListQuery },
+    config: { permission: 'Read', keyspaces: (r) => [(r.query as { keyspace?: string }).keyspace] },
+    handler: (req) => listFiles(deps, callerOf(req), req.query),
+  });
+
+  const fileOf = (req: { params: { keyspace: string; table: string; '*': string } }) => ({ keyspace: req.params.keyspace, table: req.params.table, name: req.params['*'] });
+  const paramKeyspace = (r: FastifyRequest) => [(r.params as { keyspace: string }).keyspace];
+
+  app.get('/v1/files/:keyspace/:table/*', {
+    schema: { tags: ['files'], summary: 'Download a file: the bytes as uploaded', params: FileParams },
+    config: { permission: 'Read', keyspaces: paramKeyspace },
+    handler: async (req, reply) => {
+      const { file, content } = await downloadFile(deps, fileOf(req));
+      return reply
+        .header('content-type', contentType(file.type, content))
+        .header('content-disposition', contentDisposition(file.name))
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .header('etag', `"${file.sha256}"`)
+        .send(content);
+    },
+  });
+
+  app.delete('/v1/files/:keyspace/:table/*', {
+    schema: { tags: ['files'], summary: 'Delete a file, its chunk vectors and its metadata record', params: FileParams },
+    config: { permission: 'Write', keyspaces: paramKeyspace },
+    handler: (req) => deleteFile(deps, fileOf(req)),
+  });
+};
