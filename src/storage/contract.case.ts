@@ -270,6 +270,83 @@ export function storageContract(name: string, open: OpenStorage): void {
         assert.ok((await storage.listApiKeys()).length >= 2);
         assert.equal(await storage.countApiKeys(), before + 2);
       });
+
+      it('gets and revokes keys (revoking twice keeps the first time)', async () => {
+        const u = await storage.createUser({ name: 'Revoker', email: 'revoke@example.com' });
+        const k = await storage.createApiKey({ userId: u.id, name: 'r', hash: 'd'.repeat(64), permissions: 'Read', resources: ['*'] });
+        assert.deepEqual(await storage.getApiKey(k.id), k);
+        assert.equal(await storage.getApiKey('no-such-key'), null);
+        const revoked = await storage.revokeApiKey(k.id);
+        assert.match(revoked!.revokedAt!, ISO_Z);
+        assert.equal((await storage.findApiKeyByHash('d'.repeat(64)))!.revokedAt, revoked!.revokedAt);
+        assert.equal((await storage.revokeApiKey(k.id))!.revokedAt, revoked!.revokedAt);
+        assert.equal(await storage.revokeApiKey('no-such-key'), null);
+      });
+
+      it('adds connections idempotently and sets plans', async () => {
+        const u = await storage.createUser({ name: 'Conn', email: 'conn@example.com' });
+        assert.equal(u.plan, 'free');
+        await storage.addConnection(u.id, { type: 'github', id: 'x' });
+        await storage.addConnection(u.id, { type: 'github', id: 'x' });
+        const after = await storage.addConnection(u.id, { type: 'slack', id: 'y' });
+        assert.deepEqual(after.connections, [{ type: 'github', id: 'x' }, { type: 'slack', id: 'y' }]);
+        assert.deepEqual((await storage.getUser(u.id))!.connections, after.connections);
+        await rejectsWithCode(storage.addConnection('no-such-user', { type: 'a', id: 'b' }), 'user_not_found');
+        await storage.setUserPlan(u.id, 'pro');
+        assert.equal((await storage.getUser(u.id))!.plan, 'pro');
+        await rejectsWithCode(storage.setUserPlan('no-such-user', 'pro'), 'user_not_found');
+      });
+
+      it('applies a webhook event once, with its plan change', async () => {
+        const u = await storage.createUser({ name: 'Payer', email: 'payer-contract@example.com' });
+        assert.equal(await storage.applyWebhookEvent('evt_c1', 'checkout.session.completed', { userId: u.id, plan: 'pro' }), 'applied');
+        assert.equal((await storage.getUser(u.id))!.plan, 'pro');
+        await storage.setUserPlan(u.id, 'free');
+        assert.equal(await storage.applyWebhookEvent('evt_c1', 'checkout.session.completed', { userId: u.id, plan: 'pro' }), 'duplicate');
+        assert.equal((await storage.getUser(u.id))!.plan, 'free');
+        assert.equal(await storage.applyWebhookEvent('evt_c2', 'invoice.paid', null), 'applied');
+        assert.equal(await storage.applyWebhookEvent('evt_c2', 'invoice.paid', null), 'duplicate');
+      });
+
+      it("counts a user's usage over the keyspaces they own", async () => {
+        const u = await storage.createUser({ name: 'Owner', email: 'usage@example.com' });
+        assert.deepEqual(await storage.usageOf(u.id), { vectors: 0, fileBytes: 0 });
+        await storage.createKeyspace({ name: 'usage_ks', owner: u.id });
+        await storage.createTable({ keyspace: 'usage_ks', name: 'a', dimension: 2, metric: 'cosine', model: null });
+        await storage.createTable({ keyspace: 'usage_ks', name: 'b', dimension: 2, metric: 'cosine', model: null });
+        const row = (key: string): VectorRow => ({ key, vector: Float32Array.from([1, 2]), metadata: {}, text: null });
+        await storage.upsertVectors('usage_ks', 'a', [row('1'), row('2')]);
+        await storage.upsertVectors('usage_ks', 'b', [row('3')]);
+        assert.equal((await storage.usageOf(u.id)).vectors, 3);
+      });
+    });
+
+    describe('scan', () => {
+      it('pages through every row once, in a stable order', async () => {
+        await storage.createKeyspace({ name: 'scan_ks', owner: null });
+        await storage.createTable({ keyspace: 'scan_ks', name: 't', dimension: 3, metric: 'euclidean', model: null });
+        const rows: VectorRow[] = Array.from({ length: 57 }, (_, i) => ({ key: `key-${i}`, vector: Float32Array.from([i, 1, 2]), metadata: { i }, text: i % 2 ? `t${i}` : null }));
+        await storage.upsertVectors('scan_ks', 't', rows);
+        const seen: VectorRow[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const page = await storage.scanVectors('scan_ks', 't', { cursor, limit: 10 });
+          assert.ok(page.rows.length <= 10);
+          seen.push(...page.rows);
+          cursor = page.cursor;
+          pages++;
+        } while (cursor !== null && pages < 100);
+        assert.equal(seen.length, 57);
+        assert.equal(new Set(seen.map((r) => r.key)).size, 57);
+        const byKey = new Map(rows.map((r) => [r.key, r]));
+        for (const r of seen) {
+          assert.deepEqual(Array.from(r.vector), Array.from(byKey.get(r.key)!.vector));
+          assert.deepEqual(r.metadata, byKey.get(r.key)!.metadata);
+          assert.equal(r.text, byKey.get(r.key)!.text);
+        }
+        await rejectsWithCode(storage.scanVectors('scan_ks', 'missing', { limit: 10 }), 'table_not_found');
+      });
     });
 
     it('answers ping', async () => {
