@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config/config.ts';
 import { ModelRegistry } from './embedding/registry.ts';
 import { Metrics } from './observability/metrics.ts';
 import { buildApp } from './http/app.ts';
+import { loggerOptions } from './http/logging.ts';
 import { bootstrap } from './service/bootstrap.ts';
 import { openStorage } from './storage/factory.ts';
 
@@ -18,11 +19,7 @@ async function main(): Promise<void> {
   const deps = { config, storage, models };
   const app = await buildApp(deps, {
     metrics,
-    logger: {
-      level: config.logLevel,
-      // Secrets never reach a log line, even at trace level.
-      redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers["stripe-signature"]'], censor: '[redacted]' },
-    },
+    logger: loggerOptions(config.logLevel),
   });
 
   await models.discover();

@@ -83,3 +83,27 @@ describe('authentication and authorisation', () => {
     for (const banned of ['LICENSE_KEY', 'CUSTOMER_ID', 'admin_key', 'secret']) assert.ok(!env.body.includes(banned), banned);
   });
 });
+
+describe('logs', () => {
+  it('carry request ids and never a key, even at trace level', async () => {
+    const lines: string[] = [];
+    const stream = { write: (l: string) => void lines.push(l) };
+    const { loggerOptions } = await import('./logging.ts');
+    const t = await startTestApp({ model: 'fake', logger: loggerOptions('trace', stream) });
+    try {
+      const wrong = 'vss_this-is-a-wrong-key-that-must-not-be-logged';
+      await t.call('GET', '/v1/keyspaces/list');
+      await t.call('GET', '/v1/keyspaces/list', undefined, wrong);
+      await t.app.inject({ method: 'GET', url: '/v1', headers: { 'x-request-id': 'trace-me-123' } });
+      const all = lines.join('');
+      assert.ok(lines.length >= 6, `${lines.length} lines`);
+      assert.ok(!all.includes(ADMIN_KEY), 'the admin key was logged');
+      assert.ok(!all.includes(wrong), 'a wrong key was logged');
+      const parsed = lines.map((l) => JSON.parse(l) as { reqId?: string; level: number });
+      assert.ok(parsed.some((p) => p.reqId === 'trace-me-123'));
+      assert.ok(parsed.filter((p) => p.reqId !== undefined).length >= 6);
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -18,7 +18,7 @@ function multipart(parts: Part[]): { payload: Buffer; headers: Record<string, st
   for (const p of parts) {
     out.push(Buffer.from(`--${boundary}\r\n`));
     if ('filename' in p) {
-      out.push(Buffer.from(`Content-Disposition: form-data; name="${p.name}"; filename="${p.filename}"\r\nContent-Type: ${p.type ?? 'application/octet-stream'}\r\n\r\n`));
+      out.push(Buffer.from(`Content-Disposition: form-data; name="${p.name}"; filename="${p.filename.replace(/["\\]/g, (c) => `\\${c}`)}"\r\nContent-Type: ${p.type ?? 'application/octet-stream'}\r\n\r\n`));
       out.push(Buffer.isBuffer(p.content) ? p.content : Buffer.from(p.content));
     } else {
       out.push(Buffer.from(`Content-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value}`));

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig, type Config, type Limits } from '../config/config.ts';
 import { FakeEmbeddingModel } from '../embedding/fake.ts';
 import { ModelRegistry } from '../embedding/registry.ts';
@@ -33,7 +33,9 @@ export interface TestApp {
 
 let keyCounter = 0;
 
-export async function startTestApp(opts: { model?: 'real' | 'fake'; limits?: Partial<Limits>; env?: Record<string, string>; fakeDimension?: number } = {}): Promise<TestApp> {
+export async function startTestApp(
+  opts: { model?: 'real' | 'fake'; limits?: Partial<Limits>; env?: Record<string, string>; fakeDimension?: number; logger?: FastifyServerOptions['logger'] } = {},
+): Promise<TestApp> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-test-'));
   const config: Config = loadConfig({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN_KEY, ...opts.env }, { limits: opts.limits });
   const backend = await openEmbeddedStorage({ dataDir, index: config.index });
@@ -51,7 +53,7 @@ export async function startTestApp(opts: { model?: 'real' | 'fake'; limits?: Par
   }
   const deps: Deps = { config, storage, models };
   await bootstrap(deps);
-  const app = await buildApp(deps, { metrics });
+  const app = await buildApp(deps, { metrics, logger: opts.logger });
   await app.ready();
   const admin = await storage.getUserByEmail('admin@localhost');
   return {

@@ -29,7 +29,7 @@ function kill9(node: number): void {
 
 function startMissingNodes(): void {
   const r = spawnSync('bash', [SCRIPT, 'start', '--nodes', '3', '--heap', process.env.CASSANDRA_HEAP ?? '768M'], { encoding: 'utf8', timeout: 240_000 });
-  assert.equal(r.status, 0, `restart failed:\n${r.stderr}`);
+  assert.equal(r.status, 0, `restart failed (status ${r.status}, signal ${r.signal}, error ${r.error}):\n${r.stderr}\n${r.stdout}`);
 }
 
 async function dropPrefixed(prefix: string): Promise<void> {
@@ -67,12 +67,15 @@ if (!ENABLED) {
       await s.createTable({ keyspace: 'durable', name: 'v', dimension: D, metric: 'cosine', model: null });
     });
     after(async () => {
-      startMissingNodes();
-      await s.close();
-      await dropPrefixed(prefix);
+      try {
+        startMissingNodes();
+      } finally {
+        await s?.close();
+        await dropPrefixed(prefix).catch(() => undefined);
+      }
     });
 
-    it('loses no QUORUM-acknowledged write when a node is SIGKILLed mid-stream', async (t) => {
+    it('loses no QUORUM-acknowledged write when a node is SIGKILLed mid-stream', { timeout: 600_000 }, async (t) => {
       const acked: VectorRow[] = [];
       let failures = 0;
       let next = 0;
