@@ -318,6 +318,7 @@ start_node() {
   local -a flags
   mapfile -t flags < <(jvm_flags "$n" "$i" "$heap")
   log "starting node $i of $n on $ip (heap $heap, logs in $dir/logs)"
+  rm -f "$dir/cassandra.pid"   # a stale one (node killed) would be mistaken for the new JVM
   # setsid: the JVM outlives this shell and its terminal; exec keeps the pid written to the file.
   setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$dir/cassandra.pid" "$JAVA" "${flags[@]}" \
     </dev/null >"$dir/logs/stdout.log" 2>&1 &

@@ -62,7 +62,8 @@ describe('POST /v1/chat/: commands and extractive answers (real model)', () => {
     t = await startTestApp({ model: 'real' });
     chat = async (body, key = ADMIN_KEY) => {
       const res = await t.call('POST', '/v1/chat/', body, key);
-      return { ...(res.statusCode === 200 ? res.json() : {}), statusCode: res.statusCode, raw: res.body };
+      const answer = (res.statusCode === 200 ? res.json() : {}) as ChatAnswer;
+      return { ...answer, statusCode: res.statusCode, raw: res.body };
     };
     await seed(t, 'library');
     const form = multipart({ keyspace: 'library' }, { name: 'lighthouse.txt', content: LIGHTHOUSE });

@@ -1,0 +1,302 @@
+/**
+ * The web console in a real browser: Debian's chromium driven by playwright-core, against the
+ * real server process. Each screen is saved to docs/screenshots/ for docs/CONSOLE.md.
+ * Skips (with the reason) when /usr/bin/chromium is absent: `apt-get install chromium`.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startServer, type RunningServer } from './server.ts';
+
+const CHROMIUM = process.env.VSS_TEST_CHROMIUM ?? '/usr/bin/chromium';
+const ADMIN = 'console-admin-key-0123456789';
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SHOTS = path.join(ROOT, 'docs/screenshots');
+const skip = existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (apt-get install -y chromium): console tests skipped`;
+
+const DOCS = [
+  { key: 'billing/refunds', text: 'Refunds are issued within 14 days of a return. Contact support with your order number to start a refund; the money goes back to the original payment method.', metadata: { category: 'billing', updated: '2026-10-02' } },
+  { key: 'billing/invoices', text: 'Invoices are emailed on the first day of each month. Past invoices can be downloaded as PDF from Settings → Billing.', metadata: { category: 'billing', updated: '2026-09-12' } },
+  { key: 'shipping/times', text: 'Orders ship from our warehouse in Rotterdam within two business days. Tracking numbers arrive by email as soon as the parcel leaves.', metadata: { category: 'shipping', updated: '2026-08-30' } },
+  { key: 'shipping/international', text: 'International delivery takes five to ten business days. Customs duties are shown at checkout and paid in advance.', metadata: { category: 'shipping', updated: '2026-08-30' } },
+  { key: 'account/password', text: 'To reset your password, open Settings, choose Security and click Reset password. A one-time link is emailed to you and expires after an hour.', metadata: { category: 'account', updated: '2026-07-19' } },
+  { key: 'account/two-factor', text: 'Two-factor authentication protects your account with a code from an authenticator app. Recovery codes are shown once when you turn it on.', metadata: { category: 'account', updated: '2026-07-19' } },
+];
+
+const HANDBOOK = [
+  'The Harbour Light Handbook',
+  '',
+  'The lighthouse on Kestrel Point was first lit in 1871. Its lamp is a second-order Fresnel lens that turns once every twenty seconds, giving two white flashes that sailors can see from twenty-two nautical miles away.',
+  '',
+  'Keepers climb the 148 steps of the tower at dusk to start the lamp and again at dawn to stop it. In fog the keeper sounds the horn twice every minute until the visibility returns to two miles.',
+  '',
+  'The tower was automated in 1994. Since then a solar panel on the gallery charges the batteries, and a volunteer society opens the lantern room to visitors on summer weekends.',
+].join('\n');
+
+describe('web console (chromium)', { skip }, () => {
+  let server: RunningServer;
+  let browser: Browser;
+  let dataDir: string;
+  let tmpDir: string;
+  const problems: string[] = [];
+
+  before(async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-console-'));
+    tmpDir = await mkdtemp(path.join(os.tmpdir(), 'vss-console-files-'));
+    await mkdir(SHOTS, { recursive: true });
+    server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN });
+    let res = await server.call('POST', '/v1/vector/batch', { keyspace: 'default_keyspace', table: 'vector', vectors: DOCS });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    res = await server.call('POST', '/v1/keyspaces/create', { keyspace: 'research' });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    res = await server.call('POST', '/v1/vector/batch', {
+      keyspace: 'research',
+      table: 'papers',
+      vectors: [
+        { key: 'hnsw', text: 'Hierarchical navigable small world graphs for approximate nearest neighbour search.' },
+        { key: 'pq', text: 'Product quantization compresses vectors into short codes for fast distance estimates.' },
+      ],
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+    });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.kill('SIGTERM');
+    await rm(dataDir, { recursive: true, force: true });
+    await rm(tmpDir, { recursive: true, force: true });
+  });
+
+  const contexts: BrowserContext[] = [];
+  async function open(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1360, height: 860 }, colorScheme: 'light', reducedMotion: 'reduce' });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    // A CSP violation or a script error is a failure of the page itself.
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`);
+    });
+    await page.goto(server.url + '/');
+    return page;
+  }
+
+  async function signIn(page: Page, key = ADMIN): Promise<void> {
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('.shell').waitFor();
+  }
+
+  const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+
+  after(async () => {
+    for (const c of contexts) await c.close().catch(() => {});
+  });
+
+  it('serves the console with strict headers and leaves the API untouched', async () => {
+    let res = await fetch(server.url + '/');
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/html/);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /default-src 'self'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(res.headers.get('x-ratelimit-limit'), null, 'static files are not rate limited');
+    const html = await res.text();
+    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
+    res = await fetch(server.url + '/app.js');
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /javascript/);
+    // The API is as it was: /v1 answers JSON, an unknown path still needs a key.
+    const root = await server.call('GET', '/v1', undefined, '');
+    assert.equal(root.status, 200);
+    assert.ok(root.body.version);
+    assert.equal((await fetch(server.url + '/v1/no-such-route')).status, 401);
+    assert.equal((await fetch(server.url + '/no-such-file.js')).status, 401);
+  });
+
+  it('shows a clear error on the sign-in screen for a wrong key', async () => {
+    const page = await open();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.locator('.signin-status .dot-ok').waitFor();
+    await shot(page, 'sign-in');
+    await page.getByLabel('API key').fill('vss_this-is-not-a-real-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    const text = await alert.innerText();
+    assert.match(text, /not accepted/);
+    assert.match(text, /valid API key is required/, 'the server problem detail is shown');
+    assert.equal(await page.locator('.shell').count(), 0);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('vss.console.key')), null, 'a refused key is not kept');
+    await shot(page, 'sign-in-error');
+  });
+
+  it('signs in and lists keyspaces and tables with row counts', async () => {
+    const page = await open();
+    await signIn(page);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('vss.console.key')), ADMIN);
+    assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
+    await page.locator('.whoami-name', { hasText: 'Administrator' }).waitFor();
+    const row = (ks: string, t: string) => page.locator(`.tree-table[data-keyspace="${ks}"][data-table="${t}"] .row-count`);
+    assert.equal(await row('default_keyspace', 'vector').innerText(), String(DOCS.length));
+    assert.equal(await row('research', 'papers').innerText(), '2');
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await page.locator('.data-table').waitFor();
+    assert.match(await page.locator('.data-table').innerText(), /research[\s\S]*papers/);
+    await shot(page, 'overview');
+    // A reload keeps the session (sessionStorage) and the pane.
+    await page.reload();
+    await page.locator('.shell').waitFor();
+    assert.equal(await page.locator('.nav a.active').innerText(), 'Overview');
+  });
+
+  it('runs a search and shows matches with score, text and metadata', async () => {
+    const page = await open();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Search' }).click();
+    await page.getByLabel('Search query').fill('how do I get my money back?');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const first = page.locator('.match').first();
+    await first.waitFor();
+    assert.equal(await first.getAttribute('data-key'), 'billing/refunds');
+    assert.match(await first.locator('.match-text').innerText(), /Refunds are issued within 14 days/);
+    const score = Number(await first.locator('.score-value').innerText());
+    assert.ok(score > 0.3 && score <= 1, `score ${score}`);
+    assert.equal(await page.locator('.match').count(), DOCS.length);
+    await first.locator('.match-meta summary').click();
+    assert.match(await first.locator('.kv').innerText(), /category\s+billing/);
+    assert.match(await page.locator('.results-status').innerText(), /6 matches/);
+    await shot(page, 'search');
+
+    // A problem from the API is shown with its detail.
+    await page.locator('.search-options summary').click();
+    await page.getByLabel('Metadata filter (JSON)').fill('{"category": {"$bogus": 1}}');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.locator('.results-status [role=alert]').waitFor();
+    assert.match(await page.locator('.results-status').innerText(), /Search failed[\s\S]*\$bogus/);
+  });
+
+  it('uploads a file with progress, reports its chunks, and makes it searchable', async (t: TestContext) => {
+    const probe = await server.call('GET', '/v1/files/');
+    if (probe.status === 404) return t.skip('POST /v1/embed/ and GET /v1/files/ are not on this server yet (404)');
+    const file = path.join(tmpDir, 'harbour-light.txt');
+    await writeFile(file, HANDBOOK);
+    const page = await open();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Upload' }).click();
+    // Record every progress value the bar shows.
+    await page.evaluate(() => {
+      const seen: string[] = ((window as unknown as { __progress: string[] }).__progress = []);
+      new MutationObserver((records) => {
+        for (const r of records) {
+          const el = r.target as Element;
+          if (el.getAttribute?.('role') === 'progressbar') seen.push(el.getAttribute('aria-valuenow') ?? '');
+        }
+      }).observe(document.body, { subtree: true, attributes: true, attributeFilter: ['aria-valuenow'] });
+    });
+    await page.locator('#upload-file').setInputFiles(file);
+    const item = page.locator('.upload-item[data-file="harbour-light.txt"]');
+    await item.and(page.locator('.done')).waitFor();
+    assert.equal(await item.getByRole('progressbar').getAttribute('aria-valuenow'), '100');
+    const seen = await page.evaluate(() => (window as unknown as { __progress: string[] }).__progress);
+    assert.ok(seen.includes('100'), `progress values ${seen.join(',')}`);
+    const chunks = Number((await item.locator('.upload-chunks').innerText()).match(/\d+/)?.[0]);
+    assert.ok(chunks >= 1, `chunks ${chunks}`);
+    const listed = page.locator('.files-table tr[data-file="harbour-light.txt"]');
+    await listed.waitFor();
+    assert.match(await listed.innerText(), new RegExp(`txt[\\s\\S]*\\b${chunks}\\b`));
+    // The sidebar's row count includes the new chunks.
+    await page.locator(`.tree-table[data-keyspace="default_keyspace"][data-table="vector"] .row-count`, { hasText: String(DOCS.length + chunks) }).waitFor();
+    await shot(page, 'upload');
+
+    await page.getByRole('link', { name: 'Search' }).click();
+    await page.getByLabel('Search query').fill('how far away can sailors see the lighthouse flashes');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const first = page.locator('.match').first();
+    await first.waitFor();
+    assert.match(await first.getAttribute('data-key') ?? '', /^harbour-light\.txt#\d+$/);
+    assert.match(await first.locator('.chip-file').innerText(), /harbour-light\.txt/);
+  });
+
+  it('chats: a question is answered with its sources', async (t: TestContext) => {
+    const probe = await server.call('POST', '/v1/chat/', { query: '/help' });
+    if (probe.status === 404) return t.skip('POST /v1/chat/ is not on this server yet (404)');
+    const page = await open();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await page.getByLabel('Message').fill('How long does it take to get a refund?');
+    await page.getByLabel('Message').press('Enter');
+    const answer = page.locator('.msg-bot:not(.typing)').last();
+    await answer.locator('.msg-text').waitFor();
+    assert.equal(await page.locator('.msg-error').count(), 0, await page.locator('.thread').innerText());
+    assert.match(await answer.locator('.msg-text').innerText(), /14 days/);
+    const sources = answer.locator('.source');
+    assert.ok((await sources.count()) >= 1);
+    assert.equal(await sources.first().getAttribute('data-key'), 'billing/refunds');
+    // A source opens to show its passage.
+    await sources.first().locator('summary').click();
+    await sources.first().locator('.source-text p', { hasText: 'Refunds are issued' }).waitFor();
+    // A command.
+    await page.getByLabel('Message').fill('/keyspaces');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('.msg-bot:not(.typing)').nth(1).locator('.msg-text', { hasText: 'research' }).waitFor();
+    await page.locator('.thread').evaluate((el) => el.scrollTo(0, 0));
+    await shot(page, 'chat');
+  });
+
+  it('keys pane (All keys): creates a key, shows its secret once, lists it; hidden for other keys', async () => {
+    const page = await open();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Keys' }).click();
+    await page.locator('.keys-table').waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('search-frontend');
+    await page.locator('.segment', { hasText: 'Read' }).click();
+    await page.getByLabel('Keyspaces', { exact: true }).fill('default_keyspace');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.getByLabel('New key secret');
+    await secret.waitFor();
+    const value = await secret.inputValue();
+    assert.match(value, /^vss_/);
+    const row = page.locator('.keys-table tbody tr', { hasText: 'search-frontend' });
+    await row.waitFor();
+    assert.match(await row.innerText(), /Read[\s\S]*default_keyspace[\s\S]*Active/);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByRole('button', { name: /Copied|Select and copy/ }).waitFor();
+    await shot(page, 'keys');
+    // The secret works, and is never listed again.
+    const me = await server.call('GET', '/v1/user/', undefined, value);
+    assert.equal(me.status, 200);
+    assert.ok(!(await page.locator('.keys-table').innerText()).includes(value));
+
+    // Signed in with that Read key: no Keys pane, upload warns that it cannot write.
+    const other = await open();
+    await signIn(other, value);
+    assert.equal(await other.getByRole('link', { name: 'Keys' }).count(), 0);
+    assert.equal(await other.locator('.whoami .badge-perm-read').innerText(), 'Read');
+    assert.equal(await other.locator('.tree-table[data-keyspace="research"]').count(), 0, 'the key reaches default_keyspace only');
+    await other.getByRole('link', { name: 'Sign out' }).or(other.getByRole('button', { name: 'Sign out' })).click();
+    await other.getByRole('heading', { name: 'Sign in' }).waitFor();
+    assert.equal(await other.evaluate(() => sessionStorage.getItem('vss.console.key')), null);
+
+    // Revoking it signs its session out on the next call.
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.getByRole('button', { name: 'Confirm revoke' }).click();
+    await page.locator('.keys-table tbody tr.revoked', { hasText: 'search-frontend' }).waitFor();
+    assert.equal((await server.call('GET', '/v1/user/', undefined, value)).status, 401);
+  });
+
+  it('had no script errors or CSP violations on any page', () => {
+    assert.deepEqual(problems, []);
+  });
+});
