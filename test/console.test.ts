@@ -31,11 +31,17 @@ const DOCS = [
 const HANDBOOK = [
   'The Harbour Light Handbook',
   '',
-  'The lighthouse on Kestrel Point was first lit in 1871. Its lamp is a second-order Fresnel lens that turns once every twenty seconds, giving two white flashes that sailors can see from twenty-two nautical miles away.',
+  'History. The lighthouse on Kestrel Point was first lit on the first of November 1871, after two winters in which eleven ships were lost on the Kestrel reef. The stone tower is 41 metres tall and was built from granite quarried on the island itself. Its first keeper, Thomas Avery, kept the light for thirty-two years and wrote the daily log that the museum still shows.',
   '',
-  'Keepers climb the 148 steps of the tower at dusk to start the lamp and again at dawn to stop it. In fog the keeper sounds the horn twice every minute until the visibility returns to two miles.',
+  'The light. The lamp sits inside a second-order Fresnel lens made in Paris in 1870. The lens turns once every twenty seconds on a bath of mercury, giving two white flashes that sailors can see from twenty-two nautical miles away in clear weather. The original paraffin burner was replaced by an electric lamp in 1936 and by a long-life LED array in 2011.',
   '',
-  'The tower was automated in 1994. Since then a solar panel on the gallery charges the batteries, and a volunteer society opens the lantern room to visitors on summer weekends.',
+  'Duties of the keeper. Keepers climbed the 148 steps of the tower at dusk to start the lamp and again at dawn to stop it. Every four hours through the night they wound the clockwork that turns the lens, trimmed the wick and wrote the weather in the log. In fog the keeper sounded the horn twice every minute until the visibility returned to two miles.',
+  '',
+  'Automation. The tower was automated in 1994, and the last keeper left the island in the spring of that year. Since then a solar panel on the gallery charges the batteries, a small computer turns the light on at dusk and off at dawn, and a radio link reports faults to the harbour office on the mainland.',
+  '',
+  'Visiting. A volunteer society opens the lantern room to visitors on summer weekends from ten in the morning until four in the afternoon. The ferry leaves the harbour every hour; the crossing takes twenty minutes. Children under twelve must be accompanied on the stairs, and the gallery is closed when the wind is above force six.',
+  '',
+  'Wildlife. The cliffs below the tower are home to a colony of puffins from April to August, and grey seals haul out on the rocks of the north cove in autumn. Visitors are asked to keep to the marked paths and to keep dogs on a lead during the nesting season.',
 ].join('\n');
 
 describe('web console (chromium)', { skip }, () => {
@@ -97,7 +103,10 @@ describe('web console (chromium)', { skip }, () => {
     await page.locator('.shell').waitFor();
   }
 
-  const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+  async function shot(page: Page, name: string): Promise<void> {
+    await page.evaluate(() => document.fonts.ready);
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+  }
 
   after(async () => {
     for (const c of contexts) await c.close().catch(() => {});
@@ -247,11 +256,21 @@ describe('web console (chromium)', { skip }, () => {
     // A source opens to show its passage.
     await sources.first().locator('summary').click();
     await sources.first().locator('.source-text p', { hasText: 'Refunds are issued' }).waitFor();
-    // A command.
+    // A command is answered by the server too.
+    const before = await page.locator('.msg-bot:not(.typing)').count();
     await page.getByLabel('Message').fill('/keyspaces');
     await page.getByRole('button', { name: 'Send' }).click();
-    await page.locator('.msg-bot:not(.typing)').nth(1).locator('.msg-text', { hasText: 'research' }).waitFor();
-    await page.locator('.thread').evaluate((el) => el.scrollTo(0, 0));
+    await page.locator('.msg-bot:not(.typing)').nth(before).locator('.msg-text', { hasText: 'research' }).waitFor();
+
+    // For the screenshot: a fresh conversation about the uploaded handbook (when uploads exist).
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.getByLabel('Message').fill('How long does it take to get a refund?');
+    await page.getByLabel('Message').press('Enter');
+    await page.locator('.msg-bot:not(.typing) .msg-text').first().waitFor();
+    await page.getByLabel('Message').fill('When was the lighthouse automated, and what runs it now?');
+    await page.getByLabel('Message').press('Enter');
+    await page.locator('.msg-bot:not(.typing) .msg-text').nth(1).waitFor();
+    await page.locator('.thread').evaluate((el) => el.scrollTo(0, el.scrollHeight));
     await shot(page, 'chat');
   });
 
@@ -283,7 +302,7 @@ describe('web console (chromium)', { skip }, () => {
     const other = await open();
     await signIn(other, value);
     assert.equal(await other.getByRole('link', { name: 'Keys' }).count(), 0);
-    assert.equal(await other.locator('.whoami .badge-perm-read').innerText(), 'Read');
+    assert.equal(await other.locator('.whoami .badge-perm-read').innerText(), 'Read access');
     assert.equal(await other.locator('.tree-table[data-keyspace="research"]').count(), 0, 'the key reaches default_keyspace only');
     await other.getByRole('link', { name: 'Sign out' }).or(other.getByRole('button', { name: 'Sign out' })).click();
     await other.getByRole('heading', { name: 'Sign in' }).waitFor();

@@ -273,6 +273,8 @@ async function startApp(user) {
   showRoute();
 }
 
+const cap = (s) => String(s).charAt(0).toUpperCase() + String(s).slice(1);
+
 function renderShell() {
   const u = state.user;
   const initials = (u.name || u.email || '?').split(/[\s@.]+/).filter(Boolean).slice(0, 2).map((s) => s[0].toUpperCase()).join('');
@@ -296,8 +298,8 @@ function renderShell() {
       h('div.whoami',
         h('span.avatar', { 'aria-hidden': 'true' }, initials || '?'),
         h('div.whoami-text', h('span.whoami-name', u.name || 'Unnamed user'), h('span.whoami-email', u.email || '')),
-        h('span.badge.badge-plan', { title: 'Plan' }, u.plan || 'free'),
-        h('span.badge', { class: `badge-perm-${state.permission.toLowerCase()}`, title: `This key has ${state.permission} permission` }, state.permission)),
+        h('span.badge.badge-plan', { title: 'Plan' }, `${cap(u.plan || 'free')} plan`),
+        h('span.badge', { class: `badge-perm-${state.permission.toLowerCase()}`, title: `This key has ${state.permission} permission` }, `${state.permission} access`)),
       h('button.btn.btn-ghost.btn-sm', { type: 'button', on: { click: () => signOut() } }, icon('logout'), 'Sign out')),
     h('aside.sidebar',
       navEl,

@@ -9,11 +9,12 @@
  * slow, failing or answers nonsense, the extractive answer is given with a `note`, never an error.
  */
 import { invalid } from '../errors.ts';
+import { exactScore } from '../index/metric.ts';
 import type { FileRecord } from '../storage/api.ts';
 import { coversResource, requireKeyspace, type Caller } from './caller.ts';
 import { chatCompletion, LlmError, type ChatMessage } from './chat-llm.ts';
 import type { Deps } from './deps.ts';
-import { listKeyspaces } from './keyspaces.ts';
+import { listKeyspaces, tableViews } from './keyspaces.ts';
 import { searchKeyspace, type QueryMatch } from './query.ts';
 import { utf8Bytes } from './validate.ts';
 
@@ -114,14 +115,7 @@ async function command(deps: Deps, caller: Caller, input: ChatInput, name: strin
         throw invalid([{ path: '/body/query', message: `"${keyspace}" is not a keyspace name (lower-case letter, then letters, digits or underscores)` }]);
       }
       await requireKeyspace(deps.storage, caller, keyspace);
-      const tables = (await deps.storage.listTables(keyspace)).map((t) => ({
-        table: t.name,
-        dimension: t.dimension,
-        metric: t.metric,
-        model: t.model,
-        row_count: t.rowCount,
-        created_at: t.createdAt,
-      }));
+      const tables = await tableViews(deps, keyspace);
       const lines = tables.map((t) => `  ${t.table}: ${t.row_count} rows, ${t.dimension} dimensions, ${t.metric}${t.model ? `, ${t.model}` : ''}`);
       return out(tables.length === 0 ? `Keyspace ${keyspace} has no tables.` : [`Tables of ${keyspace} (${tables.length}):`, ...lines].join('\n'), { keyspace, tables });
     }
@@ -288,14 +282,4 @@ export function splitSentences(text: string): string[] {
   return out;
 }
 
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
-}
+const cosine = (a: Float32Array, b: Float32Array): number => exactScore('cosine', a, b);

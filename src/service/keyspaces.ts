@@ -25,10 +25,11 @@ interface TableView {
   indexed_rows?: number;
 }
 
-async function view(deps: Deps, ks: KeyspaceInfo): Promise<KeyspaceView> {
-  const tables = await deps.storage.listTables(ks.name);
-  const index = deps.storage.indexStatus?.().filter((s) => s.keyspace === ks.name) ?? [];
-  const tableView = (t: TableStats): TableView => {
+/** A keyspace's tables as the API shows them, with index progress where the backend has it. */
+export async function tableViews(deps: Deps, keyspace: string): Promise<TableView[]> {
+  const tables = await deps.storage.listTables(keyspace);
+  const index = deps.storage.indexStatus?.().filter((s) => s.keyspace === keyspace) ?? [];
+  return tables.map((t: TableStats): TableView => {
     const progress = index.find((s) => s.table === t.name);
     return {
       table: t.name,
@@ -39,8 +40,11 @@ async function view(deps: Deps, ks: KeyspaceInfo): Promise<KeyspaceView> {
       created_at: t.createdAt,
       ...(progress ? { indexed_rows: progress.indexed } : {}),
     };
-  };
-  return { keyspace: ks.name, owner: ks.owner, replication: ks.replication, created_at: ks.createdAt, tables: tables.map(tableView) };
+  });
+}
+
+async function view(deps: Deps, ks: KeyspaceInfo): Promise<KeyspaceView> {
+  return { keyspace: ks.name, owner: ks.owner, replication: ks.replication, created_at: ks.createdAt, tables: await tableViews(deps, ks.name) };
 }
 
 const uniqueName = (): string => `ks_${randomBytes(6).toString('hex')}`;

@@ -2,11 +2,17 @@
 // expandable metadata.
 import { clear, fmtInt, fmtScore, h, icon } from '../lib/dom.js';
 
-/** Text with the query's words marked (built from text nodes: stored text is never HTML). */
+const STOP = new Set(('a an and are as at be but by can do does for from has have how i if in is it its my of on or our so that the their them there these this to was we what when where which who why will with you your').split(' '));
+
+/**
+ * Text with the query's words marked, built from text nodes (stored text is never HTML). A word
+ * matches at a word start and may run on a little ("refund" marks "refunds"); stop words do not.
+ */
 export function highlight(text, query) {
-  const words = [...new Set(String(query).toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? [])];
+  const words = [...new Set(String(query).toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])].filter((w) => w.length >= 3 && !STOP.has(w));
   if (words.length === 0) return [text];
-  const re = new RegExp(`(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`, 'giu');
+  const alt = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+  const re = new RegExp(`(?<![\\p{L}\\p{N}])((?:${alt})[\\p{L}]{0,3})(?![\\p{L}\\p{N}])`, 'giu');
   return String(text).split(re).map((part, i) => (i % 2 === 1 ? h('mark', part) : part));
 }
 

@@ -114,7 +114,7 @@ export function uploadPane(ctx) {
         info.type ? ` · ${info.type}` : '', info.pages !== undefined ? ` · ${info.pages} pages` : '',
         info.replaced ? ' · replaced the earlier version' : '', info.truncated ? ' · truncated at the plan limit' : '', ` · ${secs} s`);
       if (info.name && info.name !== file.name) item.querySelector('.upload-name').textContent = info.name;
-      ctx.toast(`${info.name ?? file.name}: ${fmtInt(chunks)} chunks stored`);
+      ctx.toast(`${info.name ?? file.name}: ${fmtInt(chunks)} chunk${chunks === 1 ? '' : 's'} stored`);
       await ctx.refreshKeyspaces();
       loadFiles();
     }, (err) => {
