@@ -54,6 +54,7 @@ function signInScreen(message) {
           session.set(k);
           await startApp(user);
         } catch (err) {
+          session.clear();
           const title = err.status === 401 ? 'That key was not accepted' : err.status === 0 ? 'No connection' : 'Sign-in failed';
           showError(title, err.message);
           input.select();
@@ -117,8 +118,11 @@ function toast(text, kind = 'info') {
 
 function signOut(message) {
   session.clear();
+  sessionStorage.removeItem('vss.console.selected');
   panes = new Map();
+  mainEl = null;
   state.user = null;
+  state.selected = { keyspace: null, table: null };
   signInScreen(message);
   if (location.hash) history.replaceState(null, '', location.pathname);
 }

@@ -280,7 +280,7 @@ cql_ready() {
 }
 
 wait_ready() {
-  local n=$1 i=$2 timeout=$3 pid=$4 dir ip start version
+  local n=$1 i=$2 timeout=$3 pid=$4 mark=${5:-0} dir ip start version
   dir=$(node_dir "$n" "$i")
   ip=$(node_ip "$i")
   start=$SECONDS
@@ -288,7 +288,7 @@ wait_ready() {
     if ! kill -0 "$pid" 2>/dev/null; then
       log "node $i (pid $pid) exited during startup; last lines of $dir/logs:"
       tail -n 15 "$dir/logs/stdout.log" >&2 2>/dev/null || true
-      grep -E '^(ERROR|WARN)' "$dir/logs/system.log" 2>/dev/null | tail -n 10 >&2 || true
+      tail -n "+$((mark + 1))" "$dir/logs/system.log" 2>/dev/null | grep -E '^(ERROR|WARN)|Exception' | tail -n 10 >&2 || true
       return 1
     fi
     if port_open "$ip" "$NATIVE_PORT" && version=$(cql_ready "$ip"); then
@@ -298,7 +298,7 @@ wait_ready() {
     sleep 1
   done
   log "node $i did not answer CQL on $ip:$NATIVE_PORT within ${timeout}s; last lines of $dir/logs/system.log:"
-  tail -n 15 "$dir/logs/system.log" >&2 2>/dev/null || true
+  tail -n "+$((mark + 1))" "$dir/logs/system.log" 2>/dev/null | tail -n 15 >&2 || true
   return 1
 }
 
@@ -319,6 +319,8 @@ start_node() {
   mapfile -t flags < <(jvm_flags "$n" "$i" "$heap")
   log "starting node $i of $n on $ip (heap $heap, logs in $dir/logs)"
   rm -f "$dir/cassandra.pid"   # a stale one (node killed) would be mistaken for the new JVM
+  local mark
+  mark=$(wc -l <"$dir/logs/system.log" 2>/dev/null || echo 0)
   # setsid: the JVM outlives this shell and its terminal; exec keeps the pid written to the file.
   setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$dir/cassandra.pid" "$JAVA" "${flags[@]}" \
     </dev/null >"$dir/logs/stdout.log" 2>&1 &
@@ -326,7 +328,7 @@ start_node() {
   while [[ ! -s "$dir/cassandra.pid" ]] && (( t < 50 )); do sleep 0.1; t=$((t + 1)); done
   pid=$(cat "$dir/cassandra.pid" 2>/dev/null || true)
   [[ -n "$pid" ]] || { log "ERROR: could not launch java for node $i (see $dir/logs/stdout.log)"; return 1; }
-  wait_ready "$n" "$i" "$timeout" "$pid"
+  wait_ready "$n" "$i" "$timeout" "$pid" "$mark"
 }
 
 stop_pidfile() {
@@ -346,10 +348,40 @@ stop_pidfile() {
 }
 
 cmd_stop() {
-  local f any=0
-  for f in $(all_pidfiles); do any=1; stop_pidfile "$f" "${STOP_GRACE:-60}"; done
-  (( any )) || log "no Cassandra started by this script is running"
-  return 0
+  # SIGTERM to every node at once (each drains in ~10 s), then wait; SIGKILL what outlives the grace.
+  local f pid grace=${STOP_GRACE:-60} t
+  local -a files=() pids=()
+  for f in $(all_pidfiles); do
+    if pid=$(live_pid "$f"); then
+      log "stopping $(basename "$(dirname "$f")") of $(basename "$(dirname "$(dirname "$f")")") (pid $pid)"
+      kill -TERM "$pid" 2>/dev/null || true
+      files+=("$f"); pids+=("$pid")
+    else
+      rm -f "$f"
+    fi
+  done
+  if (( ${#pids[@]} == 0 )); then
+    log "no Cassandra started by this script is running"
+    return 0
+  fi
+  t=0
+  while (( t < grace * 10 )); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    (( alive )) || break
+    sleep 0.1; t=$((t + 1))
+  done
+  for pid in "${pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      log "pid $pid still alive after ${grace}s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  for pid in "${pids[@]}"; do
+    t=0; while kill -0 "$pid" 2>/dev/null && (( t < 100 )); do sleep 0.1; t=$((t + 1)); done
+  done
+  rm -f "${files[@]}"
+  log "stopped ${#pids[@]} node(s)"
 }
 
 cmd_start() {

@@ -58,7 +58,7 @@ export function chatPane(ctx) {
     const item = h('details.source', { dataset: { key: s.key } },
       h('summary',
         h('span.source-n', String(i + 1)),
-        h('span.source-name', icon('file'), s.source_file ?? s.key),
+        s.source_file ? h('span.source-name', icon('file'), s.source_file) : h('span.source-name.mono', s.key),
         s.source_file ? h('span.source-key.mono.muted', s.key) : null,
         h('span.spacer'),
         h('span.score-value.mono', fmtScore(s.score))),

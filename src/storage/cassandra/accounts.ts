@@ -7,6 +7,9 @@
  * - API keys are stored by the hex SHA-256 of the secret, so authentication is one partition
  *   read (`findApiKeyByHash`); a second key with the same hash is already_exists.
  * - Listing and counting scan these small tables.
+ * - Read-modify-write updates (connections, revocation) are compare-and-set LWTs, so concurrent
+ *   processes never lose each other's changes; plan changes are `IF EXISTS` so a missing user is
+ *   user_not_found rather than a row conjured by an upsert.
  */
 import { randomUUID } from 'node:crypto';
 import { ServiceError, invalid } from '../../errors.ts';
@@ -112,7 +115,87 @@ export async function createApiKey(ctx: Ctx, k: Omit<ApiKeyRecord, 'id' | 'creat
     { ctx: { action: 'creating an API key' } },
   );
   if (!rs.wasApplied()) throw new ServiceError('already_exists', 'An API key with this hash already exists.');
+  await ctx.session.write(`INSERT INTO ${sysTable(ctx, 'api_key_ids')} (id, hash) VALUES (?, ?)`, [rec.id, rec.hash], { action: 'creating an API key' });
   return rec;
+}
+
+async function hashOfKey(ctx: Ctx, id: string): Promise<string | null> {
+  const rs = await ctx.session.execute('read', `SELECT hash FROM ${sysTable(ctx, 'api_key_ids')} WHERE id = ?`, [id], { ctx: { action: 'reading an API key' } });
+  return rs.rowLength > 0 ? (rs.first().hash as string) : null;
+}
+
+export async function getApiKey(ctx: Ctx, id: string): Promise<ApiKeyRecord | null> {
+  const hash = await hashOfKey(ctx, id);
+  if (hash === null) return null;
+  const k = await findApiKeyByHash(ctx, hash);
+  return k && k.id === id ? k : null;
+}
+
+/** Sets revoked_at once (`IF revoked_at = null`): revoking again keeps the first time. */
+export async function revokeApiKey(ctx: Ctx, id: string): Promise<ApiKeyRecord | null> {
+  const k = await getApiKey(ctx, id);
+  if (k === null) return null;
+  if (k.revokedAt === null) {
+    await ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'api_keys')} SET revoked_at = ? WHERE hash = ? IF revoked_at = null`, [new Date(), k.hash], {
+      ctx: { action: 'revoking an API key' },
+    });
+  }
+  return getApiKey(ctx, id);
+}
+
+/** Appends a connection unless present: compare-and-set on the JSON list, retried on conflict. */
+export async function addConnection(ctx: Ctx, userId: string, connection: { type: string; id: string }): Promise<User> {
+  const errCtx = { action: 'adding a connection' };
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const rs = await ctx.session.execute('read', `SELECT ${USER_COLS} FROM ${sysTable(ctx, 'users')} WHERE id = ?`, [userId], { ctx: errCtx });
+    if (rs.rowLength === 0) throw new ServiceError('user_not_found', `No user "${userId}".`);
+    const row = rs.first();
+    const user = userFromRow(row);
+    if (user.connections.some((c) => c.type === connection.type && c.id === connection.id)) return user;
+    user.connections.push({ type: connection.type, id: connection.id });
+    const cas = await ctx.session.execute(
+      'lwt',
+      `UPDATE ${sysTable(ctx, 'users')} SET connections = ? WHERE id = ? IF connections = ?`,
+      [JSON.stringify(user.connections), userId, (row.connections as string | null) ?? null],
+      { ctx: errCtx },
+    );
+    if (cas.wasApplied()) return user;
+  }
+  throw new ServiceError('storage_unavailable', 'Too many concurrent changes to this user; try again.');
+}
+
+export async function setUserPlan(ctx: Ctx, userId: string, plan: string): Promise<void> {
+  const rs = await ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'users')} SET plan = ? WHERE id = ? IF EXISTS`, [plan, userId], {
+    ctx: { action: 'setting a plan' },
+  });
+  if (!rs.wasApplied()) throw new ServiceError('user_not_found', `No user "${userId}".`);
+}
+
+/**
+ * Exactly-once payment events without a multi-partition transaction: the event id is claimed by
+ * an LWT (with the change it carries), the plan is changed, then the event is marked applied. A
+ * delivery that finds a claim not yet marked (its first delivery died between the steps) finishes
+ * it and answers 'applied'; a marked one answers 'duplicate' and changes nothing.
+ */
+export async function applyWebhookEvent(ctx: Ctx, eventId: string, type: string, change: { userId: string; plan: string } | null): Promise<'applied' | 'duplicate'> {
+  const errCtx = { action: 'recording a webhook event' };
+  const table = sysTable(ctx, 'webhook_events');
+  const claim = await ctx.session.execute(
+    'lwt',
+    `INSERT INTO ${table} (id, type, user_id, plan, applied, received_at) VALUES (?, ?, ?, ?, false, ?) IF NOT EXISTS`,
+    [eventId, type, change?.userId ?? null, change?.plan ?? null, new Date()],
+    { ctx: errCtx },
+  );
+  let pending = change;
+  if (!claim.wasApplied()) {
+    const existing = claim.first();
+    if (existing?.applied === true) return 'duplicate';
+    // Finish the earlier delivery with the change it claimed.
+    pending = existing?.user_id ? { userId: existing.user_id as string, plan: existing.plan as string } : null;
+  }
+  if (pending) await setUserPlan(ctx, pending.userId, pending.plan);
+  await ctx.session.write(`UPDATE ${table} SET applied = true WHERE id = ?`, [eventId], errCtx);
+  return 'applied';
 }
 
 export async function findApiKeyByHash(ctx: Ctx, hash: string): Promise<ApiKeyRecord | null> {
@@ -138,3 +221,4 @@ export async function countApiKeys(ctx: Ctx): Promise<number> {
   for await (const page of ctx.session.pages(`SELECT hash FROM ${sysTable(ctx, 'api_keys')}`, [], { fetchSize: 5000 })) n += page.length;
   return n;
 }
+

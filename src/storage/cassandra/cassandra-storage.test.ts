@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import cassandra from 'cassandra-driver';
 import { exactScore, compareScores, type Metric } from '../../index/metric.ts';
-import type { Storage, VectorRow } from '../api.ts';
+import type { FileRecord, MetadataRecord, Storage, VectorRow } from '../api.ts';
 import { rejectsWithCode, storageContract } from '../contract.case.ts';
 import { openCassandraStorage, type CassandraStorageOptions } from './cassandra-storage.ts';
 
@@ -233,6 +233,80 @@ if (!ENABLED) {
         await b.close();
         await dropPrefixed(prefix);
       }
+    });
+
+    describe('files', () => {
+      const D = 8;
+      const chunkRows = (name: string, n: number, v: number, dim = D): VectorRow[] =>
+        Array.from({ length: n }, (_, i) => {
+          const vector = new Float32Array(dim);
+          vector[(i + v) % dim] = 1;
+          vector[(i + 1) % dim] += 0.1;
+          return { key: `${name}#${i}`, vector, metadata: { source_file: name, chunk_index: i, v }, text: `v${v} chunk ${i}` };
+        });
+      const fileOf = (name: string, content: Buffer, chunks: number, table = 'docs', keyspace = 'fks'): FileRecord => ({
+        keyspace,
+        table,
+        name,
+        size: content.length,
+        sha256: 'x'.repeat(64),
+        type: 'txt',
+        chunks,
+        createdAt: new Date().toISOString(),
+      });
+      const recordOf = (name: string, details: string, table = 'docs', keyspace = 'fks'): MetadataRecord => ({
+        keyspace,
+        table,
+        source_file: name,
+        raw_value: `/v1/files/${keyspace}/${table}/${name}`,
+        source_type: 'txt',
+        processing_details: details,
+      });
+      const keysOf = async () => (await s.scanVectors('fks', 'docs', { limit: 10_000 })).rows.map((r) => r.key).sort();
+
+      before(async () => {
+        await s.createKeyspace({ name: 'fks', owner: null });
+        await s.createTable({ keyspace: 'fks', name: 'docs', dimension: D, metric: 'cosine', model: null });
+      });
+
+      it('stores, replaces (old chunks and content go), refuses bad replacements, deletes', async () => {
+        const big = Buffer.alloc(600_000, 7); // three 256 KiB pieces
+        await s.replaceFile(fileOf('a.txt', big, 5), big, chunkRows('a.txt', 5, 1), recordOf('a.txt', 'v1'));
+        assert.equal((await s.getFile('fks', 'docs', 'a.txt'))?.chunks, 5);
+        assert.ok((await s.readFileContent('fks', 'docs', 'a.txt'))?.equals(big));
+        assert.deepEqual((await s.listFiles(['fks', 'other'])).map((f) => f.name), ['a.txt']);
+        assert.deepEqual(await keysOf(), ['a.txt#0', 'a.txt#1', 'a.txt#2', 'a.txt#3', 'a.txt#4']);
+
+        const small = Buffer.from('second, shorter');
+        await s.replaceFile(fileOf('a.txt', small, 2), small, chunkRows('a.txt', 2, 2), recordOf('a.txt', 'v2'));
+        assert.deepEqual(await keysOf(), ['a.txt#0', 'a.txt#1']);
+        assert.equal((await s.getVector('fks', 'docs', 'a.txt#1'))?.metadata.v, 2);
+        assert.deepEqual(await s.readFileContent('fks', 'docs', 'a.txt'), small);
+        assert.equal((await s.getMetadata('fks', 'docs', ['a.txt'])).get('a.txt')?.processing_details, 'v2');
+
+        const bad = Buffer.from('bad');
+        await rejectsWithCode(s.replaceFile(fileOf('a.txt', bad, 1), bad, chunkRows('a.txt', 1, 3, D + 1), recordOf('a.txt', 'v3')), 'dimension_mismatch');
+        await rejectsWithCode(s.replaceFile(fileOf('a.txt', bad, 1, 'nope'), bad, chunkRows('a.txt', 1, 3), recordOf('a.txt', 'v3', 'nope')), 'table_not_found');
+        await rejectsWithCode(s.replaceFile(fileOf('a.txt', bad, 2), bad, chunkRows('a.txt', 1, 3), recordOf('a.txt', 'v3')), 'validation_failed');
+        assert.deepEqual(await s.readFileContent('fks', 'docs', 'a.txt'), small);
+        assert.deepEqual(await keysOf(), ['a.txt#0', 'a.txt#1']);
+
+        assert.equal(await s.deleteFile('fks', 'docs', 'a.txt'), true);
+        assert.deepEqual(await keysOf(), []);
+        assert.equal(await s.getFile('fks', 'docs', 'a.txt'), null);
+        assert.equal(await s.readFileContent('fks', 'docs', 'a.txt'), null);
+        assert.equal((await s.getMetadata('fks', 'docs', ['a.txt'])).size, 0);
+        assert.equal(await s.deleteFile('fks', 'docs', 'a.txt'), false);
+      });
+
+      it('counts file bytes in usage', async () => {
+        const owner = await s.createUser({ name: 'o', email: 'files-owner@example.com' });
+        await s.createKeyspace({ name: 'owned', owner: owner.id });
+        await s.createTable({ keyspace: 'owned', name: 'docs', dimension: D, metric: 'cosine', model: null });
+        const c = Buffer.from('12345');
+        await s.replaceFile(fileOf('u.txt', c, 1, 'docs', 'owned'), c, chunkRows('u.txt', 1, 1), recordOf('u.txt', '', 'docs', 'owned'));
+        assert.deepEqual(await s.usageOf(owner.id), { vectors: 1, fileBytes: 5 });
+      });
     });
 
     it('reports an unreachable cluster as storage_unavailable', async () => {

@@ -5,18 +5,21 @@
  *
  * Files by concern: session.ts (driver, consistency, paging, retries), driver-errors.ts (driver
  * errors -> ServiceError), system-schema.ts (the system keyspace), catalog.ts (keyspaces, tables),
- * vectors.ts (rows), search.ts (two-stage search), metadata-records.ts, accounts.ts.
+ * vectors.ts (rows, scans), search.ts (two-stage search), metadata-records.ts, accounts.ts (users,
+ * keys, plans, webhook events), files.ts (uploaded files), usage.ts.
  */
 import { ServiceError } from '../../errors.ts';
 import type { Storage } from '../api.ts';
 import * as accounts from './accounts.ts';
 import * as catalog from './catalog.ts';
+import * as files from './files.ts';
 import type { Ctx } from './context.ts';
 import * as records from './metadata-records.ts';
 import { isValidName, requireValidReplication } from './names.ts';
 import { search } from './search.ts';
 import { Session, type WriteConsistency } from './session.ts';
 import { ensureSystemSchema } from './system-schema.ts';
+import { usageOf } from './usage.ts';
 import * as vectors from './vectors.ts';
 
 export interface CassandraStorageOptions {
@@ -28,7 +31,10 @@ export interface CassandraStorageOptions {
   systemKeyspace?: string;
   /** Default QUORUM; reads use the matching level. */
   writeConsistency?: WriteConsistency;
-  /** Tables up to this many rows are searched exactly (default 20,000); see search.ts. */
+  /**
+   * Tables up to this many rows are searched by an exact scan, above it through the ANN index
+   * (default 10,000, like the embedded backend's `index.exactBelowRows`); see search.ts.
+   */
   exactScanMaxRows?: number;
   /**
    * Prepended to keyspace names to form their Cassandra keyspaces (default ''), so that several
@@ -55,7 +61,7 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     await session.shutdown().catch(() => undefined);
     throw err;
   }
-  const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 20_000, keyspacePrefix };
+  const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 10_000, keyspacePrefix };
   let closed = false;
 
   return {
@@ -73,6 +79,7 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     deleteVectors: (ks, t, keys) => vectors.deleteVectors(ctx, ks, t, keys),
     deleteByFilter: (ks, t, filter) => vectors.deleteByFilter(ctx, ks, t, filter),
     countVectors: (ks, t, filter) => vectors.countVectors(ctx, ks, t, filter),
+    scanVectors: (ks, t, o) => vectors.scanVectors(ctx, ks, t, o),
     search: (ks, t, q) => search(ctx, ks, t, q),
 
     upsertMetadata: (recs) => records.upsertMetadata(ctx, recs),
@@ -86,6 +93,18 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     findApiKeyByHash: (hash) => accounts.findApiKeyByHash(ctx, hash),
     listApiKeys: (userId) => accounts.listApiKeys(ctx, userId),
     countApiKeys: () => accounts.countApiKeys(ctx),
+    getApiKey: (id) => accounts.getApiKey(ctx, id),
+    revokeApiKey: (id) => accounts.revokeApiKey(ctx, id),
+    addConnection: (userId, c) => accounts.addConnection(ctx, userId, c),
+    setUserPlan: (userId, plan) => accounts.setUserPlan(ctx, userId, plan),
+    applyWebhookEvent: (id, type, change) => accounts.applyWebhookEvent(ctx, id, type, change),
+    usageOf: (userId) => usageOf(ctx, userId),
+
+    replaceFile: (file, content, rows, record) => files.replaceFile(ctx, file, content, rows, record),
+    getFile: (ks, t, name) => files.getFile(ctx, ks, t, name),
+    readFileContent: (ks, t, name) => files.readFileContent(ctx, ks, t, name),
+    listFiles: (kss) => files.listFiles(ctx, kss),
+    deleteFile: (ks, t, name) => files.deleteFile(ctx, ks, t, name),
 
     ping: () => (closed ? Promise.resolve(false) : session.ping()),
     async close() {

@@ -3,7 +3,7 @@
  *
  * Stage 1 picks candidates one of two ways:
  * - exact scan: every (key, vector) row is read page by page and scored. Used when the table has
- *   at most `exactScanMaxRows` rows (default 20,000; found by a key-only scan that stops there),
+ *   at most `exactScanMaxRows` rows (default 10,000; found by a key-only scan that stops there),
  *   when the query's metric differs from the table's similarity function, and for a query the
  *   index cannot rank (zero or near-zero under cosine, zero under dot product, huge components). This keeps the contract's
  *   promise that `candidates >= rowCount` gives the exact answer for every table up to that size.
@@ -11,6 +11,8 @@
  *   n = min(1000, max(limit * 5, min(candidates, 1000))): Cassandra allows LIMIT <= 1000 and no
  *   paging, and over-fetching ~5x lifts recall@10 from ~0.93 to ~1.0. Runs at consistency ONE.
  *   For tables above `exactScanMaxRows` the answer is approximate even when candidates >= rows.
+ * Cost of the exact scan, measured on 2 shared cores: ~7,000-9,000 rows/s of 384 dimensions
+ * (half of it the driver decoding vectors), i.e. ~0.45 s for 3,000 rows, ~1.3 s for 10,000.
  * Stage 2 re-scores the candidates exactly (float64 over the stored float32 vectors), sorts best
  * first (ties by key), cuts to `limit`, then reads metadata and text of the final keys only.
  *
@@ -81,7 +83,7 @@ async function exactScan(ctx: Ctx, t: TableInfo, q: SearchQuery, limit: number, 
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
   for await (const page of ctx.session.pages(`SELECT ${cols} FROM ${dataTable(ctx, t.keyspace, t.name)}`, [], {
-    fetchSize: 1000,
+    fetchSize: 2000,
     ctx: { keyspace: t.keyspace, table: t.name, action: 'searching (exact scan)' },
   })) {
     for (const r of page) {

@@ -1,32 +1,86 @@
 /**
- * The system keyspace (default `vss_system`): the catalog, accounts, metadata records and webhook
- * events, so that any number of service processes share one truth and hold no state of their own.
+ * The system keyspace (default `vss_system`): catalog, accounts, metadata records, files and
+ * webhook events, so that any number of service processes share one truth and hold no state of
+ * their own.
  *
  *   keyspaces         name -> owner, replication, created_at
  *   tables            (keyspace_name) table_name -> dimension, metric, model, created_at
  *   users             id -> name, email, plan, connections (JSON), created_at
  *   users_by_email    lower-cased email -> user id   (an LWT makes e-mails unique)
  *   api_keys          hash -> the key record         (authentication is one partition read)
+ *   api_key_ids       id -> hash                      (get and revoke by id)
  *   metadata_records  (keyspace_name, table_name) source_file -> the record's fields
- *   webhook_events    id -> type, payload, received_at (payment-provider deliveries, for dedup)
+ *   files             (keyspace_name) table_name, name -> size, sha256, type, chunks, content_id
+ *   file_content      (content_id) seq -> 256 KiB pieces of a file's bytes
+ *   webhook_events    id -> type, user_id, plan, applied, received_at
  *
  * Creation is idempotent and skips what system_schema already lists, so concurrent starts of
- * several service processes issue no DDL once the schema exists.
+ * several service processes issue no DDL once the schema exists; columns added here later are
+ * added to existing tables (ALTER TABLE ... ADD).
  */
 import { q } from './names.ts';
 import type { Session } from './session.ts';
 
-const TABLES: Record<string, string> = {
-  keyspaces: '(name text PRIMARY KEY, owner text, replication text, created_at timestamp)',
-  tables:
-    '(keyspace_name text, table_name text, dimension int, metric text, model text, created_at timestamp, PRIMARY KEY (keyspace_name, table_name))',
-  users: '(id text PRIMARY KEY, name text, email text, plan text, connections text, created_at timestamp)',
-  users_by_email: '(email text PRIMARY KEY, user_id text)',
-  api_keys:
-    '(hash text PRIMARY KEY, id text, user_id text, name text, permissions text, resources list<text>, created_at timestamp, revoked_at timestamp)',
-  metadata_records:
-    '(keyspace_name text, table_name text, source_file text, raw_value text, source_type text, processing_details text, PRIMARY KEY ((keyspace_name, table_name), source_file))',
-  webhook_events: '(id text PRIMARY KEY, type text, payload text, received_at timestamp)',
+interface TableDef {
+  columns: [name: string, type: string][];
+  primaryKey: string;
+}
+
+const TABLES: Record<string, TableDef> = {
+  keyspaces: { columns: [['name', 'text'], ['owner', 'text'], ['replication', 'text'], ['created_at', 'timestamp']], primaryKey: '(name)' },
+  tables: {
+    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['dimension', 'int'], ['metric', 'text'], ['model', 'text'], ['created_at', 'timestamp']],
+    primaryKey: '(keyspace_name, table_name)',
+  },
+  users: {
+    columns: [['id', 'text'], ['name', 'text'], ['email', 'text'], ['plan', 'text'], ['connections', 'text'], ['created_at', 'timestamp']],
+    primaryKey: '(id)',
+  },
+  users_by_email: { columns: [['email', 'text'], ['user_id', 'text']], primaryKey: '(email)' },
+  api_keys: {
+    columns: [
+      ['hash', 'text'],
+      ['id', 'text'],
+      ['user_id', 'text'],
+      ['name', 'text'],
+      ['permissions', 'text'],
+      ['resources', 'list<text>'],
+      ['created_at', 'timestamp'],
+      ['revoked_at', 'timestamp'],
+    ],
+    primaryKey: '(hash)',
+  },
+  api_key_ids: { columns: [['id', 'text'], ['hash', 'text']], primaryKey: '(id)' },
+  metadata_records: {
+    columns: [
+      ['keyspace_name', 'text'],
+      ['table_name', 'text'],
+      ['source_file', 'text'],
+      ['raw_value', 'text'],
+      ['source_type', 'text'],
+      ['processing_details', 'text'],
+    ],
+    primaryKey: '((keyspace_name, table_name), source_file)',
+  },
+  files: {
+    columns: [
+      ['keyspace_name', 'text'],
+      ['table_name', 'text'],
+      ['name', 'text'],
+      ['size', 'bigint'],
+      ['sha256', 'text'],
+      ['type', 'text'],
+      ['chunks', 'int'],
+      ['content_id', 'uuid'],
+      ['created_at', 'text'],
+    ],
+    primaryKey: '((keyspace_name), table_name, name)',
+  },
+  file_content: { columns: [['content_id', 'uuid'], ['seq', 'int'], ['data', 'blob']], primaryKey: '((content_id), seq)' },
+  webhook_events: {
+    columns: [['id', 'text'], ['type', 'text'], ['user_id', 'text'], ['plan', 'text'], ['applied', 'boolean'], ['received_at', 'timestamp']],
+    primaryKey: '(id)',
+  },
 };
 
 export async function ensureSystemSchema(session: Session, systemKeyspace: string, replication: string): Promise<void> {
@@ -35,11 +89,29 @@ export async function ensureSystemSchema(session: Session, systemKeyspace: strin
   if (ks.rowLength === 0) {
     await session.execute('ddl', `CREATE KEYSPACE IF NOT EXISTS ${q(systemKeyspace)} WITH replication = ${replication}`, [], { ctx });
   }
-  const existing = await session.execute('read', 'SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?', [systemKeyspace], { ctx });
-  const have = new Set(existing.rows.map((r) => r.table_name as string));
-  for (const [name, columns] of Object.entries(TABLES)) {
-    if (!have.has(name)) {
-      await session.execute('ddl', `CREATE TABLE IF NOT EXISTS ${q(systemKeyspace)}.${q(name)} ${columns}`, [], { ctx });
+  const existing = await session.execute('read', 'SELECT table_name, column_name FROM system_schema.columns WHERE keyspace_name = ?', [systemKeyspace], { ctx });
+  const have = new Map<string, Set<string>>();
+  for (const r of existing.rows) {
+    const t = r.table_name as string;
+    if (!have.has(t)) have.set(t, new Set());
+    have.get(t)!.add(r.column_name as string);
+  }
+  for (const [name, def] of Object.entries(TABLES)) {
+    const table = `${q(systemKeyspace)}.${q(name)}`;
+    const cols = have.get(name);
+    if (!cols) {
+      const columns = def.columns.map(([c, type]) => `${q(c)} ${type}`).join(', ');
+      await session.execute('ddl', `CREATE TABLE IF NOT EXISTS ${table} (${columns}, PRIMARY KEY ${def.primaryKey})`, [], { ctx });
+      continue;
+    }
+    for (const [c, type] of def.columns) {
+      if (cols.has(c)) continue;
+      try {
+        await session.execute('ddl', `ALTER TABLE ${table} ADD ${q(c)} ${type}`, [], { ctx });
+      } catch (err) {
+        // Another process starting at the same time added it first.
+        if (!/exist|conflicts/i.test((err as Error).message)) throw err;
+      }
     }
   }
 }

@@ -16,7 +16,7 @@
  */
 import { type FieldError, invalid } from '../../errors.ts';
 import { compileFilter } from '../../index/filter.ts';
-import type { Filter, VectorRow } from '../api.ts';
+import type { Filter, TableInfo, VectorRow } from '../api.ts';
 import { checkVector, chunks, fromCqlVector, fromMetadataText, throwVectorErrors, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
 import { countRows, requireTable } from './catalog.ts';
 import { type Ctx, dataTable } from './context.ts';
@@ -29,29 +29,37 @@ const IN_CHUNK = 100;
 
 export async function upsertVectors(ctx: Ctx, keyspace: string, table: string, rows: VectorRow[]): Promise<void> {
   const t = await requireTable(ctx, keyspace, table);
+  await writeRows(ctx, t, validateRows(t, rows));
+}
+
+/** Checks every row against the table (throws dimension_mismatch / validation_failed); last row of a key wins. */
+export function validateRows(t: TableInfo, rows: VectorRow[], basePath = ''): VectorRow[] {
   const dimErrors: FieldError[] = [];
   const errors: FieldError[] = [];
   rows.forEach((r, i) => {
-    if (typeof r?.key !== 'string' || r.key.length === 0) errors.push({ path: `/${i}/key`, message: 'must be a non-empty string' });
-    const c = checkVector(r?.vector, t.dimension, t.metric, `/${i}/vector`);
+    if (typeof r?.key !== 'string' || r.key.length === 0) errors.push({ path: `${basePath}/${i}/key`, message: 'must be a non-empty string' });
+    const c = checkVector(r?.vector, t.dimension, t.metric, `${basePath}/${i}/vector`);
     if (c.dimension) dimErrors.push(c.dimension);
     errors.push(...c.errors);
-    if (r?.text !== null && r?.text !== undefined && typeof r.text !== 'string') errors.push({ path: `/${i}/text`, message: 'must be a string or null' });
+    if (r?.text !== null && r?.text !== undefined && typeof r.text !== 'string') errors.push({ path: `${basePath}/${i}/text`, message: 'must be a string or null' });
   });
   throwVectorErrors(t.dimension, dimErrors, errors);
-
-  // The last row of a key wins, as if the rows were written in order.
   const byKey = new Map<string, VectorRow>();
   for (const r of rows) {
     byKey.delete(r.key);
     byKey.set(r.key, r);
   }
-  const cql = `INSERT INTO ${dataTable(ctx, keyspace, table)} ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?)`;
-  const statements = [...byKey.values()].map((r) => {
+  return [...byKey.values()];
+}
+
+/** Writes validated rows: one LOGGED batch when small enough, else concurrent idempotent inserts. */
+export async function writeRows(ctx: Ctx, t: TableInfo, rows: VectorRow[]): Promise<void> {
+  const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?)`;
+  const statements = rows.map((r) => {
     const metadata = toMetadataText(r.metadata);
     return { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + 128 };
   });
-  const errCtx = { keyspace, table, action: 'writing vectors' };
+  const errCtx = { keyspace: t.keyspace, table: t.name, action: 'writing vectors' };
   if (statements.length === 0) return;
   if (statements.length === 1) return ctx.session.write(cql, statements[0].params, errCtx);
   if (statements.reduce((s, x) => s + x.bytes, 0) <= LOGGED_BATCH_MAX_BYTES) return ctx.session.batch(statements, true, errCtx);
@@ -79,7 +87,7 @@ async function existingKeys(ctx: Ctx, keyspace: string, table: string, keys: str
   return found;
 }
 
-async function deleteKeys(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<void> {
+export async function deleteKeys(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<void> {
   const cql = `DELETE FROM ${dataTable(ctx, keyspace, table)} WHERE "key" = ?`;
   const errCtx = { keyspace, table, action: 'deleting vectors' };
   if (keys.length === 0) return;
@@ -137,3 +145,41 @@ export async function countVectors(ctx: Ctx, keyspace: string, table: string, fi
   return (await matchingKeys(ctx, keyspace, table, filter)).length;
 }
 
+
+const MAX_SCAN_PAGE = 10_000;
+
+/**
+ * Pages through a table in token order (Murmur3 of the key: stable, not alphabetical). The cursor
+ * is the last key of the page, base64url-encoded; the next page starts after its token.
+ */
+export async function scanVectors(
+  ctx: Ctx,
+  keyspace: string,
+  table: string,
+  opts: { cursor?: string | null; limit: number },
+): Promise<{ rows: VectorRow[]; cursor: string | null }> {
+  await requireTable(ctx, keyspace, table);
+  const limit = Math.max(1, Math.min(Math.floor(Number(opts.limit) || 1), MAX_SCAN_PAGE));
+  let after: string | null = null;
+  if (opts.cursor !== undefined && opts.cursor !== null) {
+    after = Buffer.from(opts.cursor, 'base64url').toString('utf8');
+    if (after === '' || Buffer.from(after, 'utf8').toString('base64url') !== opts.cursor) throw invalid([{ path: '/cursor', message: 'is not a cursor this table gave' }]);
+  }
+  const cols = '"key", "vector", "metadata", "text"';
+  const from = dataTable(ctx, keyspace, table);
+  const rs =
+    after === null
+      ? await ctx.session.execute('read', `SELECT ${cols} FROM ${from} LIMIT ?`, [limit + 1], { fetchSize: limit + 1, ctx: { keyspace, table, action: 'scanning' } })
+      : await ctx.session.execute('read', `SELECT ${cols} FROM ${from} WHERE token("key") > token(?) LIMIT ?`, [after, limit + 1], {
+          fetchSize: limit + 1,
+          ctx: { keyspace, table, action: 'scanning' },
+        });
+  const rows = rs.rows.slice(0, limit).map((r) => ({
+    key: r.key as string,
+    vector: fromCqlVector(r.vector),
+    metadata: fromMetadataText(r.metadata),
+    text: (r.text as string | null) ?? null,
+  }));
+  const more = rs.rows.length > limit;
+  return { rows, cursor: more ? Buffer.from(rows[rows.length - 1].key, 'utf8').toString('base64url') : null };
+}
