@@ -236,33 +236,19 @@ const ctx = {
   navigate: (id) => { location.hash = `#/${id}`; },
 };
 
-/**
- * Read or Write? The server checks a route's permission before it reads the body, so an empty
- * delete is refused with 403 for a Read key and with 400 (invalid body) for a Write key:
- * nothing is ever deleted.
- */
-async function probeWrite() {
-  try {
-    await api('POST', '/v1/vector/delete', {});
-    return 'Write';
-  } catch (err) {
-    return err.status === 403 ? 'Read' : 'Write';
-  }
-}
-
 async function startApp(user) {
   state.user = user;
+  // GET /v1/user/ names the calling key's own permission: it decides which panes to offer.
+  state.permission = user.key?.permissions ?? 'Read';
+  state.isAll = state.permission === 'All';
   const [list, env, users] = await Promise.all([
     api('GET', '/v1/keyspaces/list'),
     api('GET', '/v1/env/').catch(() => null),
-    // Only All keys may list users: the answer tells the console which panes to offer.
-    api('GET', '/v1/users/').then((r) => r.users ?? [], (e) => (e instanceof ApiError && e.status === 403 ? null : Promise.reject(e))),
+    state.isAll ? api('GET', '/v1/users/').then((r) => r.users ?? []) : Promise.resolve([]),
   ]);
   state.keyspaces = list.keyspaces ?? [];
   state.env = env;
-  state.isAll = users !== null;
-  state.permission = state.isAll ? 'All' : await probeWrite();
-  state.users = users ?? [];
+  state.users = users;
   try {
     const saved = JSON.parse(sessionStorage.getItem('vss.console.selected') ?? 'null');
     if (saved && tableInfo(saved.keyspace, saved.table)) state.selected = saved;

@@ -156,3 +156,18 @@ describe('per-key rate limit', () => {
     assert.equal((await t.call('GET', '/v1/user/', undefined, k2)).statusCode, 200);
   });
 });
+
+describe('GET /v1/user/ names the calling key', () => {
+  it("answers the key's own permission and resources", async () => {
+    const t = await startTestApp({ model: 'fake' });
+    try {
+      const read = await t.makeKey('Read', ['default_keyspace']);
+      const me = (await t.call('GET', '/v1/user/', undefined, read)).json();
+      assert.equal(me.key.permissions, 'Read');
+      assert.deepEqual(me.key.resources, ['default_keyspace']);
+      assert.equal((await t.call('GET', '/v1/user/')).json().key.permissions, 'All');
+    } finally {
+      await t.close();
+    }
+  });
+});

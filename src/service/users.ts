@@ -43,6 +43,8 @@ export async function currentUser(deps: Deps, caller: Caller) {
     ...userView(user),
     limits: { max_vectors: limits.maxVectors, max_file_bytes: limits.maxFileBytes, requests_per_minute: limits.requestsPerMinute },
     usage: { vectors: usage.vectors, file_bytes: usage.fileBytes },
+    // What the calling key itself may do, so clients (the console) need not probe.
+    key: { key_id: caller.keyId, permissions: caller.permissions, resources: caller.resources },
   };
 }
 
