@@ -1,6 +1,6 @@
 // VSS console: sign in with an API key, then a shell (top bar, sidebar of keyspaces and tables,
 // one pane per task). Plain ES modules, no build step, no framework.
-import { api, ApiError, session } from './lib/api.js';
+import { api, session } from './lib/api.js';
 import { clear, fmtBytes, fmtInt, fmtLimit, h, icon, logo } from './lib/dom.js';
 import { overviewPane } from './panes/overview.js';
 import { searchPane } from './panes/search.js';
