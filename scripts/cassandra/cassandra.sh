@@ -8,6 +8,8 @@
 #                                      starts Cassandra unless it already runs, runs CMD, and
 #                                      stops what it started even when CMD fails or is interrupted
 #   cassandra.sh clean                 deletes the node data directories (refuses while running)
+#   cassandra.sh nodetool [--node I] ARGS...
+#                                      Cassandra's nodetool against node I (default 1) over local JMX
 #
 # The server comes from Maven Central (org.apache.cassandra:cassandra-all, see pom.xml), resolved
 # once into $VSS_CASSANDRA_HOME/lib (default <repo>/.cassandra/lib). Each node i of an N-node
@@ -349,7 +351,7 @@ stop_pidfile() {
 
 cmd_stop() {
   # SIGTERM to every node at once (each drains in ~10 s), then wait; SIGKILL what outlives the grace.
-  local f pid grace=${STOP_GRACE:-60} t
+  local f pid grace=${STOP_GRACE:-90} t
   local -a files=() pids=()
   for f in $(all_pidfiles); do
     if pid=$(live_pid "$f"); then
@@ -472,6 +474,17 @@ cmd_run() {
   exit "$rc"
 }
 
+cmd_nodetool() {
+  local i=1
+  if [[ "${1:-}" == "--node" ]]; then i=${2:?--node needs a number}; shift 2; fi
+  [[ "$i" =~ ^[1-9]$ ]] || die "--node must be 1..9"
+  [[ -f "$LIB/.resolved-$CASSANDRA_VERSION" ]] || die "no classpath yet: run '$0 start' first"
+  local -a jpms
+  mapfile -t jpms < <(jvm_flags 1 "$i" 64M | grep -E -A1 -- '^--add-(exports|opens)$' | grep -v -- '^--$')
+  printf '%s\n' '<configuration><root level="WARN"/></configuration>' >"$HOME_DIR/logback-tools.xml"
+  exec "$JAVA" -Xmx128M "${jpms[@]}" "-Dlogback.configurationFile=file://$HOME_DIR/logback-tools.xml" -cp "$LIB/*" org.apache.cassandra.tools.NodeTool -h 127.0.0.1 -p "7${i}99" "$@"
+}
+
 main() {
   local cmd=${1:-}
   shift || true
@@ -481,7 +494,8 @@ main() {
     status) cmd_status ;;
     run) cmd_run "$@" ;;
     clean) cmd_clean ;;
-    *) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; [[ -z "$cmd" ]] && exit 1 || exit 2 ;;
+    nodetool) cmd_nodetool "$@" ;;
+    *) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; [[ -z "$cmd" ]] && exit 1 || exit 2 ;;
   esac
 }
 

@@ -1,6 +1,6 @@
 import type { Config } from '../config/config.ts';
-import { ServiceError } from '../errors.ts';
 import type { Storage } from './api.ts';
+import { openCassandraStorage } from './cassandra/cassandra-storage.ts';
 import { openEmbeddedStorage } from './embedded/embedded-storage.ts';
 
 /** Config chooses the backend; nothing else in the code base names one. */
@@ -9,6 +9,11 @@ export async function openStorage(config: Config): Promise<Storage> {
     case 'embedded':
       return openEmbeddedStorage({ dataDir: config.dataDir, index: config.index });
     case 'cassandra':
-      throw new ServiceError('storage_unavailable', 'The cassandra backend is not part of this build yet.');
+      return openCassandraStorage({
+        contactPoints: [...config.cassandra.contactPoints],
+        localDc: config.cassandra.localDc,
+        replication: config.cassandra.replication,
+        exactScanMaxRows: config.index.exactBelowRows,
+      });
   }
 }
