@@ -55,6 +55,12 @@ export interface Config {
     readonly contactPoints: readonly string[];
     readonly localDc: string;
     readonly replication: string;
+    /** Consistency of writes (ANN reads always run at ONE: Cassandra's rule). */
+    readonly writeConsistency: 'QUORUM' | 'LOCAL_QUORUM' | 'ONE';
+    /** Where accounts, catalog, files and webhook events live. */
+    readonly systemKeyspace: string;
+    /** Prepended to every data keyspace name, so deployments can share one cluster. */
+    readonly keyspacePrefix: string;
   };
   readonly stripeWebhookSecret: string | undefined;
   readonly dockerHost: string | undefined;
@@ -139,6 +145,9 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
   const storage = str('VSS_STORAGE') ?? 'embedded';
   if (storage !== 'embedded' && storage !== 'cassandra') problems.push(`VSS_STORAGE must be "embedded" or "cassandra" (got "${storage}")`);
 
+  const consistency = (str('VSS_CASSANDRA_CONSISTENCY') ?? 'QUORUM').toUpperCase() as Config['cassandra']['writeConsistency'];
+  if (!['QUORUM', 'LOCAL_QUORUM', 'ONE'].includes(consistency)) problems.push(`VSS_CASSANDRA_CONSISTENCY must be QUORUM, LOCAL_QUORUM or ONE (got "${consistency}")`);
+
   const adminKey = str('VSS_ADMIN_KEY');
   if (adminKey !== undefined && adminKey.length < 16) problems.push('VSS_ADMIN_KEY must be at least 16 characters');
 
@@ -185,6 +194,9 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       contactPoints: (str('VSS_CASSANDRA_CONTACT_POINTS') ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean),
       localDc: str('VSS_CASSANDRA_LOCAL_DC') ?? 'datacenter1',
       replication: str('VSS_CASSANDRA_REPLICATION') ?? "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+      writeConsistency: consistency,
+      systemKeyspace: str('VSS_CASSANDRA_SYSTEM_KEYSPACE') ?? 'vss_system',
+      keyspacePrefix: str('VSS_CASSANDRA_KEYSPACE_PREFIX') ?? '',
     },
     stripeWebhookSecret: str('STRIPE_WEBHOOK_SECRET'),
     dockerHost: str('DOCKER_HOST'),

@@ -14,6 +14,9 @@ export async function openStorage(config: Config): Promise<Storage> {
         localDc: config.cassandra.localDc,
         replication: config.cassandra.replication,
         exactScanMaxRows: config.index.exactBelowRows,
+        writeConsistency: config.cassandra.writeConsistency,
+        systemKeyspace: config.cassandra.systemKeyspace,
+        keyspacePrefix: config.cassandra.keyspacePrefix,
       });
   }
 }
