@@ -322,7 +322,7 @@ start_node() {
   log "starting node $i of $n on $ip (heap $heap, logs in $dir/logs)"
   rm -f "$dir/cassandra.pid"   # a stale one (node killed) would be mistaken for the new JVM
   local mark
-  mark=$(wc -l <"$dir/logs/system.log" 2>/dev/null || echo 0)
+  mark=$(wc -l 2>/dev/null <"$dir/logs/system.log" || echo 0)
   # setsid: the JVM outlives this shell and its terminal; exec keeps the pid written to the file.
   setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$dir/cassandra.pid" "$JAVA" "${flags[@]}" \
     </dev/null >"$dir/logs/stdout.log" 2>&1 &

@@ -19,4 +19,23 @@ describe('configuration', () => {
       (e: unknown) => e instanceof ConfigError && e.problems.length === 4,
     );
   });
+
+  it('reads the Cassandra connection: contact points, or an Astra DB bundle with credentials', () => {
+    const plain = loadConfig({ VSS_STORAGE: 'cassandra', VSS_CASSANDRA_CONTACT_POINTS: '10.0.0.1, 10.0.0.2' });
+    assert.deepEqual(plain.cassandra.contactPoints, ['10.0.0.1', '10.0.0.2']);
+    assert.equal(plain.cassandra.secureConnectBundle, undefined);
+    assert.equal(plain.cassandra.credentials, undefined);
+    const astra = loadConfig({
+      VSS_STORAGE: 'cassandra',
+      VSS_CASSANDRA_SECURE_BUNDLE: 'secure-connect-db.zip',
+      VSS_CASSANDRA_USERNAME: 'token',
+      VSS_CASSANDRA_PASSWORD: 'AstraCS:not-a-real-token',
+    });
+    assert.match(astra.cassandra.secureConnectBundle!, /^\/.*secure-connect-db\.zip$/);
+    assert.deepEqual(astra.cassandra.credentials, { username: 'token', password: 'AstraCS:not-a-real-token' });
+    assert.throws(
+      () => loadConfig({ VSS_CASSANDRA_USERNAME: 'cassandra' }),
+      (e: unknown) => e instanceof ConfigError && /VSS_CASSANDRA_USERNAME and VSS_CASSANDRA_PASSWORD/.test(e.message) && !e.message.includes('AstraCS'),
+    );
+  });
 });

@@ -61,6 +61,13 @@ export interface Config {
     readonly systemKeyspace: string;
     /** Prepended to every data keyspace name, so deployments can share one cluster. */
     readonly keyspacePrefix: string;
+    /**
+     * Path of a DataStax Astra DB secure connect bundle (zip). When set, the driver takes the
+     * contact points, local data center and TLS settings from it; contactPoints and localDc are unused.
+     */
+    readonly secureConnectBundle?: string;
+    /** For PasswordAuthenticator clusters and Astra DB (`token` + an AstraCS token). Never shown or logged. */
+    readonly credentials?: { readonly username: string; readonly password: string };
   };
   readonly stripeWebhookSecret: string | undefined;
   readonly dockerHost: string | undefined;
@@ -148,6 +155,13 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
   const consistency = (str('VSS_CASSANDRA_CONSISTENCY') ?? 'QUORUM').toUpperCase() as Config['cassandra']['writeConsistency'];
   if (!['QUORUM', 'LOCAL_QUORUM', 'ONE'].includes(consistency)) problems.push(`VSS_CASSANDRA_CONSISTENCY must be QUORUM, LOCAL_QUORUM or ONE (got "${consistency}")`);
 
+  const cassandraUser = str('VSS_CASSANDRA_USERNAME');
+  const cassandraPassword = str('VSS_CASSANDRA_PASSWORD');
+  if ((cassandraUser === undefined) !== (cassandraPassword === undefined)) {
+    problems.push('VSS_CASSANDRA_USERNAME and VSS_CASSANDRA_PASSWORD must be set together');
+  }
+  const secureBundle = str('VSS_CASSANDRA_SECURE_BUNDLE');
+
   const adminKey = str('VSS_ADMIN_KEY');
   if (adminKey !== undefined && adminKey.length < 16) problems.push('VSS_ADMIN_KEY must be at least 16 characters');
 
@@ -197,6 +211,8 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       writeConsistency: consistency,
       systemKeyspace: str('VSS_CASSANDRA_SYSTEM_KEYSPACE') ?? 'vss_system',
       keyspacePrefix: str('VSS_CASSANDRA_KEYSPACE_PREFIX') ?? '',
+      ...(secureBundle !== undefined ? { secureConnectBundle: path.resolve(secureBundle) } : {}),
+      ...(cassandraUser !== undefined && cassandraPassword !== undefined ? { credentials: { username: cassandraUser, password: cassandraPassword } } : {}),
     },
     stripeWebhookSecret: str('STRIPE_WEBHOOK_SECRET'),
     dockerHost: str('DOCKER_HOST'),

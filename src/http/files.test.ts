@@ -54,7 +54,7 @@ const listNames = async (t: TestApp, key?: string) => {
   return res.json().files as string[];
 };
 
-const contentFiles = (t: TestApp) => fs.readdir(path.join(t.dataDir, 'files'));
+const contentFiles = (t: TestApp) => t.storedContent();
 const tempUploads = (t: TestApp) => fs.readdir(path.join(t.dataDir, 'uploads'));
 
 const corruptPdf = Buffer.concat([Buffer.from('%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >>\n'), Buffer.alloc(3000, 0x5a), Buffer.from('\n%%EOF\n')]);
@@ -404,6 +404,12 @@ describe('files: upload limits (fake model)', () => {
     assert.deepEqual(res.json().files, ['fits.txt']);
     assert.deepEqual(await tempUploads(t), []);
     assert.equal((await contentFiles(t)).length, 1);
+  });
+
+  it('takes one file per request', async () => {
+    const res = await upload(t, multipart([{ name: 'file', filename: 'a.txt', content: 'one' }, { name: 'file', filename: 'b.txt', content: 'two' }]));
+    assert.equal(res.statusCode, 413, res.body);
+    assert.deepEqual(await tempUploads(t), []);
   });
 
   it('refuses a Read key before reading the body', async () => {

@@ -2,8 +2,13 @@
  * Test harness: a real app over real embedded storage in a temp directory, driven through
  * app.inject(). The model is the real one (default) or, where a test says so, an instant fake
  * that carries no meaning.
+ *
+ * With VSS_TEST_STORAGE=cassandra (tests only; `npm run test:cassandra` sets it) the storage is
+ * the Cassandra backend instead, on VSS_TEST_CASSANDRA_CONTACT_POINTS (default 127.0.0.1),
+ * datacenter1, replication factor 1, with a fresh random keyspace prefix and system keyspace per
+ * app, dropped again by close(); the temp directory still holds uploads in flight.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify';
@@ -13,12 +18,20 @@ import { ModelRegistry } from '../embedding/registry.ts';
 import { bootstrap } from '../service/bootstrap.ts';
 import type { Deps } from '../service/deps.ts';
 import { hashKey } from '../service/keys.ts';
-import type { Permission } from '../storage/api.ts';
+import type { Permission, Storage } from '../storage/api.ts';
+import { openCassandraStorage } from '../storage/cassandra/cassandra-storage.ts';
+import { dropPrefixed, freshNames, storedContentIds } from '../storage/cassandra/test-support.ts';
 import { openEmbeddedStorage } from '../storage/embedded/embedded-storage.ts';
 import { Metrics } from '../observability/metrics.ts';
 import { buildApp } from './app.ts';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
+
+/** The backend the HTTP tests run on: 'embedded' unless VSS_TEST_STORAGE=cassandra. */
+export const TEST_STORAGE: 'embedded' | 'cassandra' = process.env.VSS_TEST_STORAGE === 'cassandra' ? 'cassandra' : 'embedded';
+const CASSANDRA_CONTACT_POINTS = (process.env.VSS_TEST_CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean);
+const CASSANDRA_LOCAL_DC = 'datacenter1';
+const CASSANDRA_REPLICATION = "{'class': 'SimpleStrategy', 'replication_factor': 1}";
 
 export interface TestApp {
   app: FastifyInstance;
@@ -28,6 +41,8 @@ export interface TestApp {
   call(method: 'GET' | 'POST' | 'DELETE' | 'PUT', url: string, body?: unknown, key?: string | null): Promise<LightMyRequestResponse>;
   /** Makes an extra key directly in storage (issuing keys over HTTP is another endpoint's job). */
   makeKey(permissions: Permission, resources?: string[], userId?: string): Promise<string>;
+  /** Ids of the stored file contents: `<dataDir>/files` entries (embedded), content ids of the system keyspace (Cassandra). */
+  storedContent(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -38,9 +53,31 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-test-'));
   const config: Config = loadConfig({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN_KEY, ...opts.env }, { limits: opts.limits });
-  const backend = await openEmbeddedStorage({ dataDir, index: config.index });
+  const cassandra = TEST_STORAGE === 'cassandra' ? freshNames() : null;
+  const discard = async (): Promise<void> => {
+    await rm(dataDir, { recursive: true, force: true });
+    if (cassandra) await dropPrefixed(CASSANDRA_CONTACT_POINTS, CASSANDRA_LOCAL_DC, cassandra.keyspacePrefix);
+  };
+  let backend: Storage;
+  if (cassandra) {
+    try {
+      backend = await openCassandraStorage({
+        contactPoints: CASSANDRA_CONTACT_POINTS,
+        localDc: CASSANDRA_LOCAL_DC,
+        replication: CASSANDRA_REPLICATION,
+        exactScanMaxRows: config.index.exactBelowRows,
+        systemKeyspace: cassandra.systemKeyspace,
+        keyspacePrefix: cassandra.keyspacePrefix,
+      });
+    } catch (err) {
+      await discard().catch(() => undefined);
+      throw err;
+    }
+  } else {
+    backend = await openEmbeddedStorage({ dataDir, index: config.index });
+  }
   // Wired as main.ts wires it, so metrics see what production sees.
-  const metrics = new Metrics(backend.indexStatus.bind(backend));
+  const metrics = new Metrics(backend.indexStatus?.bind(backend));
   const storage = metrics.instrument(backend);
   const embedding = { ...config.embedding, onBatch: metrics.onEmbeddingBatch };
   let models: ModelRegistry;
@@ -70,11 +107,18 @@ export async function startTestApp(
       await storage.createApiKey({ userId, name: `test ${permissions}`, hash: hashKey(secret), permissions, resources });
       return secret;
     },
+    async storedContent() {
+      if (cassandra) return storedContentIds(CASSANDRA_CONTACT_POINTS, CASSANDRA_LOCAL_DC, cassandra.systemKeyspace);
+      return (await readdir(path.join(dataDir, 'files'))).sort();
+    },
     async close() {
-      await app.close();
-      await models.close();
-      await storage.close();
-      await rm(dataDir, { recursive: true, force: true });
+      try {
+        await app.close();
+        await models.close();
+        await storage.close();
+      } finally {
+        await discard();
+      }
     },
   };
 }

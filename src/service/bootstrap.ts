@@ -2,6 +2,9 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Deps } from './deps.ts';
 import { hashKey, newSecret } from './keys.ts';
+import { isServiceError } from '../errors.ts';
+
+const alreadyExists = (err: unknown): boolean => isServiceError(err) && err.code === 'already_exists';
 
 export const ADMIN_EMAIL = 'admin@localhost';
 export const ADMIN_KEY_FILE = 'admin.key';
@@ -18,14 +21,34 @@ export interface BootstrapResult {
  * Later starts change nothing. The generated key is written to a file only its owner can read.
  */
 export async function bootstrap({ config, storage, models }: Deps): Promise<BootstrapResult> {
+  // Several processes may start at once on one shared store (Cassandra): whichever creates a
+  // piece first wins, and the others take it (already_exists) instead of failing to start.
   let admin = await storage.getUserByEmail(ADMIN_EMAIL);
-  admin ??= await storage.createUser({ name: 'Administrator', email: ADMIN_EMAIL, plan: 'admin' });
+  admin ??= await storage.createUser({ name: 'Administrator', email: ADMIN_EMAIL, plan: 'admin' }).catch(async (err: unknown) => {
+    if (!alreadyExists(err)) throw err;
+    // The other process claimed the e-mail; its user row may land a moment later.
+    for (let i = 0; i < 50; i++) {
+      const existing = await storage.getUserByEmail(ADMIN_EMAIL);
+      if (existing) return existing;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw err;
+  });
 
   const result: BootstrapResult = { adminUserId: admin.id };
   if ((await storage.countApiKeys()) === 0) {
     const secret = config.adminKey ?? newSecret();
-    await storage.createApiKey({ userId: admin.id, name: 'admin', hash: hashKey(secret), permissions: 'All', resources: ['*'] });
-    if (config.adminKey === undefined) {
+    const made = await storage
+      .createApiKey({ userId: admin.id, name: 'admin', hash: hashKey(secret), permissions: 'All', resources: ['*'] })
+      .then(
+        () => true,
+        (err: unknown) => {
+          // The same VSS_ADMIN_KEY, stored a moment ago by another process.
+          if (config.adminKey !== undefined && alreadyExists(err)) return false;
+          throw err;
+        },
+      );
+    if (made && config.adminKey === undefined) {
       await mkdir(config.dataDir, { recursive: true });
       const keyFile = path.join(config.dataDir, ADMIN_KEY_FILE);
       await writeFile(keyFile, `${secret}\n`, { mode: 0o600 });
@@ -36,7 +59,9 @@ export async function bootstrap({ config, storage, models }: Deps): Promise<Boot
   }
 
   if ((await storage.getKeyspace(config.defaultKeyspace)) === null) {
-    await storage.createKeyspace({ name: config.defaultKeyspace, owner: admin.id });
+    await storage.createKeyspace({ name: config.defaultKeyspace, owner: admin.id }).catch((err: unknown) => {
+      if (!alreadyExists(err)) throw err;
+    });
   }
   const table = await storage.getTable(config.defaultKeyspace, config.defaultTable);
   if (table === null) {

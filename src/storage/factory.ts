@@ -17,6 +17,8 @@ export async function openStorage(config: Config): Promise<Storage> {
         writeConsistency: config.cassandra.writeConsistency,
         systemKeyspace: config.cassandra.systemKeyspace,
         keyspacePrefix: config.cassandra.keyspacePrefix,
+        secureConnectBundle: config.cassandra.secureConnectBundle,
+        credentials: config.cassandra.credentials,
       });
   }
 }

@@ -169,7 +169,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
   // other routes keep taking JSON only.
   app.removeAllContentTypeParsers();
   await app.register(multipart, {
-    limits: { fileSize: limit, files: 1, fields: FIELDS.length * 2, fieldSize: 1024, parts: FIELDS.length * 2 + 2 },
+    limits: { fileSize: limit, files: 1, fields: 10, fieldSize: 1024, parts: 12 },
     throwFileSizeLimit: true,
   });
 

@@ -11,10 +11,10 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import cassandra from 'cassandra-driver';
 import { PROJECT_ROOT } from '../../config/config.ts';
 import type { Storage, VectorRow } from '../api.ts';
 import { openCassandraStorage } from './cassandra-storage.ts';
+import { dropPrefixed as dropTestKeyspaces } from './test-support.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA_CLUSTER === '1';
 const HOME = process.env.VSS_CASSANDRA_HOME ?? path.join(PROJECT_ROOT, '.cassandra');
@@ -32,16 +32,7 @@ function startMissingNodes(): void {
   assert.equal(r.status, 0, `restart failed (status ${r.status}, signal ${r.signal}, error ${r.error}):\n${r.stderr}\n${r.stdout}`);
 }
 
-async function dropPrefixed(prefix: string): Promise<void> {
-  const c = new cassandra.Client({ contactPoints: NODES, localDataCenter: 'datacenter1' });
-  try {
-    await c.connect();
-    const rs = await c.execute('SELECT keyspace_name FROM system_schema.keyspaces');
-    for (const r of rs.rows) if ((r.keyspace_name as string).startsWith(prefix)) await c.execute(`DROP KEYSPACE IF EXISTS "${r.keyspace_name}"`);
-  } finally {
-    await c.shutdown();
-  }
-}
+const dropPrefixed = (prefix: string): Promise<void> => dropTestKeyspaces(NODES, 'datacenter1', prefix);
 
 const vec = (i: number, d: number): Float32Array => Float32Array.from({ length: d }, (_, j) => Math.sin(i * 0.37 + j * 1.3) + (j === i % d ? 2 : 0));
 

@@ -11,11 +11,11 @@
 import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import cassandra from 'cassandra-driver';
 import { exactScore, compareScores, type Metric } from '../../index/metric.ts';
 import type { FileRecord, MetadataRecord, Storage, VectorRow } from '../api.ts';
 import { rejectsWithCode, storageContract } from '../contract.case.ts';
 import { openCassandraStorage, type CassandraStorageOptions } from './cassandra-storage.ts';
+import { dropPrefixed as dropTestKeyspaces } from './test-support.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
 const CONTACT_POINTS = (process.env.VSS_TEST_CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean);
@@ -23,19 +23,7 @@ const LOCAL_DC = process.env.VSS_TEST_CASSANDRA_LOCAL_DC ?? 'datacenter1';
 const REPLICATION = `{'class': 'SimpleStrategy', 'replication_factor': ${Number(process.env.VSS_TEST_CASSANDRA_RF ?? 1)}}`;
 
 /** Drops every Cassandra keyspace whose name starts with `prefix`. */
-async function dropPrefixed(prefix: string): Promise<void> {
-  const c = new cassandra.Client({ contactPoints: CONTACT_POINTS, localDataCenter: LOCAL_DC });
-  try {
-    await c.connect();
-    const rs = await c.execute('SELECT keyspace_name FROM system_schema.keyspaces');
-    for (const r of rs.rows) {
-      const name = r.keyspace_name as string;
-      if (name.startsWith(prefix)) await c.execute(`DROP KEYSPACE IF EXISTS "${name}"`);
-    }
-  } finally {
-    await c.shutdown();
-  }
-}
+const dropPrefixed = (prefix: string): Promise<void> => dropTestKeyspaces(CONTACT_POINTS, LOCAL_DC, prefix);
 
 /** A fresh, isolated store: its own keyspace prefix and system keyspace. */
 async function openFresh(extra: Partial<CassandraStorageOptions> = {}): Promise<{ storage: Storage; prefix: string; cleanup: () => Promise<void> }> {
@@ -307,6 +295,28 @@ if (!ENABLED) {
         await s.replaceFile(fileOf('u.txt', c, 1, 'docs', 'owned'), c, chunkRows('u.txt', 1, 1), recordOf('u.txt', '', 'docs', 'owned'));
         assert.deepEqual(await s.usageOf(owner.id), { vectors: 1, fileBytes: 5 });
       });
+    });
+
+    it('connects through an Astra DB secure connect bundle instead of contact points; a missing one is named', async () => {
+      await assert.rejects(
+        openCassandraStorage({
+          contactPoints: [],
+          localDc: LOCAL_DC,
+          replication: REPLICATION,
+          secureConnectBundle: '/nonexistent/secure-connect-vss.zip',
+          credentials: { username: 'token', password: 'AstraCS:not-a-secret' },
+        }),
+        (e: Error) => /secure-connect-vss\.zip/.test(e.message) && !e.message.includes('AstraCS'),
+      );
+    });
+
+    it('passes credentials (ignored by this AllowAllAuthenticator node)', async () => {
+      const { storage, cleanup } = await openFresh({ credentials: { username: 'cassandra', password: 'cassandra' } });
+      try {
+        assert.equal(await storage.ping(), true);
+      } finally {
+        await cleanup();
+      }
     });
 
     it('reports an unreachable cluster as storage_unavailable', async () => {

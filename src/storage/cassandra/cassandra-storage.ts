@@ -41,6 +41,13 @@ export interface CassandraStorageOptions {
    * deployments or test runs can share one cluster. Give each its own systemKeyspace too.
    */
   keyspacePrefix?: string;
+  /**
+   * Path of a DataStax Astra DB secure connect bundle: the driver reads the contact points,
+   * local data center and TLS material from it, so contactPoints and localDc are then unused.
+   */
+  secureConnectBundle?: string;
+  /** Plain-text credentials (PasswordAuthenticator; Astra DB: username `token`, password the AstraCS token). */
+  credentials?: { username: string; password: string };
 }
 
 export async function openCassandraStorage(opts: CassandraStorageOptions): Promise<Storage> {
@@ -51,9 +58,17 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
   if (keyspacePrefix !== '' && !/^[a-z][a-z0-9_]{0,23}$/.test(keyspacePrefix)) {
     throw new ServiceError('internal', `Invalid keyspace prefix "${keyspacePrefix}": it must match ^[a-z][a-z0-9_]{0,23}$.`);
   }
-  if (opts.contactPoints.length === 0) throw new ServiceError('storage_unavailable', 'No Cassandra contact points are configured.');
+  if (opts.secureConnectBundle === undefined && opts.contactPoints.length === 0) {
+    throw new ServiceError('storage_unavailable', 'No Cassandra contact points are configured.');
+  }
 
-  const session = new Session({ contactPoints: [...opts.contactPoints], localDc: opts.localDc, writeConsistency: opts.writeConsistency ?? 'QUORUM' });
+  const session = new Session({
+    contactPoints: [...opts.contactPoints],
+    localDc: opts.localDc,
+    writeConsistency: opts.writeConsistency ?? 'QUORUM',
+    secureConnectBundle: opts.secureConnectBundle,
+    credentials: opts.credentials,
+  });
   await session.connect();
   try {
     await ensureSystemSchema(session, systemKeyspace, replication);

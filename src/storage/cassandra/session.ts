@@ -5,8 +5,9 @@
  * Consistency: writes at the configured level (QUORUM by default), reads at the matching read
  * level (QUORUM -> QUORUM, LOCAL_QUORUM -> LOCAL_QUORUM, ONE -> ONE) so that a read sees every
  * acknowledged write; lightweight transactions use SERIAL (LOCAL_SERIAL with LOCAL_QUORUM).
- * ANN queries always run at ONE: Cassandra 5 runs them at no other level (QUORUM is silently
- * downgraded), so with RF > 1 a search may briefly miss a write that a get already sees.
+ * ANN queries always run at ONE (LOCAL_ONE with LOCAL_QUORUM): Cassandra 5 runs top-K queries at
+ * no other level (it downgrades others with a warning), so with RF > 1 a search may briefly miss a
+ * write that a get already sees.
  */
 import cassandra from 'cassandra-driver';
 import type { Client, types as driverTypes } from 'cassandra-driver';
@@ -32,6 +33,9 @@ export interface SessionOptions {
   contactPoints: string[];
   localDc: string;
   writeConsistency: WriteConsistency;
+  /** Astra DB: the driver takes contact points, local DC and TLS from this bundle instead. */
+  secureConnectBundle?: string;
+  credentials?: { username: string; password: string };
 }
 
 export class Session {
@@ -39,14 +43,20 @@ export class Session {
   readonly #write: number;
   readonly #read: number;
   readonly #serial: number;
+  /** ANN (top-K) reads: Cassandra 5 runs them at ONE / LOCAL_ONE only. */
+  readonly #ann: number;
 
   constructor(opts: SessionOptions) {
     this.#write = cl[opts.writeConsistency === 'LOCAL_QUORUM' ? 'localQuorum' : opts.writeConsistency === 'ONE' ? 'one' : 'quorum'];
     this.#read = this.#write;
     this.#serial = opts.writeConsistency === 'LOCAL_QUORUM' ? cl.localSerial : cl.serial;
+    this.#ann = opts.writeConsistency === 'LOCAL_QUORUM' ? cl.localOne : cl.one;
     this.client = new DriverClient({
-      contactPoints: opts.contactPoints,
-      localDataCenter: opts.localDc,
+      // The driver refuses contact points (and SSL options) next to a secure connect bundle.
+      ...(opts.secureConnectBundle !== undefined
+        ? { cloud: { secureConnectBundle: opts.secureConnectBundle } }
+        : { contactPoints: opts.contactPoints, localDataCenter: opts.localDc }),
+      ...(opts.credentials !== undefined ? { credentials: { username: opts.credentials.username, password: opts.credentials.password } } : {}),
       queryOptions: { prepare: true, consistency: this.#read, serialConsistency: this.#serial, fetchSize: 1000 },
       socketOptions: { connectTimeout: 5000, readTimeout: 30_000 },
       // The driver's own wait for schema agreement counts nodes that are down (it reads
@@ -65,7 +75,7 @@ export class Session {
   }
 
   #options(kind: Kind, o: ExecOptions): cassandra.QueryOptions {
-    const consistency = kind === 'ann' ? cl.one : kind === 'write' || kind === 'lwt' || kind === 'ddl' ? this.#write : this.#read;
+    const consistency = kind === 'ann' ? this.#ann : kind === 'write' || kind === 'lwt' || kind === 'ddl' ? this.#write : this.#read;
     return {
       prepare: kind !== 'ddl',
       consistency,

@@ -1,0 +1,50 @@
+/**
+ * Helpers for tests that run against a real Cassandra (storage tests, the HTTP harness, the
+ * two-process test): fresh isolated names, and cleanup. Reads no environment; callers pass the
+ * contact points.
+ */
+import { randomBytes } from 'node:crypto';
+import cassandra from 'cassandra-driver';
+
+/** A fresh keyspace prefix (`t<10 hex>_`) and the system keyspace under it, unique per call. */
+export function freshNames(): { keyspacePrefix: string; systemKeyspace: string } {
+  const keyspacePrefix = `t${randomBytes(5).toString('hex')}_`;
+  return { keyspacePrefix, systemKeyspace: `${keyspacePrefix}sys` };
+}
+
+async function withClient<T>(contactPoints: string[], localDc: string, f: (c: cassandra.Client) => Promise<T>): Promise<T> {
+  const c = new cassandra.Client({ contactPoints, localDataCenter: localDc, pooling: { coreConnectionsPerHost: { 0: 1, 1: 1, 2: 0 } } });
+  try {
+    await c.connect();
+    return await f(c);
+  } finally {
+    await c.shutdown();
+  }
+}
+
+/** Drops every Cassandra keyspace whose name starts with `prefix` (a test run's data and system keyspaces). */
+export async function dropPrefixed(contactPoints: string[], localDc: string, prefix: string): Promise<void> {
+  if (!/^t[0-9a-f]{8,}_$/.test(prefix)) throw new Error(`refusing to drop keyspaces by the prefix "${prefix}": not a test prefix`);
+  await withClient(contactPoints, localDc, async (c) => {
+    const rs = await c.execute('SELECT keyspace_name FROM system_schema.keyspaces');
+    for (const r of rs.rows) {
+      const name = r.keyspace_name as string;
+      if (name.startsWith(prefix)) await c.execute(`DROP KEYSPACE IF EXISTS "${name}"`);
+    }
+  });
+}
+
+/** The content ids with stored file bytes in a system keyspace (the Cassandra twin of the embedded `files/` directory). */
+export async function storedContentIds(contactPoints: string[], localDc: string, systemKeyspace: string): Promise<string[]> {
+  return withClient(contactPoints, localDc, async (c) => {
+    const ids: string[] = [];
+    const cql = `SELECT DISTINCT content_id FROM "${systemKeyspace.replace(/"/g, '""')}".file_content`;
+    let pageState: string | undefined;
+    do {
+      const rs = await c.execute(cql, [], { fetchSize: 5000, pageState });
+      for (const r of rs.rows) ids.push(String(r.content_id));
+      pageState = rs.pageState ?? undefined;
+    } while (pageState);
+    return ids.sort();
+  });
+}
