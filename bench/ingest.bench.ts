@@ -13,6 +13,7 @@ import { chunkText, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE } from '../src/ing
 import { detectType } from '../src/ingest/detect.ts';
 import { DEFAULT_EXTRACT_LIMITS, extractText } from '../src/ingest/extract.ts';
 import { makePdf } from '../src/ingest/fixtures.ts';
+import { makeText, paragraph } from './text-gen.ts';
 
 const args = process.argv.slice(2);
 const arg = (name: string, def: string): string => {
@@ -23,30 +24,6 @@ const RUNS = Number(arg('runs', '3'));
 const MB = Number(arg('mb', '5'));
 const PAGES = Number(arg('pages', '100'));
 
-let seed = 12345;
-const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) % n;
-const SYL = 'ka lo mi ne ra tu ve so pa li an er on in st ch th qu ar el or us is ex'.split(' ');
-const VOCAB = Array.from({ length: 5000 }, () => Array.from({ length: 1 + rnd(4) }, () => SYL[rnd(SYL.length)]).join(''));
-const COMMON = 'the of and to in is that for it as with was on be by this are from at or an'.split(' ');
-const word = (): string => (rnd(3) === 0 ? COMMON[rnd(COMMON.length)] : VOCAB[rnd(VOCAB.length)]);
-function sentence(): string {
-  const w = Array.from({ length: 5 + rnd(25) }, word);
-  if (rnd(6) === 0) w.splice(rnd(w.length), 0, String(rnd(10000)));
-  if (rnd(4) === 0) w[rnd(w.length - 1)] += ',';
-  return w.join(' ').replace(/^./, (c) => c.toUpperCase()) + ['.', '.', '.', '?', '!'][rnd(5)];
-}
-const paragraph = (): string => Array.from({ length: 2 + rnd(7) }, sentence).join(' ');
-
-function makeText(bytes: number): Buffer {
-  const parts: string[] = [];
-  let n = 0;
-  while (n < bytes) {
-    const p = paragraph();
-    parts.push(p);
-    n += p.length + 2;
-  }
-  return Buffer.from(parts.join('\n\n'));
-}
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const f = (x: number, d = 1): string => x.toFixed(d);
