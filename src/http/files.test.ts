@@ -7,27 +7,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { lieAboutSize, makeDocx, makePdf, makeZipBomb } from '../ingest/fixtures.ts';
-import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
-
-type Part = { name: string; value: string } | { name: string; filename: string; content: Buffer | string; type?: string };
-
-/** A multipart/form-data body built byte by byte: parts in the given order, filenames as given. */
-function multipart(parts: Part[]): { payload: Buffer; headers: Record<string, string> } {
-  const boundary = `----vss-${randomUUID()}`;
-  const out: Buffer[] = [];
-  for (const p of parts) {
-    out.push(Buffer.from(`--${boundary}\r\n`));
-    if ('filename' in p) {
-      out.push(Buffer.from(`Content-Disposition: form-data; name="${p.name}"; filename="${p.filename.replace(/["\\]/g, (c) => `\\${c}`)}"\r\nContent-Type: ${p.type ?? 'application/octet-stream'}\r\n\r\n`));
-      out.push(Buffer.isBuffer(p.content) ? p.content : Buffer.from(p.content));
-    } else {
-      out.push(Buffer.from(`Content-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value}`));
-    }
-    out.push(Buffer.from('\r\n'));
-  }
-  out.push(Buffer.from(`--${boundary}--\r\n`));
-  return { payload: Buffer.concat(out), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
-}
+import { ADMIN_KEY, multipart, startTestApp, type TestApp } from './testing.ts';
 
 const fileForm = (filename: string, content: Buffer | string, fields: Record<string, string> = {}, type?: string) =>
   multipart([...Object.entries(fields).map(([name, value]) => ({ name, value })), { name: 'file', filename, content, type }]);

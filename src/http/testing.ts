@@ -8,6 +8,7 @@
  * datacenter1, replication factor 1, with a fresh random keyspace prefix and system keyspace per
  * app, dropped again by close(); the temp directory still holds uploads in flight.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -122,3 +123,24 @@ export async function startTestApp(
     },
   };
 }
+
+export type Part = { name: string; value: string } | { name: string; filename: string; content: Buffer | string; type?: string };
+
+/** A multipart/form-data body built byte by byte: parts in the given order, filenames as given. */
+export function multipart(parts: Part[]): { payload: Buffer; headers: Record<string, string> } {
+  const boundary = `----vss-${randomUUID()}`;
+  const out: Buffer[] = [];
+  for (const p of parts) {
+    out.push(Buffer.from(`--${boundary}\r\n`));
+    if ('filename' in p) {
+      out.push(Buffer.from(`Content-Disposition: form-data; name="${p.name}"; filename="${p.filename.replace(/["\\]/g, (c) => `\\${c}`)}"\r\nContent-Type: ${p.type ?? 'application/octet-stream'}\r\n\r\n`));
+      out.push(Buffer.isBuffer(p.content) ? p.content : Buffer.from(p.content));
+    } else {
+      out.push(Buffer.from(`Content-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value}`));
+    }
+    out.push(Buffer.from('\r\n'));
+  }
+  out.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(out), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+}
+
