@@ -128,6 +128,17 @@ describe('the vss command line against a real server', () => {
     assert.equal(JSON.parse(asJson.out).matches[0].key, 'cat');
   });
 
+  it('imports CSV with quoted fields, vectors and extra columns as metadata', async () => {
+    const file = path.join(dir, 'rows.csv');
+    await writeFile(file, 'key,vector,title,note\nc1,"[1,0,0]",First,"has, a comma"\nc2,"0 1 0",Second,plain\n');
+    const res = await vss(['import', file, '-t', 'csv_rows', '--no-progress'], env);
+    assert.equal(res.code, 0, res.err);
+    assert.equal(await count('csv_rows'), 2);
+    const got = await server.call('POST', '/v1/vector/get', { keyspace: 'default_keyspace', table: 'csv_rows', key: 'c1' });
+    assert.deepEqual(got.body.vector, [1, 0, 0]);
+    assert.deepEqual(got.body.metadata, { title: 'First', note: 'has, a comma' });
+  });
+
   it('exits with codes a shell can act on', async () => {
     assert.equal((await vss(['keyspaces'], { ...env, VSS_API_KEY: 'wrong' })).code, 3);
     const missing = await vss(['tables', 'no_such_keyspace'], env);

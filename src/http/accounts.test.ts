@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import Stripe from 'stripe';
 import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
+
+const WEBHOOK_SECRET = 'whsec_quota_test';
 
 // Fake embedder: accounts, keys, tenancy and quotas; no meaning checked.
 describe('users, keys, connections, tenancy and quotas', () => {
   let t: TestApp;
-  before(async () => (t = await startTestApp({ model: 'fake', env: { VSS_FREE_MAX_VECTORS: '5' } })));
+  before(async () => (t = await startTestApp({ model: 'fake', env: { VSS_FREE_MAX_VECTORS: '5', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET } })));
   after(() => t.close());
 
   const newUser = async (email: string) => {
@@ -132,7 +135,15 @@ describe('users, keys, connections, tenancy and quotas', () => {
     assert.equal(sixth.statusCode, 403);
     assert.equal(sixth.json().code, 'quota_exceeded');
     assert.equal(sixth.json().limit, 5);
-    await t.deps.storage.applyWebhookEvent('evt_manual', 'checkout.session.completed', { userId: u.account_id, plan: 'pro' });
+    // The real path: a checkout completed for this user, signed as Stripe signs it.
+    const payload = JSON.stringify({ id: 'evt_quota', object: 'event', type: 'checkout.session.completed', created: Math.floor(Date.now() / 1000), data: { object: { object: 'checkout.session', client_reference_id: u.account_id } } });
+    const hook = await t.app.inject({
+      method: 'POST',
+      url: '/v1/stripe/webhook/checkout',
+      headers: { 'content-type': 'application/json', 'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }) },
+      payload,
+    });
+    assert.equal(hook.json().status, 'applied', hook.body);
     const again = await t.call('POST', '/v1/vector/write', { keyspace: 'jo_space', table: 'vector', key: 'k5', text: 'one more' }, key);
     assert.equal(again.statusCode, 200, again.body);
   });
