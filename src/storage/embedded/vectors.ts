@@ -84,6 +84,18 @@ export class Vectors {
     if (rows.length === 0) return;
 
     const seq = this.#seq.value + 1;
+    const ids = this.#db.tx(() => {
+      const out = this.#writeRows(t.meta.id, rows, vectors, seq);
+      this.#writeSeq(seq);
+      return out;
+    });
+    this.#seq.value = seq;
+    ids.forEach((id, i) => t.matrix.set(id, vectors[i]));
+    this.#keeper.upserted(t, ids, seq);
+  }
+
+  /** Upserts rows inside the caller's transaction; returns their row ids. */
+  #writeRows(tableId: number, rows: VectorRow[], vectors: Float32Array[], seq: number): number[] {
     // The conflict clause updates in place, so a key keeps its row id.
     const upsert = this.#db.stmt(
       `INSERT INTO vectors (table_id, key, metadata, seq) VALUES (?, ?, ?, ?)
@@ -94,19 +106,11 @@ export class Vectors {
       `INSERT INTO vector_payloads (id, vector, text) VALUES (?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET vector = excluded.vector, text = excluded.text`,
     );
-    const ids = this.#db.tx(() => {
-      const out: number[] = [];
-      rows.forEach((r, i) => {
-        const { id } = upsert.get(t.meta.id, r.key, JSON.stringify(r.metadata ?? {}), seq) as { id: number };
-        payload.run(id, vectorToBlob(vectors[i]), r.text ?? null);
-        out.push(id);
-      });
-      this.#writeSeq(seq);
-      return out;
+    return rows.map((r, i) => {
+      const { id } = upsert.get(tableId, r.key, JSON.stringify(r.metadata ?? {}), seq) as { id: number };
+      payload.run(id, vectorToBlob(vectors[i]), r.text ?? null);
+      return id;
     });
-    this.#seq.value = seq;
-    ids.forEach((id, i) => t.matrix.set(id, vectors[i]));
-    this.#keeper.upserted(t, ids, seq);
   }
 
   get(keyspace: string, table: string, key: string): VectorRow | null {
@@ -164,15 +168,6 @@ export class Vectors {
     const seq = this.#seq.value + 1;
     const track = this.#keeper.tracksDeletes(t);
     const del = this.#db.stmt('DELETE FROM vectors WHERE table_id = ? AND key = ? RETURNING id');
-    const upsert = this.#db.stmt(
-      `INSERT INTO vectors (table_id, key, metadata, seq) VALUES (?, ?, ?, ?)
-       ON CONFLICT (table_id, key) DO UPDATE SET metadata = excluded.metadata, seq = excluded.seq
-       RETURNING id`,
-    );
-    const payload = this.#db.stmt(
-      `INSERT INTO vector_payloads (id, vector, text) VALUES (?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET vector = excluded.vector, text = excluded.text`,
-    );
     const { removed, ids } = this.#db.tx(() => {
       const keep = new Set(rows.map((r) => r.key));
       const removed: number[] = [];
@@ -184,11 +179,7 @@ export class Vectors {
       if (removed.length > 0 && track) {
         this.#db.stmt('INSERT INTO deleted (table_id, row_id, seq) SELECT ?, value, ? FROM json_each(?)').run(t.meta.id, seq, JSON.stringify(removed));
       }
-      const ids = rows.map((r, i) => {
-        const { id } = upsert.get(t.meta.id, r.key, JSON.stringify(r.metadata ?? {}), seq) as { id: number };
-        payload.run(id, vectorToBlob(vectors[i]), r.text ?? null);
-        return id;
-      });
+      const ids = this.#writeRows(t.meta.id, rows, vectors, seq);
       this.#writeSeq(seq);
       return { removed, ids };
     });
