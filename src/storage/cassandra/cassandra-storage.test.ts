@@ -15,7 +15,11 @@ import { exactScore, compareScores, type Metric } from '../../index/metric.ts';
 import type { FileRecord, MetadataRecord, Storage, VectorRow } from '../api.ts';
 import { rejectsWithCode, storageContract } from '../contract.case.ts';
 import { openCassandraStorage, type CassandraStorageOptions } from './cassandra-storage.ts';
+import type { Ctx } from './context.ts';
+import { LARGE_VERDICT_MS, searchWithPlan } from './search.ts';
+import { Session } from './session.ts';
 import { dropPrefixed as dropTestKeyspaces } from './test-support.ts';
+import { deleteVectors } from './vectors.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
 const CONTACT_POINTS = (process.env.VSS_TEST_CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean);
@@ -295,6 +299,37 @@ if (!ENABLED) {
         await s.replaceFile(fileOf('u.txt', c, 1, 'docs', 'owned'), c, chunkRows('u.txt', 1, 1), recordOf('u.txt', '', 'docs', 'owned'));
         assert.deepEqual(await s.usageOf(owner.id), { vectors: 1, fileBytes: 5 });
       });
+    });
+
+    it('counts a table for the search plan once, then trusts "large" until this process deletes from it', async () => {
+      const { storage, prefix, cleanup } = await openFresh();
+      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
+      await session.connect();
+      try {
+        const ctx: Ctx = { session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows: 5, keyspacePrefix: prefix, largeTables: new Map() };
+        await storage.createKeyspace({ name: 'plan', owner: null });
+        await storage.createTable({ keyspace: 'plan', name: 't', dimension: 3, metric: 'euclidean', model: null });
+        const q = { vector: Float32Array.of(1, 1, 1), metric: 'euclidean' as const, candidates: 100, limit: 3 };
+        await storage.upsertVectors('plan', 't', Array.from({ length: 4 }, (_, i) => ({ key: `k${i}`, vector: Float32Array.of(i, 1, 1), metadata: {}, text: null })));
+        assert.equal((await searchWithPlan(ctx, 'plan', 't', q)).plan, 'exact');
+        assert.equal(ctx.largeTables.size, 0);
+        await storage.upsertVectors('plan', 't', Array.from({ length: 4 }, (_, i) => ({ key: `m${i}`, vector: Float32Array.of(i, 2, 1), metadata: {}, text: null })));
+        assert.equal((await searchWithPlan(ctx, 'plan', 't', q)).plan, 'ann');
+        assert.ok(ctx.largeTables.has('plan.t'));
+        // Another process (the storage) deletes below the threshold: this one keeps its verdict...
+        await storage.deleteVectors('plan', 't', ['m0', 'm1', 'm2', 'm3']);
+        assert.equal((await searchWithPlan(ctx, 'plan', 't', q)).plan, 'ann');
+        // ...until its own delete, or LARGE_VERDICT_MS.
+        await deleteVectors(ctx, 'plan', 't', ['k3']);
+        assert.equal(ctx.largeTables.size, 0);
+        const after = await searchWithPlan(ctx, 'plan', 't', q);
+        assert.equal(after.plan, 'exact');
+        assert.deepEqual(after.matches.map((m) => m.key), ['k1', 'k0', 'k2']);
+        assert.ok(LARGE_VERDICT_MS <= 60_000);
+      } finally {
+        await session.shutdown();
+        await cleanup();
+      }
     });
 
     it('connects through an Astra DB secure connect bundle instead of contact points; a missing one is named', async () => {

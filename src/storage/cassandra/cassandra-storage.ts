@@ -76,7 +76,7 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     await session.shutdown().catch(() => undefined);
     throw err;
   }
-  const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 10_000, keyspacePrefix };
+  const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 10_000, keyspacePrefix, largeTables: new Map() };
   let closed = false;
 
   return {

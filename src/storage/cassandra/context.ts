@@ -1,7 +1,11 @@
 import { q, qualified } from './names.ts';
 import type { Session } from './session.ts';
 
-/** What every part of the Cassandra backend shares; no caches: every answer comes from Cassandra. */
+/**
+ * What every part of the Cassandra backend shares. No caches: every answer comes from Cassandra;
+ * the one thing a process remembers is which tables it found too large for an exact scan
+ * (`largeTables`), which picks a search plan and never changes what data a search sees.
+ */
 export interface Ctx {
   readonly session: Session;
   /** The system keyspace's name (unquoted). */
@@ -15,6 +19,11 @@ export interface Ctx {
    * deployments, or test runs, share a cluster; the catalog keeps the names without it.
    */
   readonly keyspacePrefix: string;
+  /**
+   * Tables (`keyspace.table`) counted above exactScanMaxRows, with the time (ms since the epoch)
+   * until which that verdict stands; see search.ts. Deletes through this process clear it.
+   */
+  readonly largeTables: Map<string, number>;
 }
 
 /** The Cassandra keyspace holding a (logical) keyspace. */

@@ -3,14 +3,17 @@
  *
  * Stage 1 picks candidates one of two ways:
  * - exact scan: every (key, vector) row is read page by page and scored. Used when the table has
- *   at most `exactScanMaxRows` rows (default 10,000; found by a key-only scan that stops there),
+ *   at most `exactScanMaxRows` rows (default 10,000; found by a key-only scan that stops there:
+ *   ~100-250 ms at 10,001 rows here, as much as the ANN query itself, so a table found larger is
+ *   remembered as such for LARGE_VERDICT_MS, or until this process deletes rows from it),
  *   when the query's metric differs from the table's similarity function, and for a query the
  *   index cannot rank (zero or near-zero under cosine, zero under dot product, huge components). This keeps the contract's
  *   promise that `candidates >= rowCount` gives the exact answer for every table up to that size.
  * - ANN: `SELECT key, vector FROM ks.t ORDER BY vector ANN OF ? LIMIT n` with
  *   n = min(1000, max(limit * 5, min(candidates, 1000))): Cassandra allows LIMIT <= 1000 and no
  *   paging, and over-fetching ~5x lifts recall@10 from ~0.93 to ~1.0. Runs at consistency ONE.
- *   For tables above `exactScanMaxRows` the answer is approximate even when candidates >= rows.
+ *   For tables above `exactScanMaxRows` the answer is approximate even when candidates >= rows;
+ *   so is it for up to LARGE_VERDICT_MS after another process deletes a large table below it.
  * Cost of the exact scan, measured on 2 shared cores: ~7,000-9,000 rows/s of 384 dimensions
  * (half of it the driver decoding vectors), i.e. ~0.45 s for 3,000 rows, ~1.3 s for 10,000.
  * Stage 2 re-scores the candidates exactly (float64 over the stored float32 vectors), sorts best
@@ -67,11 +70,25 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
   // overflowing components) is answered by the exact scan instead of a server error.
   const zeroDot = q.metric === 'dot_product' && q.vector.every((x) => x === 0);
   const mustScan = q.metric !== t.metric || zeroDot || !indexable(q.vector, q.metric);
-  const small = mustScan || (await countRows(ctx, keyspace, table, ctx.exactScanMaxRows + 1)) <= ctx.exactScanMaxRows;
+  const small = mustScan || (await isSmall(ctx, keyspace, table));
 
   const plan: SearchPlan = small ? 'exact' : 'ann';
   const best = small ? await exactScan(ctx, t, q, limit, match) : await ann(ctx, t, q, limit, match);
   return { plan, matches: await finish(ctx, t, best, q.includeVector === true) };
+}
+
+/** How long a table counted above exactScanMaxRows is taken to still be so without counting again. */
+export const LARGE_VERDICT_MS = 30_000;
+
+/** At most exactScanMaxRows rows? Counts keys (stopping past the threshold) unless the table was recently found larger. */
+async function isSmall(ctx: Ctx, keyspace: string, table: string): Promise<boolean> {
+  const id = `${keyspace}.${table}`;
+  const until = ctx.largeTables.get(id);
+  if (until !== undefined && until > Date.now()) return false;
+  const small = (await countRows(ctx, keyspace, table, ctx.exactScanMaxRows + 1)) <= ctx.exactScanMaxRows;
+  if (small) ctx.largeTables.delete(id);
+  else ctx.largeTables.set(id, Date.now() + LARGE_VERDICT_MS);
+  return small;
 }
 
 const byScoreThenKey = (metric: SearchQuery['metric']) => {

@@ -29,7 +29,8 @@ export async function dropPrefixed(contactPoints: string[], localDc: string, pre
     const rs = await c.execute('SELECT keyspace_name FROM system_schema.keyspaces');
     for (const r of rs.rows) {
       const name = r.keyspace_name as string;
-      if (name.startsWith(prefix)) await c.execute(`DROP KEYSPACE IF EXISTS "${name}"`);
+      // Dropping a large keyspace on a busy node can take longer than the driver's 12 s default.
+      if (name.startsWith(prefix)) await c.execute(`DROP KEYSPACE IF EXISTS "${name}"`, [], { readTimeout: 120_000 });
     }
   });
 }

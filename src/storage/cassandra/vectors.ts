@@ -88,6 +88,15 @@ async function existingKeys(ctx: Ctx, keyspace: string, table: string, keys: str
 }
 
 export async function deleteKeys(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<void> {
+  try {
+    await deleteKeysNow(ctx, keyspace, table, keys);
+  } finally {
+    // The table may now be small enough for an exact search again: search.ts counts it afresh.
+    if (keys.length > 0) ctx.largeTables.delete(`${keyspace}.${table}`);
+  }
+}
+
+async function deleteKeysNow(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<void> {
   const cql = `DELETE FROM ${dataTable(ctx, keyspace, table)} WHERE "key" = ?`;
   const errCtx = { keyspace, table, action: 'deleting vectors' };
   if (keys.length === 0) return;
