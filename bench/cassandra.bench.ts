@@ -23,6 +23,7 @@ import cassandra from 'cassandra-driver';
 import { PROJECT_ROOT } from '../src/config/config.ts';
 import { dropPrefixed, freshNames } from '../src/storage/cassandra/test-support.ts';
 import { startServer, type RunningServer } from '../test/server.ts';
+import { ingest, makeCentres, makeVectors, pct, runQueries } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -43,88 +44,13 @@ const KEY = 'bench-admin-key-0123456789abcdef';
 const KS = 'default_keyspace';
 const TABLE = 'bench';
 
-// ---- the same data and helpers as bench/vectors.bench.ts -------------------------------------
-
-/** Deterministic clustered unit vectors (embeddings cluster; uniform noise would flatter nothing). */
-function makeVectors(start: number, count: number, dim: number, centres: Float32Array[]): Float32Array[] {
-  const out: Float32Array[] = [];
-  for (let i = start; i < start + count; i++) {
-    let s = (i * 2654435761) >>> 0 || 1;
-    const c = centres[i % centres.length];
-    const v = new Float32Array(dim);
-    let norm = 0;
-    for (let d = 0; d < dim; d++) {
-      s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
-      v[d] = c[d] + ((s / 2 ** 32) - 0.5) * 0.6;
-      norm += v[d] * v[d];
-    }
-    norm = Math.sqrt(norm);
-    for (let d = 0; d < dim; d++) v[d] /= norm;
-    out.push(v);
-  }
-  return out;
-}
-
-function makeCentres(k: number, dim: number): Float32Array[] {
-  let s = 12345;
-  return Array.from({ length: k }, () => {
-    const c = new Float32Array(dim);
-    for (let d = 0; d < dim; d++) {
-      s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
-      c[d] = (s / 2 ** 32) - 0.5;
-    }
-    return c;
-  });
-}
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
-
 async function load(server: RunningServer, centres: Float32Array[]) {
-  const concurrency = 2;
-  let next = 0;
-  const t0 = performance.now();
-  let lastReport = t0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < N) {
-        const start = next;
-        const count = Math.min(BATCH, N - start);
-        next += count;
-        const vectors = makeVectors(start, count, DIM, centres).map((v, i) => ({ key: `v${start + i}`, vector: Array.from(v), metadata: { i: start + i } }));
-        const res = await server.call('POST', '/v1/vector/batch', { keyspace: KS, table: TABLE, vectors });
-        if (res.status !== 200) throw new Error(`batch at ${start}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-        if (performance.now() - lastReport > 30_000) {
-          lastReport = performance.now();
-          console.error(`  ... ${next.toLocaleString('en')} rows sent, ${(next / ((lastReport - t0) / 1000)).toFixed(0)} rows/s`);
-        }
-      }
-    }),
-  );
-  return { ackSeconds: (performance.now() - t0) / 1000 };
-}
-
-async function runQueries(server: RunningServer, bodies: object[], concurrency: number) {
-  const lat: number[] = [];
-  const results: any[] = new Array(bodies.length);
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < bodies.length) {
-        const i = next++;
-        const s = performance.now();
-        const res = await server.call('POST', '/v1/search/', bodies[i]);
-        lat.push(performance.now() - s);
-        if (res.status !== 200) throw new Error(`search: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-        results[i] = res.body.matches;
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
-  return { qps: bodies.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), results };
+  let lastReport = 0;
+  return ingest(server, { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE }, centres, (sent, seconds) => {
+    if (seconds - lastReport < 30) return;
+    lastReport = seconds;
+    console.error(`  ... ${sent.toLocaleString('en')} rows sent, ${(sent / seconds).toFixed(0)} rows/s`);
+  });
 }
 
 /** Exact top-10 keys by cosine (the vectors are unit length: dot product), and the time per query. */

@@ -21,8 +21,9 @@ interface TableView {
   model: string | null;
   row_count: number;
   created_at: string;
-  /** Rows in the ANN index so far, where the backend keeps one (embedded): progress of long ingests. */
+  /** Where the backend keeps its own ANN index (embedded): rows in it, and rows still waiting (progress of long ingests). */
   indexed_rows?: number;
+  pending_rows?: number;
 }
 
 /** A keyspace's tables as the API shows them, with index progress where the backend has it. */
@@ -38,7 +39,7 @@ export async function tableViews(deps: Deps, keyspace: string): Promise<TableVie
       model: t.model,
       row_count: t.rowCount,
       created_at: t.createdAt,
-      ...(progress ? { indexed_rows: progress.indexed } : {}),
+      ...(progress ? { indexed_rows: progress.indexed, pending_rows: progress.pending } : {}),
     };
   });
 }

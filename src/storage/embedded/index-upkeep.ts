@@ -168,7 +168,8 @@ export class IndexKeeper {
       table: t.meta.name,
       rows: t.matrix.size,
       indexed: t.ann?.size ?? 0,
-      pending: t.pending.size,
+      // A table below the exact-search threshold has nothing waiting: it is searched exactly.
+      pending: t.matrix.size >= this.#opts.exactBelowRows ? t.pending.size : 0,
       savedSeq: t.savedSeq,
     }));
   }

@@ -1,0 +1,96 @@
+/**
+ * What the vector benchmarks share: the synthetic data (deterministic clustered unit vectors:
+ * embeddings cluster, and uniform noise would flatter nothing), batched ingest through the HTTP
+ * API, and timed searches at a given concurrency.
+ */
+import { performance } from 'node:perf_hooks';
+import type { RunningServer } from '../test/server.ts';
+
+/** Unit vectors `start .. start+count-1`, each near one of `centres`: the same for the same index. */
+export function makeVectors(start: number, count: number, dim: number, centres: Float32Array[]): Float32Array[] {
+  const out: Float32Array[] = [];
+  for (let i = start; i < start + count; i++) {
+    let s = (i * 2654435761) >>> 0 || 1;
+    const c = centres[i % centres.length];
+    const v = new Float32Array(dim);
+    let norm = 0;
+    for (let d = 0; d < dim; d++) {
+      s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+      v[d] = c[d] + ((s / 2 ** 32) - 0.5) * 0.6;
+      norm += v[d] * v[d];
+    }
+    norm = Math.sqrt(norm);
+    for (let d = 0; d < dim; d++) v[d] /= norm;
+    out.push(v);
+  }
+  return out;
+}
+
+export function makeCentres(k: number, dim: number): Float32Array[] {
+  let s = 12345;
+  return Array.from({ length: k }, () => {
+    const c = new Float32Array(dim);
+    for (let d = 0; d < dim; d++) {
+      s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+      c[d] = (s / 2 ** 32) - 0.5;
+    }
+    return c;
+  });
+}
+
+export const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+export interface Workload {
+  n: number;
+  dim: number;
+  batch: number;
+  keyspace: string;
+  table: string;
+}
+
+/** Sends every vector in batches from two writers; resolves when all are acknowledged. */
+export async function ingest(server: RunningServer, w: Workload, centres: Float32Array[], progress?: (sent: number, seconds: number) => void) {
+  const concurrency = 2;
+  const { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE } = w;
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < N) {
+        const start = next;
+        const count = Math.min(BATCH, N - start);
+        next += count;
+        const vectors = makeVectors(start, count, DIM, centres).map((v, i) => ({ key: `v${start + i}`, vector: Array.from(v), metadata: { i: start + i } }));
+        const res = await server.call('POST', '/v1/vector/batch', { keyspace: KS, table: TABLE, vectors });
+        if (res.status !== 200) throw new Error(`batch at ${start}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+        progress?.(next, (performance.now() - t0) / 1000);
+      }
+    }),
+  );
+  return { ackSeconds: (performance.now() - t0) / 1000, t0 };
+}
+
+export async function runQueries(server: RunningServer, bodies: object[], concurrency: number) {
+  const lat: number[] = [];
+  const results: any[] = new Array(bodies.length);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < bodies.length) {
+        const i = next++;
+        const s = performance.now();
+        const res = await server.call('POST', '/v1/search/', bodies[i]);
+        lat.push(performance.now() - s);
+        if (res.status !== 200) throw new Error(`search: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+        results[i] = res.body.matches;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  return { qps: bodies.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), results };
+}
+
