@@ -23,7 +23,7 @@ import cassandra from 'cassandra-driver';
 import { PROJECT_ROOT } from '../src/config/config.ts';
 import { dropPrefixed, freshNames } from '../src/storage/cassandra/test-support.ts';
 import { startServer, type RunningServer } from '../test/server.ts';
-import { ingest, makeCentres, makeVectors, pct, runQueries } from './workload.ts';
+import { fmt, ingest, makeCentres, makeVectors, pct, rssMb, runQueries, textSearch } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -74,11 +74,6 @@ function exactTop10(vectors: Float32Array, queries: Float32Array[], dim: number)
   return { keys, ms: (performance.now() - t0) / queries.length };
 }
 
-async function rssMb(pid: number, field: 'RssAnon' | 'VmRSS'): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 /** RSS of the local node started by scripts/cassandra/cassandra.sh, when there is one. */
 async function cassandraRss(): Promise<string> {
@@ -174,7 +169,6 @@ async function main() {
     }
     const truth = exactTop10(flat, qvecs.slice(0, defCount), DIM);
 
-    const fmt = (r: { qps: number; p50: number; p99: number }) => `${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`;
     row('vector search, initial_top_k 100, concurrency 1', fmt(ann1));
     row('vector search, initial_top_k 100, concurrency 16', fmt(ann16));
     row('recall@10, initial_top_k 100 (ANN LIMIT 100) vs exact', recallAt10(ann1.results.slice(0, defCount), truth.keys).toFixed(4));
@@ -183,13 +177,10 @@ async function main() {
     row('recall@10, default initial_top_k vs exact', recallAt10(def1.results, truth.keys).toFixed(4));
     row('plain float32 scan (JS, one thread, top-10)', `${truth.ms.toFixed(1)} ms per query`);
 
-    const texts = ['what is a vector database', 'cheap flights to lisbon', 'how to bake sourdough bread', 'kitten sleeping on a couch', 'rust borrow checker error'];
-    const textBodies = Array.from({ length: 100 }, (_, i) => ({ keyspace: KS, table: TABLE, query: `${texts[i % texts.length]} ${i}`, initial_top_k: 100, final_top_k: 10 }));
     if (DIM === 384) {
-      const text1 = await runQueries(server, textBodies, 1);
-      row('text search (short query, uncached), initial_top_k 100, concurrency 1', fmt(text1));
-      const text16 = await runQueries(server, textBodies.map((b) => ({ ...b, query: `${b.query} again` })), 16);
-      row('text search (short query, uncached), initial_top_k 100, concurrency 16', fmt(text16));
+      const text = await textSearch(server, KS, TABLE);
+      row('text search (short query, uncached), initial_top_k 100, concurrency 1', fmt(text.c1));
+      row('text search (short query, uncached), initial_top_k 100, concurrency 16', fmt(text.c16));
     }
 
     // Restart the service (Cassandra keeps running): time to a healthy server.

@@ -9,13 +9,13 @@
  * a plain float32 scan in this process, time to serve after a restart, and the server's RssAnon.
  * Figures are printed as markdown; docs/PERFORMANCE.md records them with this command.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startServer, type RunningServer } from '../test/server.ts';
-import { ingest, makeCentres, makeVectors, pct, runQueries } from './workload.ts';
+import { fmt, ingest, makeCentres, makeVectors, rssMb, runQueries, textSearch } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -65,11 +65,6 @@ function plainScanMs(vectors: Float32Array, queries: Float32Array[], dim: number
   return (performance.now() - t0) / queries.length;
 }
 
-async function rssAnonMb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const m = /RssAnon:\s+(\d+) kB/.exec(status);
-  return m ? Number(m[1]) / 1024 : NaN;
-}
 
 async function main() {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-bench-'));
@@ -88,7 +83,7 @@ async function main() {
     const ingest = await load(server, centres);
     row('ingest, acknowledged', `${Math.round(N / ingest.ackSeconds).toLocaleString('en')} vectors/s (${ingest.ackSeconds.toFixed(1)} s)`);
     row('ingest, until all indexed', `${ingest.indexedSeconds.toFixed(1)} s`);
-    row('server RssAnon after ingest', `${(await rssAnonMb(server.child.pid!)).toFixed(0)} MB`);
+    row('server RssAnon after ingest', `${(await rssMb(server.child.pid!, 'RssAnon')).toFixed(0)} MB`);
 
     const qvecs = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
     const annBodies = qvecs.map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), initial_top_k: 100, final_top_k: 10 }));
@@ -106,7 +101,6 @@ async function main() {
       hit += ann1.results[i].filter((m: { key: string }) => truth.has(m.key)).length;
     }
     const recall = hit / (exactCount * 10);
-    const fmt = (r: { qps: number; p50: number; p99: number }) => `${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`;
     row('vector search, initial_top_k 100, concurrency 1', fmt(ann1));
     row('vector search, initial_top_k 100, concurrency 16', fmt(ann16));
     row('recall@10, initial_top_k 100 vs exact', recall.toFixed(4));
@@ -121,14 +115,10 @@ async function main() {
     const scanMs = plainScanMs(flat, qvecs.slice(0, Math.min(10, exactCount)), DIM);
     row('plain float32 scan (JS, one thread, top-10)', `${scanMs.toFixed(1)} ms per query; exact search p50 / scan = ${(exact1.p50 / scanMs).toFixed(2)}`);
 
-    const texts = ['what is a vector database', 'cheap flights to lisbon', 'how to bake sourdough bread', 'kitten sleeping on a couch', 'rust borrow checker error'];
-    const textBodies = Array.from({ length: 100 }, (_, i) => ({ keyspace: KS, table: TABLE, query: `${texts[i % texts.length]} ${i}`, initial_top_k: 100, final_top_k: 10 }));
-    // The bench table holds synthetic 384-d vectors, so text queries are valid (same dimension) though meaningless.
     if (DIM === 384) {
-      const text1 = await runQueries(server, textBodies, 1);
-      row('text search (short query, uncached), initial_top_k 100, concurrency 1', fmt(text1));
-      const text16 = await runQueries(server, textBodies.map((b) => ({ ...b, query: `${b.query} again` })), 16);
-      row('text search (short query, uncached), initial_top_k 100, concurrency 16', fmt(text16));
+      const text = await textSearch(server, KS, TABLE);
+      row('text search (short query, uncached), initial_top_k 100, concurrency 1', fmt(text.c1));
+      row('text search (short query, uncached), initial_top_k 100, concurrency 16', fmt(text.c16));
     }
 
     // Restart: graceful stop (indexes saved), then time to a healthy server.
@@ -136,7 +126,7 @@ async function main() {
     const t0 = performance.now();
     server = await startServer(env, 300_000);
     row('ready to serve after restart (spawn to healthcheck 200)', `${((performance.now() - t0) / 1000).toFixed(2)} s`);
-    row('server RssAnon after restart', `${(await rssAnonMb(server.child.pid!)).toFixed(0)} MB`);
+    row('server RssAnon after restart', `${(await rssMb(server.child.pid!, 'RssAnon')).toFixed(0)} MB`);
     const after = await runQueries(server, annBodies.slice(0, 50), 1);
     row('vector search after restart, initial_top_k 100, concurrency 1', fmt(after));
   } finally {

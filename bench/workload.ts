@@ -3,6 +3,7 @@
  * embeddings cluster, and uniform noise would flatter nothing), batched ingest through the HTTP
  * API, and timed searches at a given concurrency.
  */
+import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import type { RunningServer } from '../test/server.ts';
 
@@ -94,3 +95,26 @@ export async function runQueries(server: RunningServer, bodies: object[], concur
   return { qps: bodies.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), results };
 }
 
+
+export type Timed = { qps: number; p50: number; p99: number };
+
+export const fmt = (r: Timed): string => `${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`;
+
+/** A process's resident memory from /proc, in MB: RssAnon (heap and other anonymous memory) or VmRSS (all). */
+export async function rssMb(pid: number, field: 'RssAnon' | 'VmRSS'): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/**
+ * Short text queries (uncached: each text is new) at concurrency 1 and 16. The bench tables hold
+ * synthetic 384-d vectors, so these are valid (same dimension) though meaningless.
+ */
+export async function textSearch(server: RunningServer, keyspace: string, table: string): Promise<{ c1: Timed; c16: Timed }> {
+  const texts = ['what is a vector database', 'cheap flights to lisbon', 'how to bake sourdough bread', 'kitten sleeping on a couch', 'rust borrow checker error'];
+  const bodies = Array.from({ length: 100 }, (_, i) => ({ keyspace, table, query: `${texts[i % texts.length]} ${i}`, initial_top_k: 100, final_top_k: 10 }));
+  const c1 = await runQueries(server, bodies, 1);
+  const c16 = await runQueries(server, bodies.map((b) => ({ ...b, query: `${b.query} again` })), 16);
+  return { c1, c16 };
+}
