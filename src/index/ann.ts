@@ -14,6 +14,7 @@ import path from 'node:path';
 import { Index, ScalarKind } from 'usearch';
 import { usearchMetric } from './exact.ts';
 import { METRICS, type Metric } from './metric.ts';
+import { writeFileDurably } from '../durable-file.ts';
 
 /**
  * Graph parameters. usearch searches with max(expansion_search, k), so asking for more than 512
@@ -124,14 +125,13 @@ export class AnnIndex {
   }
 
   async #finishSave(file: string, tmp: string, partial: Omit<AnnSidecar, 'bytes' | 'sha256'>): Promise<AnnSidecar> {
-    const dir = path.dirname(file);
     try {
       await fsyncFile(tmp);
       const { bytes, sha256 } = await hashFile(tmp);
       await fs.rename(tmp, file);
       const sidecar: AnnSidecar = { ...partial, bytes, sha256 };
+      // Also fsyncs the directory, making the index file's rename above durable too.
       await writeFileDurably(sidecarPath(file), JSON.stringify(sidecar));
-      await fsyncDir(dir);
       return sidecar;
     } finally {
       await fs.rm(tmp, { force: true });
@@ -194,31 +194,3 @@ async function fsyncFile(file: string): Promise<void> {
   }
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  try {
-    const fh = await fs.open(dir, 'r');
-    try {
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    // Some platforms cannot fsync a directory; the rename is still atomic.
-  }
-}
-
-async function writeFileDurably(file: string, data: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    const fh = await fs.open(tmp, 'w');
-    try {
-      await fh.writeFile(data);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await fs.rename(tmp, file);
-  } finally {
-    await fs.rm(tmp, { force: true });
-  }
-}

@@ -20,6 +20,7 @@ import { invalid, ServiceError } from '../../errors.ts';
 import type { FileRecord, MetadataRecord, VectorRow } from '../api.ts';
 import type { Db } from './sql.ts';
 import type { Vectors } from './vectors.ts';
+import { writeFileDurably } from '../../durable-file.ts';
 
 interface FileRow {
   keyspace: string;
@@ -200,24 +201,9 @@ export class Files {
   }
 
   async #writeDurably(target: string, content: Buffer): Promise<void> {
-    const tmp = `${target}.tmp`;
     try {
-      const fh = await fsp.open(tmp, 'wx', 0o600);
-      try {
-        await fh.writeFile(content);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await fsp.rename(tmp, target);
-      const dir = await fsp.open(this.#dir, 'r');
-      try {
-        await dir.sync();
-      } finally {
-        await dir.close();
-      }
+      await writeFileDurably(target, content, { mode: 0o600 });
     } catch (e) {
-      await fsp.rm(tmp, { force: true }).catch(() => undefined);
       await fsp.rm(target, { force: true }).catch(() => undefined);
       throw fsError('store the file', e);
     }
