@@ -23,7 +23,7 @@ import cassandra from 'cassandra-driver';
 import { PROJECT_ROOT } from '../src/config/config.ts';
 import { dropPrefixed, freshNames } from '../src/storage/cassandra/test-support.ts';
 import { startServer, type RunningServer } from '../test/server.ts';
-import { fmt, ingest, makeCentres, makeVectors, pct, rssMb, runQueries, textSearch } from './workload.ts';
+import { fmt, ingest, makeCentres, makeVectors, pct, restart, rssMb, runQueries, textSearch } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -184,13 +184,11 @@ async function main() {
     }
 
     // Restart the service (Cassandra keeps running): time to a healthy server.
-    await server.kill('SIGTERM');
-    const t0 = performance.now();
-    server = await startServer(env, 300_000);
-    row('ready to serve after a service restart (spawn to healthcheck 200)', `${((performance.now() - t0) / 1000).toFixed(2)} s`);
-    row('server RssAnon after restart', `${(await rssMb(server.child.pid!, 'RssAnon')).toFixed(0)} MB`);
-    const after = await runQueries(server, annBodies.slice(0, 50), 1);
-    row('vector search after restart, initial_top_k 100, concurrency 1', fmt(after));
+    const r = await restart(server, env, annBodies.slice(0, 50));
+    server = r.server;
+    row('ready to serve after a service restart (spawn to healthcheck 200)', `${r.readySeconds.toFixed(2)} s`);
+    row('server RssAnon after restart', `${r.rssAnon.toFixed(0)} MB`);
+    row('vector search after restart, initial_top_k 100, concurrency 1', fmt(r.searches));
   } finally {
     await server.kill('SIGTERM');
     await rm(dataDir, { recursive: true, force: true });

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startServer, type RunningServer } from '../test/server.ts';
-import { fmt, ingest, makeCentres, makeVectors, rssMb, runQueries, textSearch } from './workload.ts';
+import { fmt, ingest, makeCentres, makeVectors, restart, rssMb, runQueries, textSearch } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -122,13 +122,11 @@ async function main() {
     }
 
     // Restart: graceful stop (indexes saved), then time to a healthy server.
-    await server.kill('SIGTERM');
-    const t0 = performance.now();
-    server = await startServer(env, 300_000);
-    row('ready to serve after restart (spawn to healthcheck 200)', `${((performance.now() - t0) / 1000).toFixed(2)} s`);
-    row('server RssAnon after restart', `${(await rssMb(server.child.pid!, 'RssAnon')).toFixed(0)} MB`);
-    const after = await runQueries(server, annBodies.slice(0, 50), 1);
-    row('vector search after restart, initial_top_k 100, concurrency 1', fmt(after));
+    const r = await restart(server, env, annBodies.slice(0, 50));
+    server = r.server;
+    row('ready to serve after restart (spawn to healthcheck 200)', `${r.readySeconds.toFixed(2)} s`);
+    row('server RssAnon after restart', `${r.rssAnon.toFixed(0)} MB`);
+    row('vector search after restart, initial_top_k 100, concurrency 1', fmt(r.searches));
   } finally {
     await server.kill('SIGTERM');
     if (!args.keep) await rm(dataDir, { recursive: true, force: true });

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
-import type { RunningServer } from '../test/server.ts';
+import { startServer, type RunningServer } from '../test/server.ts';
 
 /** Unit vectors `start .. start+count-1`, each near one of `centres`: the same for the same index. */
 export function makeVectors(start: number, count: number, dim: number, centres: Float32Array[]): Float32Array[] {
@@ -117,4 +117,18 @@ export async function textSearch(server: RunningServer, keyspace: string, table:
   const c1 = await runQueries(server, bodies, 1);
   const c16 = await runQueries(server, bodies.map((b) => ({ ...b, query: `${b.query} again` })), 16);
   return { c1, c16 };
+}
+
+/**
+ * Stops the server gracefully, starts it again with the same settings, and measures what a
+ * restart costs: seconds to a healthy server, its RssAnon, and the first vector searches.
+ */
+export async function restart(server: RunningServer, env: Record<string, string>, bodies: object[]) {
+  await server.kill('SIGTERM');
+  const t0 = performance.now();
+  const next = await startServer(env, 300_000);
+  const readySeconds = (performance.now() - t0) / 1000;
+  const rssAnon = await rssMb(next.child.pid!, 'RssAnon');
+  const searches = await runQueries(next, bodies, 1);
+  return { server: next, readySeconds, rssAnon, searches };
 }
