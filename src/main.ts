@@ -1,5 +1,5 @@
 /**
- * `npm start`: read the environment once, open storage, load the model in the background,
+ * `npm start`: read the environment once, start loading the model, open storage meanwhile,
  * make the administrator on first start, and serve.
  */
 import { ConfigError, loadConfig } from './config/config.ts';
@@ -12,10 +12,22 @@ import { openStorage } from './storage/factory.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
+  // Metrics need the storage backend, which opens after the model starts loading; no batch can
+  // run before they exist (the model answers requests only, and the server is not listening yet).
+  let metrics: Metrics | undefined;
+  const models = new ModelRegistry({
+    ...config,
+    embedding: { ...config.embedding, onBatch: (model, size, ms, ok) => metrics?.onEmbeddingBatch(model, size, ms, ok) },
+  });
+  // The model loads off the request path, from now on, while storage opens and the app is built;
+  // the healthcheck answers 503 until it is ready. A failure is logged below, once there is a logger.
+  const modelLoad = models.start().then(
+    () => undefined,
+    (err: unknown) => ({ err }),
+  );
   const backend = await openStorage(config);
-  const metrics = new Metrics(backend.indexStatus?.bind(backend));
+  metrics = new Metrics(backend.indexStatus?.bind(backend));
   const storage = metrics.instrument(backend);
-  const models = new ModelRegistry({ ...config, embedding: { ...config.embedding, onBatch: metrics.onEmbeddingBatch } });
   const deps = { config, storage, models };
   const app = await buildApp(deps, {
     metrics,
@@ -31,8 +43,9 @@ async function main(): Promise<void> {
     );
   }
 
-  // The model loads off the request path; the healthcheck answers 503 until it is ready.
-  models.start().catch((err: unknown) => app.log.error({ err }, 'model failed to load'));
+  void modelLoad.then((failed) => {
+    if (failed) app.log.error({ err: failed.err }, 'model failed to load');
+  });
 
   let closing = false;
   const shutdown = async (signal: string) => {

@@ -1,5 +1,6 @@
 /**
- * Runs the real server (`src/main.ts`) as a child process, for tests that need a process to kill.
+ * Runs the real server as a child process, for tests that need a process to kill: the same entry
+ * as `npm start` (scripts/start.mjs, which runs the esbuild bundle of src/main.ts, rebuilt when stale).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -17,7 +18,7 @@ export interface RunningServer {
 }
 
 export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<RunningServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+  const child = spawn(process.execPath, [path.join(ROOT, 'scripts/start.mjs')], {
     cwd: ROOT,
     env: { ...process.env, VSS_PORT: '0', VSS_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

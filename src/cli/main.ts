@@ -62,7 +62,8 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .command('serve')
     .description('start the server (settings from the environment, as `npm start`)')
     .action(async () => {
-      await import('../main.ts');
+      // The same entry as `npm start`: the bundled server, rebuilt first if src/ changed.
+      await import(new URL('../../scripts/start.mjs', import.meta.url).href);
       await new Promise(() => {}); // the server runs until a signal
     });
 

@@ -8,7 +8,6 @@ import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { parseCsv } from '../ingest/extract.ts';
 
 export interface ImportRecord {
@@ -110,6 +109,8 @@ export async function* readRecords(file: string, format: Format): AsyncGenerator
     }
     return;
   }
+  // Loaded here, for .parquet files only: the CLI starts without it.
+  const { asyncBufferFromFile, parquetReadObjects } = await import('hyparquet');
   const rows = (await parquetReadObjects({ file: await asyncBufferFromFile(file) })) as Record<string, unknown>[];
   for (const raw of rows) {
     n++;

@@ -31,7 +31,9 @@ export function callerOf(request: FastifyRequest): Caller {
   return request.caller;
 }
 
-export const authPlugin = fp(async (app: FastifyInstance, opts: { storage: Storage; publicPrefixes?: string[] }) => {
+// A named function: fastify-plugin names an anonymous one after the file in a stack trace it
+// takes (slow once source-mapped, and the bundle's file name rather than this one's).
+export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { storage: Storage; publicPrefixes?: string[] }) {
   // Routes registered by third-party plugins (the docs UI) cannot carry our route config.
   const publicPrefixes = opts.publicPrefixes ?? [];
   app.decorateRequest('caller', null);

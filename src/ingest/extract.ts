@@ -1,10 +1,15 @@
 import type { Readable } from 'node:stream';
-import { convert as htmlToText } from 'html-to-text';
-import mammoth from 'mammoth';
-import { getDocumentProxy } from 'unpdf';
-import yauzl from 'yauzl';
+import type { getDocumentProxy } from 'unpdf';
+import type yauzl from 'yauzl';
 import { ServiceError } from '../errors.ts';
+import { lazyImport } from '../lazy-import.ts';
 import { cachedJson, decodeText, parseJsonText, type FileType } from './detect.ts';
+
+// The parsers load on the first file of their kind, not at start.
+const loadHtmlToText = lazyImport(() => import('html-to-text'));
+const loadMammoth = lazyImport(() => import('mammoth'));
+const loadUnpdf = lazyImport(() => import('unpdf'));
+const loadYauzl = lazyImport(() => import('yauzl'));
 
 export interface ExtractLimits {
   /** Most characters of text kept (the rest is cut off and `truncated` set). */
@@ -79,10 +84,11 @@ interface PdfTextItem {
 }
 
 async function extractPdf(bytes: Buffer, limits: ExtractLimits): Promise<Extracted> {
+  const unpdf = await loadUnpdf();
   let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
   try {
     // A copy: pdf.js may take over (detach) the buffer it is given.
-    pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0, stopAtErrors: false, isEvalSupported: false });
+    pdf = await unpdf.getDocumentProxy(new Uint8Array(bytes), { verbosity: 0, stopAtErrors: false, isEvalSupported: false });
   } catch (e) {
     const name = (e as { name?: string } | null)?.name;
     if (name === 'PasswordException') throw unreadable('the PDF is encrypted (password protected)', e);
@@ -123,12 +129,14 @@ async function extractPdf(bytes: Buffer, limits: ExtractLimits): Promise<Extract
 
 /* ------------------------------------------------------------------ docx */
 
-const openZip = (bytes: Buffer): Promise<yauzl.ZipFile> =>
-  new Promise((resolve, reject) => {
-    yauzl.fromBuffer(bytes, { lazyEntries: true, validateEntrySizes: true, decodeStrings: true, strictFileNames: false }, (err, zip) =>
+const openZip = async (bytes: Buffer): Promise<yauzl.ZipFile> => {
+  const { default: yauzlLib } = await loadYauzl();
+  return new Promise((resolve, reject) => {
+    yauzlLib.fromBuffer(bytes, { lazyEntries: true, validateEntrySizes: true, decodeStrings: true, strictFileNames: false }, (err, zip) =>
       err || !zip ? reject(err ?? new Error('no zip')) : resolve(zip),
     );
   });
+};
 
 /** Every entry of the central directory, without reading any file data. */
 async function zipEntries(bytes: Buffer): Promise<yauzl.Entry[]> {
@@ -209,6 +217,7 @@ export async function checkDocxZip(bytes: Buffer, maxExpandedBytes: number): Pro
 
 async function extractDocx(bytes: Buffer, limits: ExtractLimits): Promise<Extracted> {
   await checkDocxZip(bytes, limits.maxExpandedBytes);
+  const { default: mammoth } = await loadMammoth();
   let raw: string;
   try {
     raw = (await mammoth.extractRawText({ buffer: bytes })).value;
@@ -245,8 +254,9 @@ export function htmlStackWork(html: string): number {
   return work;
 }
 
-function extractHtml(text: string, limits: ExtractLimits): Extracted {
+async function extractHtml(text: string, limits: ExtractLimits): Promise<Extracted> {
   if (htmlStackWork(text) > MAX_HTML_STACK_WORK) throw unreadable('the HTML is nested too deeply to read (unclosed elements)');
+  const { convert: htmlToText } = await loadHtmlToText();
   const out = htmlToText(text, {
     wordwrap: false,
     preserveNewlines: false,
@@ -526,7 +536,7 @@ export async function extractText(bytes: Buffer, type: FileType, limits: Extract
     if (type === 'json') out = extractJson(bytes, decoded, limits);
     else {
       const { text, truncated } = preCap(decoded, limits);
-      if (type === 'html') out = extractHtml(text, limits);
+      if (type === 'html') out = await extractHtml(text, limits);
       else if (type === 'csv') out = extractCsv(text, limits);
       else if (type === 'md') out = finish(stripMarkdown(text), 'md:strip', limits, truncated);
       else out = finish(text, 'txt:plain', limits, truncated);

@@ -1,6 +1,9 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import { ServiceError } from '../errors.ts';
+import { lazyImport } from '../lazy-import.ts';
 import type { Deps } from './deps.ts';
+
+const loadStripe = lazyImport(() => import('stripe'));
 
 /** Stripe's default: a signature older than this is a replay, not a delivery. */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -30,9 +33,10 @@ export async function handleCheckoutWebhook(deps: Deps, rawBody: Buffer, signatu
     throw new ServiceError('not_ready', 'The payment webhook is not configured on this server (STRIPE_WEBHOOK_SECRET).');
   }
   if (!signature) throw new ServiceError('validation_failed', 'The Stripe-Signature header is missing.', { errors: [{ path: '/headers/stripe-signature', message: 'is required' }] });
+  const { default: StripeLib } = await loadStripe();
   let event: Stripe.Event;
   try {
-    event = Stripe.webhooks.constructEvent(rawBody, signature, secret, SIGNATURE_TOLERANCE_SECONDS);
+    event = StripeLib.webhooks.constructEvent(rawBody, signature, secret, SIGNATURE_TOLERANCE_SECONDS);
   } catch {
     // The library's message can echo header contents; say only what failed.
     throw new ServiceError('validation_failed', 'The Stripe-Signature does not verify (wrong secret, altered body, or a stale timestamp).', {

@@ -3,8 +3,9 @@
  * API service) reached at DOCKER_HOST, through dockerode. No runtime answering in time is
  * `runtime_unavailable` (503), with a message naming where it looked.
  */
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { ServiceError } from '../errors.ts';
+import { lazyImport } from '../lazy-import.ts';
 import type { Deps } from './deps.ts';
 
 export interface ContainerView {
@@ -17,6 +18,8 @@ export interface ContainerView {
   /** The runtime's human text, e.g. "Up 3 minutes" or "Exited (0) 2 hours ago". */
   status_text: string;
 }
+
+const loadDockerode = lazyImport(() => import('dockerode'));
 
 export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
 /** How long the runtime has to answer the listing. */
@@ -75,8 +78,9 @@ export async function listContainers(deps: Deps, opts: { timeoutMs?: number } = 
   const dockerHost = deps.config.dockerHost;
   const timeoutMs = opts.timeoutMs ?? DOCKER_TIMEOUT_MS;
   const conn = parseDockerHost(dockerHost);
+  const { default: DockerClient } = await loadDockerode();
   // Explicit fields override whatever docker-modem would read from process.env itself.
-  const docker = new Docker({ host: undefined, port: undefined, socketPath: undefined, ...conn, timeout: timeoutMs });
+  const docker = new DockerClient({ host: undefined, port: undefined, socketPath: undefined, ...conn, timeout: timeoutMs });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(unavailable(dockerHost, `no answer within ${timeoutMs} ms`)), timeoutMs);
