@@ -1,7 +1,10 @@
 /**
  * End-to-end benchmark of the embedded backend through the real server process and real HTTP.
  *
- *   node --import tsx bench/vectors.bench.ts --n 100000 [--dim 384] [--queries 200] [--keep]
+ *   node --import tsx bench/vectors.bench.ts --n 100000 [--dim 384] [--queries 200] [--encoding base64|json] [--keep]
+ *
+ * Ingest sends 1,000-vector batches from two writers, each vector as `vector_base64` (float32
+ * bytes, the default) or with `--encoding json` as a `vector` array of JSON numbers.
  *
  * Reports: ingest (acknowledged vectors/s; seconds until all are in the ANN index), search QPS
  * and p50/p99 at concurrency 1 and 16 for vector queries with initial_top_k 100 and with the
@@ -15,7 +18,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startServer, type RunningServer } from '../test/server.ts';
-import { fmt, ingest, makeCentres, makeVectors, restart, rssMb, runQueries, textSearch } from './workload.ts';
+import { fmt, ingest, makeCentres, makeVectors, restart, rssMb, runQueries, textSearch, WIRE_ENCODINGS, type WireEncoding } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -23,6 +26,7 @@ const { values: args } = parseArgs({
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '200' },
     batch: { type: 'string', default: '1000' },
+    encoding: { type: 'string', default: 'base64' },
     keep: { type: 'boolean', default: false },
   },
 });
@@ -30,12 +34,17 @@ const N = Number(args.n);
 const DIM = Number(args.dim);
 const QUERIES = Number(args.queries);
 const BATCH = Number(args.batch);
+const ENCODING = args.encoding as WireEncoding;
+if (!WIRE_ENCODINGS.includes(ENCODING)) {
+  console.error(`--encoding must be one of ${WIRE_ENCODINGS.join(', ')} (got ${args.encoding})`);
+  process.exit(2);
+}
 const KEY = 'bench-admin-key-0123456789abcdef';
 const KS = 'default_keyspace';
 const TABLE = 'bench';
 
 async function load(server: RunningServer, centres: Float32Array[]) {
-  const { ackSeconds, t0 } = await ingest(server, { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE }, centres);
+  const { ackSeconds, t0 } = await ingest(server, { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE, encoding: ENCODING }, centres);
   // Wait for the ANN index to cover every row.
   for (;;) {
     const list = await server.call('GET', '/v1/keyspaces/list');
@@ -81,9 +90,9 @@ async function main() {
     if (res.status !== 200) throw new Error(JSON.stringify(res.body));
 
     const ingest = await load(server, centres);
-    row('ingest, acknowledged', `${Math.round(N / ingest.ackSeconds).toLocaleString('en')} vectors/s (${ingest.ackSeconds.toFixed(1)} s)`);
+    row(`ingest, acknowledged (${ENCODING === 'base64' ? 'vector_base64' : 'vector as JSON numbers'})`, `${Math.round(N / ingest.ackSeconds).toLocaleString('en')} vectors/s (${ingest.ackSeconds.toFixed(1)} s)`);
     row('ingest, until all indexed', `${ingest.indexedSeconds.toFixed(1)} s`);
-    row('server RssAnon after ingest', `${(await rssMb(server.child.pid!, 'RssAnon')).toFixed(0)} MB`);
+    row('server RssAnon after ingest', `${(await rssMb(server.child.pid!, 'RssAnon')).toFixed(0)} MB (RssFile ${(await rssMb(server.child.pid!, 'RssFile')).toFixed(0)} MB)`);
 
     const qvecs = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
     const annBodies = qvecs.map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), initial_top_k: 100, final_top_k: 10 }));
@@ -131,7 +140,7 @@ async function main() {
     await server.kill('SIGTERM');
     if (!args.keep) await rm(dataDir, { recursive: true, force: true });
   }
-  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, ${os.cpus().length} cores (${os.cpus()[0]?.model}), node ${process.version}\n`);
+  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, write encoding ${ENCODING}, ${os.cpus().length} cores (${os.cpus()[0]?.model}), node ${process.version}\n`);
   console.log('| measure | figure |\n|---|---|');
   console.log(rows.join('\n'));
 }

@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
+import { encodeFloat32Base64 } from '../src/float32-base64.ts';
 import { startServer, type RunningServer } from '../test/server.ts';
 
 /** Unit vectors `start .. start+count-1`, each near one of `centres`: the same for the same index. */
@@ -44,18 +45,28 @@ export const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 
+/** How write records carry their vectors: `vector` (JSON numbers) or `vector_base64` (float32 bytes). */
+export type WireEncoding = 'json' | 'base64';
+export const WIRE_ENCODINGS: readonly WireEncoding[] = ['json', 'base64'];
+
+/** A write record's vector field in the given encoding. */
+export const vectorField = (v: Float32Array, encoding: WireEncoding): { vector: number[] } | { vector_base64: string } =>
+  encoding === 'base64' ? { vector_base64: encodeFloat32Base64(v) } : { vector: Array.from(v) };
+
 export interface Workload {
   n: number;
   dim: number;
   batch: number;
   keyspace: string;
   table: string;
+  /** How the batches carry their vectors. */
+  encoding: WireEncoding;
 }
 
 /** Sends every vector in batches from two writers; resolves when all are acknowledged. */
 export async function ingest(server: RunningServer, w: Workload, centres: Float32Array[], progress?: (sent: number, seconds: number) => void) {
   const concurrency = 2;
-  const { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE } = w;
+  const { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE, encoding } = w;
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
@@ -64,7 +75,7 @@ export async function ingest(server: RunningServer, w: Workload, centres: Float3
         const start = next;
         const count = Math.min(BATCH, N - start);
         next += count;
-        const vectors = makeVectors(start, count, DIM, centres).map((v, i) => ({ key: `v${start + i}`, vector: Array.from(v), metadata: { i: start + i } }));
+        const vectors = makeVectors(start, count, DIM, centres).map((v, i) => ({ key: `v${start + i}`, ...vectorField(v, encoding), metadata: { i: start + i } }));
         const res = await server.call('POST', '/v1/vector/batch', { keyspace: KS, table: TABLE, vectors });
         if (res.status !== 200) throw new Error(`batch at ${start}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
         progress?.(next, (performance.now() - t0) / 1000);
@@ -100,8 +111,11 @@ export type Timed = { qps: number; p50: number; p99: number };
 
 export const fmt = (r: Timed): string => `${r.qps.toFixed(0)} QPS, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`;
 
-/** A process's resident memory from /proc, in MB: RssAnon (heap and other anonymous memory) or VmRSS (all). */
-export async function rssMb(pid: number, field: 'RssAnon' | 'VmRSS'): Promise<number> {
+/**
+ * A process's resident memory from /proc, in MB: RssAnon (heap and other anonymous memory),
+ * RssFile (file pages it maps, e.g. memory-mapped index graphs) or VmRSS (all).
+ */
+export async function rssMb(pid: number, field: 'RssAnon' | 'RssFile' | 'VmRSS'): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
   return m ? Number(m[1]) / 1024 : NaN;

@@ -108,6 +108,23 @@ describe('the vss command line against a real server', () => {
     assert.equal(new Set(keys).size, 10_000);
   });
 
+  it('sends vectors as float32 bytes: they read back as the file\'s values rounded to float32, and a bad one is named', async () => {
+    const file = path.join(dir, 'exact.jsonl');
+    const v = [Math.PI, -1 / 3, 1e-40, 0.1, 123456.789, 2 ** -126];
+    await writeFile(file, `${JSON.stringify({ key: 'e1', vector: v })}\n${JSON.stringify({ key: 'e2', vector: v.map((x) => -x), text: 'kept' })}\n`);
+    const res = await vss(['import', file, '-t', 'exact', '--no-progress'], env);
+    assert.equal(res.code, 0, res.err);
+    const got = await server.call('POST', '/v1/vector/get', { keyspace: 'default_keyspace', table: 'exact', key: 'e2' });
+    assert.deepEqual(got.body.vector, v.map((x) => Math.fround(-x)));
+    assert.equal(got.body.text, 'kept');
+    const bad = path.join(dir, 'bad.jsonl');
+    await writeFile(bad, `${JSON.stringify({ key: 'ok', vector: v })}\n${JSON.stringify({ key: 'huge', vector: [1e39, 1, 1, 1, 1, 1] })}\n`);
+    const refused = await vss(['import', bad, '-t', 'exact', '--no-progress', '--restart'], env);
+    assert.equal(refused.code, 6, refused.err);
+    assert.match(refused.err, /\/body\/vectors\/1\/vector_base64: value 0 is Infinity/);
+    assert.equal(await count('exact'), 2);
+  });
+
   it('searches by text and prints a readable table, or JSON', async () => {
     const file = path.join(dir, 'docs.jsonl');
     await writeFile(

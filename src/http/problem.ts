@@ -4,6 +4,8 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_CODES, ServiceError, type ErrorCode, type FieldError } from '../errors.ts';
+import { STANDARD_BASE64 } from '../float32-base64.ts';
+import { BASE64_FORMAT } from './schemas.ts';
 
 export const STATUS: Record<ErrorCode, number> = {
   validation_failed: 400,
@@ -60,6 +62,8 @@ function ajvToFieldErrors(err: FastifyError): FieldError[] {
     } else if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
       path = `${path}/${params.additionalProperty}`;
       message = 'is not a known field';
+    } else if (v.keyword === 'format' && params.format === BASE64_FORMAT) {
+      message = `must be ${STANDARD_BASE64}`;
     }
     out.push({ path, message });
   }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { encodeFloat32Base64 } from '../float32-base64.ts';
 import { startTestApp, type TestApp } from './testing.ts';
 
 /** Deterministic PRNG so a failure reproduces. */
@@ -56,6 +57,29 @@ describe('POST /v1/search/ exactness (vectors, fake embedder: no meaning checked
       }
     });
   }
+
+  it('gives the same matches and scores for vector_base64 as for the same vector as an array', async () => {
+    const rand = rng(4242);
+    const dim = 48;
+    const table = 'by_base64';
+    const rows = Array.from({ length: 200 }, (_, i) => ({ key: `r${i}`, vector: Array.from({ length: dim }, rand), metadata: { i } }));
+    let res = await t.call('POST', '/v1/vector/batch', { keyspace: 'default_keyspace', table, vectors: rows });
+    assert.equal(res.statusCode, 200, res.body);
+    for (const metric of ['cosine', 'dot_product', 'euclidean']) {
+      for (let qi = 0; qi < 3; qi++) {
+        const q = Float32Array.from({ length: dim }, rand);
+        const common = { keyspace: 'default_keyspace', table, metric, final_top_k: 15, include_vector: true };
+        const asArray = await t.call('POST', '/v1/search/', { ...common, vector: Array.from(q) });
+        res = await t.call('POST', '/v1/search/', { ...common, vector_base64: encodeFloat32Base64(q) });
+        assert.equal(asArray.statusCode, 200, asArray.body);
+        assert.equal(res.statusCode, 200, res.body);
+        assert.equal(res.json().matches.length, 15);
+        assert.deepEqual(res.json().matches, asArray.json().matches);
+        assert.equal(res.json().query, null);
+        assert.ok(res.json().matches.every((m: { vector: unknown }) => Array.isArray(m.vector)));
+      }
+    }
+  });
 
   it('echoes every resolved default', async () => {
     const res = await t.call('POST', '/v1/search/', { query: 'anything', keyspace: 'default_keyspace', table: 'vector' });
@@ -118,6 +142,14 @@ describe('POST /v1/search/ exactness (vectors, fake embedder: no meaning checked
       ['unknown field', { ...base, query: 'a', topk: 3 }, 400, 'validation_failed', '/body/topk'],
       ['bad filter operator', { ...base, query: 'a', filter: { a: { $regex: 'x' } } }, 400, 'validation_failed'],
       ['wrong-dimension vector', { ...base, vector: [1, 2, 3] }, 400, 'dimension_mismatch'],
+      ['wrong-dimension vector_base64', { ...base, vector_base64: encodeFloat32Base64([1, 2, 3]) }, 400, 'dimension_mismatch', '/body/vector_base64'],
+      ['both vector and vector_base64', { ...base, vector: [1, 2, 3], vector_base64: encodeFloat32Base64([1, 2, 3]) }, 400, 'validation_failed', '/body/vector_base64'],
+      ['both query and vector_base64', { ...base, query: 'a', vector_base64: encodeFloat32Base64([1]) }, 400, 'validation_failed', '/body/vector_base64'],
+      ['vector_base64 not base64', { ...base, vector_base64: 'AAAA AAAA' }, 400, 'validation_failed', '/body/vector_base64'],
+      ['vector_base64 not whole float32s', { ...base, vector_base64: Buffer.alloc(6).toString('base64') }, 400, 'validation_failed', '/body/vector_base64'],
+      ['vector_base64 holding NaN', { ...base, vector_base64: Buffer.from([0, 0, 0xc0, 0x7f, 0, 0, 0x80, 0x3f]).toString('base64') }, 400, 'validation_failed', '/body/vector_base64'],
+      ['vector_base64 holding Infinity', { ...base, vector_base64: Buffer.from([0, 0, 0x80, 0x3f, 0, 0, 0x80, 0x7f]).toString('base64') }, 400, 'validation_failed', '/body/vector_base64'],
+      ['zero vector_base64 under cosine', { ...base, vector_base64: encodeFloat32Base64(new Float32Array(384)) }, 400, 'validation_failed', '/body/vector_base64'],
       ['missing keyspace', { query: 'a', keyspace: 'nope', table: 'vector' }, 404, 'keyspace_not_found'],
       ['missing table', { query: 'a', keyspace: 'default_keyspace', table: 'nope' }, 404, 'table_not_found'],
     ];

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { encodeFloat32Base64 } from '../float32-base64.ts';
+import { DEFAULT_LIMITS } from '../config/config.ts';
+import { fromBase64Float32 } from '../service/validate.ts';
 import { startTestApp, TEST_STORAGE, type TestApp } from './testing.ts';
 
 // Fake embedder: these tests check storage and validation, not meaning.
@@ -158,5 +161,183 @@ describe('POST /v1/vector/list pages through a table in key order', () => {
 
   it('in key order', { skip: TEST_STORAGE === 'cassandra' ? 'Cassandra pages in token order (Murmur3 of the key): stable, not alphabetical' : false }, () => {
     assert.deepEqual(seen, keys);
+  });
+});
+
+/** Base64 of raw 32-bit patterns, little-endian (for NaN and Infinity, which arrays cannot carry). */
+const bitsBase64 = (...bits: number[]): string => {
+  const b = Buffer.alloc(bits.length * 4);
+  bits.forEach((x, i) => b.writeUInt32LE(x >>> 0, i * 4));
+  return b.toString('base64');
+};
+
+describe('vector_base64: float32 bytes instead of JSON numbers', () => {
+  let t: TestApp;
+  const ks = 'default_keyspace';
+  before(async () => (t = await startTestApp({ model: 'fake', limits: { batchItems: 50 } })));
+  after(() => t.close());
+
+  const count = async (table: string) => {
+    const res = await t.call('POST', '/v1/vector/count', { keyspace: ks, table });
+    if (res.statusCode === 404) return 0;
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json().count as number;
+  };
+  const get = async (table: string, key: string) => {
+    const res = await t.call('POST', '/v1/vector/get', { keyspace: ks, table, key, include_vector: true });
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json() as { vector: number[]; metadata: object; text: string | null };
+  };
+  const problem = (res: { statusCode: number; body: string; json(): any }, code: string, path: string) => {
+    assert.equal(res.statusCode, 400, res.body);
+    const p = res.json();
+    assert.equal(p.code, code, res.body);
+    assert.ok(p.errors.some((e: { path: string }) => e.path === path), `${path} not in ${JSON.stringify(p.errors)}`);
+    return p;
+  };
+
+  // Values whose decimal form would round differently, plus the float32 extremes.
+  const special = [Math.PI, -1 / 3, 1e-40 /* subnormal */, 1.401298464324817e-45, 3.4028234663852886e38, -3.4028234663852886e38, 0.1, -0];
+  const vectorOf = (i: number, dim: number) => {
+    const v = new Float32Array(dim);
+    for (let d = 0; d < dim; d++) v[d] = d < special.length && i === 0 ? special[d] : Math.sin(i * 31 + d * 7) * (1 + d);
+    return v;
+  };
+
+  it('a batch written as vector_base64 reads back with exactly the float32 values written', async () => {
+    const dim = 24;
+    const written = Array.from({ length: 30 }, (_, i) => vectorOf(i, dim));
+    const vectors = written.map((v, i) => ({ key: `b${i}`, vector_base64: encodeFloat32Base64(v), metadata: { i } }));
+    const res = await t.call('POST', '/v1/vector/batch', { keyspace: ks, table: 'b64', vectors });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.json().written, 30);
+    assert.equal(await count('b64'), 30);
+    for (let i = 0; i < written.length; i++) {
+      const got = await get('b64', `b${i}`);
+      assert.deepEqual(got.metadata, { i });
+      // Stored bit for bit (-0 included) ...
+      const row = await t.deps.storage.getVector(ks, 'b64', `b${i}`);
+      assert.deepEqual(Buffer.from(row!.vector.buffer, row!.vector.byteOffset, row!.vector.byteLength), Buffer.from(written[i].buffer), `b${i}`);
+      // ... and served as the same float32 values (JSON has no -0: it reads back as 0).
+      assert.deepEqual(got.vector, Array.from(written[i], (x) => x + 0));
+      assert.deepEqual(Buffer.from(Float32Array.from(got.vector).buffer), Buffer.from(Float32Array.from(written[i], (x) => x + 0).buffer));
+    }
+    const list = await t.call('POST', '/v1/vector/list', { keyspace: ks, table: 'b64', limit: 50 });
+    assert.equal(list.statusCode, 200, list.body);
+    assert.ok(list.json().vectors.every((v: { vector: unknown }) => Array.isArray(v.vector)), 'responses keep number arrays');
+  });
+
+  it('mixes vector_base64, vector and text records in one batch, and takes it in /v1/vector/write', async () => {
+    const v = vectorOf(7, 384);
+    let res = await t.call('POST', '/v1/vector/batch', {
+      keyspace: ks,
+      table: 'mixed',
+      vectors: [{ key: 'b', vector_base64: encodeFloat32Base64(v) }, { key: 'a', vector: Array.from(v) }, { key: 't', text: 'hello' }],
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual((await get('mixed', 'b')).vector, (await get('mixed', 'a')).vector);
+    res = await t.call('POST', '/v1/vector/write', { keyspace: ks, table: 'mixed', key: 'w', vector_base64: encodeFloat32Base64(v), text: 'kept, not embedded' });
+    assert.equal(res.statusCode, 200, res.body);
+    const w = await get('mixed', 'w');
+    assert.deepEqual(w.vector, Array.from(v));
+    assert.equal(w.text, 'kept, not embedded');
+  });
+
+  it('refuses what is not standard base64, naming each field (schema)', async () => {
+    const ok = encodeFloat32Base64([1, 2, 3]);
+    // Other characters, bad padding, whitespace, a line of junk after a good one, the URL-safe
+    // alphabet, non-zero unused trailing bits, empty.
+    const bad = ['not base64!', 'AAAAAA=', 'AAAA AAA', 'AAAA\nAAAA', 'AAAAAAAA\n!!!!', '_-__AAAA', 'AAAAAAB=', ''];
+    const vectors = [{ key: 'ok', vector_base64: ok }, ...bad.map((vector_base64, i) => ({ key: `bad${i}`, vector_base64 }))];
+    const res = await t.call('POST', '/v1/vector/batch', { keyspace: ks, table: 'refused', vectors });
+    const p = problem(res, 'validation_failed', '/body/vectors/1/vector_base64');
+    assert.match(p.errors.find((e: { path: string }) => e.path === '/body/vectors/1/vector_base64').message, /must be standard base64/);
+    for (let i = 1; i <= bad.length; i++) assert.ok(p.errors.some((e: { path: string }) => e.path === `/body/vectors/${i}/vector_base64`), `${i}: ${JSON.stringify(p.errors)}`);
+    assert.ok(!p.errors.some((e: { path: string }) => e.path === '/body/vectors/0/vector_base64'));
+    problem(await t.call('POST', '/v1/vector/write', { keyspace: ks, table: 'refused', vector_base64: 'AA==AA==' }), 'validation_failed', '/body/vector_base64');
+    // Checked with the schema: named together with the other schema errors.
+    const both = await t.call('POST', '/v1/vector/write', { keyspace: 'Bad-Name', table: 'refused', vector_base64: 'AAAA\n!!!!' });
+    problem(both, 'validation_failed', '/body/vector_base64');
+    problem(both, 'validation_failed', '/body/keyspace');
+    assert.equal(await count('refused'), 0);
+  });
+
+  it('refuses more values than the maximum dimension (schema maxLength)', async () => {
+    const tooLong = encodeFloat32Base64(new Float32Array(DEFAULT_LIMITS.maxDimension + 1).fill(1));
+    problem(await t.call('POST', '/v1/vector/write', { keyspace: ks, table: 'refused', vector_base64: tooLong }), 'validation_failed', '/body/vector_base64');
+    const max = encodeFloat32Base64(new Float32Array(DEFAULT_LIMITS.maxDimension).fill(1));
+    const res = await t.call('POST', '/v1/vector/write', { keyspace: ks, table: 'widest', vector_base64: max });
+    assert.equal(res.statusCode, 200, res.body);
+  });
+
+  it('refuses both vector and vector_base64 in one record', async () => {
+    const res = await t.call('POST', '/v1/vector/batch', {
+      keyspace: ks,
+      table: 'refused',
+      vectors: [{ key: 'ok', vector: [1, 2, 3] }, { key: 'both', vector: [1, 2, 3], vector_base64: encodeFloat32Base64([1, 2, 3]) }],
+    });
+    problem(res, 'validation_failed', '/body/vectors/1/vector_base64');
+    problem(await t.call('POST', '/v1/vector/write', { keyspace: ks, table: 'refused', vector: [1], vector_base64: encodeFloat32Base64([1]) }), 'validation_failed', '/body/vector_base64');
+    assert.equal(await count('refused'), 0);
+  });
+
+  it('refuses byte lengths that are not whole float32s and NaN/Infinity bit patterns, every bad record at once', async () => {
+    const vectors = [
+      { key: 'ok', vector_base64: encodeFloat32Base64([1, 2, 3]) },
+      { key: 'six-bytes', vector_base64: Buffer.alloc(6, 1).toString('base64') },
+      { key: 'nan', vector_base64: bitsBase64(0x3f800000, 0x7fc00000, 0x3f800000) },
+      { key: 'signalling-nan', vector_base64: bitsBase64(0x7f800001, 0x3f800000, 0x3f800000) },
+      { key: 'inf', vector_base64: bitsBase64(0x3f800000, 0x3f800000, 0x7f800000) },
+      { key: '-inf', vector_base64: bitsBase64(0xff800000, 0x3f800000, 0x3f800000) },
+      { key: 'five-bytes', vector_base64: 'AAAAAAA=' },
+    ];
+    const res = await t.call('POST', '/v1/vector/batch', { keyspace: ks, table: 'refused', vectors });
+    const p = problem(res, 'validation_failed', '/body/vectors/1/vector_base64');
+    const byPath = new Map<string, string>(p.errors.map((e: { path: string; message: string }) => [e.path, e.message]));
+    assert.match(byPath.get('/body/vectors/1/vector_base64')!, /6 bytes.*multiple of 4/);
+    assert.match(byPath.get('/body/vectors/2/vector_base64')!, /value 1 is NaN/);
+    assert.match(byPath.get('/body/vectors/3/vector_base64')!, /value 0 is NaN/);
+    assert.match(byPath.get('/body/vectors/4/vector_base64')!, /value 2 is Infinity/);
+    assert.match(byPath.get('/body/vectors/5/vector_base64')!, /value 0 is -Infinity/);
+    assert.match(byPath.get('/body/vectors/6/vector_base64')!, /5 bytes/);
+    assert.ok(!byPath.has('/body/vectors/0/vector_base64'));
+    problem(await t.call('POST', '/v1/vector/write', { keyspace: ks, table: 'refused', vector_base64: bitsBase64(0x7fc00000) }), 'validation_failed', '/body/vector_base64');
+    assert.equal(await count('refused'), 0);
+  });
+
+  it('refuses a dimension other than the table\'s with dimension_mismatch, writing nothing', async () => {
+    let res = await t.call('POST', '/v1/vector/batch', { keyspace: ks, table: 'dims', vectors: [{ key: 'first', vector_base64: encodeFloat32Base64([1, 2, 3, 4]) }] });
+    assert.equal(res.statusCode, 200, res.body);
+    res = await t.call('POST', '/v1/vector/batch', {
+      keyspace: ks,
+      table: 'dims',
+      vectors: [{ key: 'ok', vector_base64: encodeFloat32Base64([4, 3, 2, 1]) }, { key: 'array-ok', vector: [1, 1, 1, 1] }, { key: 'short', vector_base64: encodeFloat32Base64([1, 2, 3]) }],
+    });
+    const p = problem(res, 'dimension_mismatch', '/body/vectors/2/vector_base64');
+    assert.match(p.errors.find((e: { path: string }) => e.path === '/body/vectors/2/vector_base64').message, /3 dimensions.*holds 4/);
+    // Within one new batch, records disagreeing with the first one.
+    res = await t.call('POST', '/v1/vector/batch', { keyspace: ks, table: 'dims_new', vectors: [{ key: 'a', vector: [1, 2] }, { key: 'b', vector_base64: encodeFloat32Base64([1, 2, 3]) }] });
+    problem(res, 'dimension_mismatch', '/body/vectors/1/vector_base64');
+    problem(await t.call('POST', '/v1/vector/write', { keyspace: ks, table: 'dims', vector_base64: encodeFloat32Base64([1, 2]) }), 'dimension_mismatch', '/body/vector_base64');
+    const zero = await t.call('POST', '/v1/vector/write', { keyspace: ks, table: 'dims', vector_base64: encodeFloat32Base64([0, 0, 0, 0]) });
+    assert.equal(zero.statusCode, 400, zero.body);
+    assert.ok(zero.json().errors.some((e: { path: string; message: string }) => e.path === '/body/vector_base64' && /zero vector/.test(e.message)), zero.body);
+    assert.equal(await count('dims'), 1);
+    assert.equal(await count('dims_new'), 0);
+  });
+
+  it('the service decodes strictly even without the schema in front', () => {
+    const limits = DEFAULT_LIMITS;
+    const errors: { path: string; message: string }[] = [];
+    assert.deepEqual(Array.from(fromBase64Float32(encodeFloat32Base64([1.5, -2]), '/v', errors, limits)!), [1.5, -2]);
+    for (const s of ['AAAA\nAAAA', 'AAAA-_AA', 'AAAAAAA', 'AAAAAA=A', 'AAAAAAAAAAAAAAB=', 'AAAAAAAAAAAA!!!!', 'AAAAAAAAAAAAAA-_', 'AAAAAAAAAAAAAAA\n', '']) {
+      errors.length = 0;
+      assert.equal(fromBase64Float32(s, '/v', errors, limits), null, JSON.stringify(s));
+      assert.equal(errors.length, 1);
+      assert.equal(errors[0].path, '/v');
+    }
+    errors.length = 0;
+    assert.equal(fromBase64Float32(encodeFloat32Base64([1, 2, 3]), '/v', errors, { ...limits, maxDimension: 2 }), null);
+    assert.match(errors[0].message, /1 to 2/);
   });
 });

@@ -5,11 +5,13 @@ import type { Filter, Metadata, StoredMatch } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
 import { enrichWithSources } from './sources.ts';
 import { requireTable } from './tables.ts';
-import { isZero, toFloat32, utf8Bytes } from './validate.ts';
+import { isZero, utf8Bytes, vectorOf } from './validate.ts';
 
 export interface SearchInput {
   query?: string;
   vector?: number[];
+  /** The query vector's little-endian float32 bytes in standard base64 (instead of `vector`). */
+  vector_base64?: string;
   model_name?: string;
   keyspace: string;
   table: string;
@@ -48,15 +50,16 @@ function resolve(deps: Deps, input: SearchInput) {
   const { limits, defaultModel } = deps.config;
   const errors: FieldError[] = [];
   const hasQuery = input.query !== undefined;
-  const hasVector = input.vector !== undefined;
+  const hasVector = input.vector !== undefined || input.vector_base64 !== undefined;
   if (hasQuery === hasVector) {
-    const message = hasQuery ? 'give either query or vector, not both' : 'one of query or vector is required';
-    errors.push({ path: '/body/query', message }, { path: '/body/vector', message });
+    const message = hasQuery ? 'give either query or a vector, not both' : 'one of query, vector or vector_base64 is required';
+    const given = hasQuery ? (['vector', 'vector_base64'] as const).filter((f) => input[f] !== undefined) : (['vector'] as const);
+    errors.push({ path: '/body/query', message }, ...given.map((f) => ({ path: `/body/${f}`, message })));
   }
   if (hasQuery && utf8Bytes(input.query!) > limits.queryBytes) {
     errors.push({ path: '/body/query', message: `must be at most ${limits.queryBytes} bytes in UTF-8` });
   }
-  const vector = hasVector ? toFloat32(input.vector!, '/body/vector', errors, limits) : null;
+  const { vector, field } = vectorOf(input, '/body', errors, limits);
 
   const metricName = input.metric ?? 'cosine';
   const metric = parseMetric(metricName);
@@ -72,13 +75,13 @@ function resolve(deps: Deps, input: SearchInput) {
     errors.push({ path: '/body/final_top_k', message: `must not exceed initial_top_k (${initialTopK})` });
   }
   if (input.filter !== undefined) errors.push(...validateFilter(input.filter, '/body/filter'));
-  if (vector && metric === 'cosine' && isZero(vector)) errors.push({ path: '/body/vector', message: 'a zero vector has no cosine similarity' });
+  if (vector && metric === 'cosine' && isZero(vector)) errors.push({ path: `/body/${field}`, message: 'a zero vector has no cosine similarity' });
   if (errors.length > 0) throw invalid(errors);
 
   const modelName = input.model_name ?? defaultModel;
   // Resolving the model also validates its name (unknown_model lists the valid ones).
   const embedder = hasQuery ? deps.models.get(modelName) : null;
-  return { metric, initialTopK, finalTopK, modelName, vector, embedder };
+  return { metric, initialTopK, finalTopK, modelName, vector, field, embedder };
 }
 
 export async function search(deps: Deps, input: SearchInput): Promise<SearchOutput> {
@@ -90,7 +93,7 @@ export async function search(deps: Deps, input: SearchInput): Promise<SearchOutp
     throw new ServiceError(
       'dimension_mismatch',
       `The query vector has ${queryVector.length} dimensions; table "${table.name}" holds ${table.dimension}.`,
-      { errors: [{ path: r.vector ? '/body/vector' : '/body/model_name', message: `gives ${queryVector.length} dimensions, table has ${table.dimension}` }] },
+      { errors: [{ path: r.vector ? `/body/${r.field}` : '/body/model_name', message: `gives ${queryVector.length} dimensions, table has ${table.dimension}` }] },
     );
   }
 

@@ -4,6 +4,7 @@
  */
 import type { Limits } from '../config/config.ts';
 import type { FieldError } from '../errors.ts';
+import { isStandardBase64, STANDARD_BASE64 } from '../float32-base64.ts';
 import type { Metadata } from '../storage/api.ts';
 
 export const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
@@ -25,6 +26,78 @@ export function toFloat32(values: readonly number[], path: string, errors: Field
     out[i] = f;
   }
   return out;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/**
+ * Decodes a base64 string of little-endian float32 values straight into a Float32Array (one copy,
+ * no per-number JS values), rejecting what is not standard base64 (see isStandardBase64; checked
+ * here too, so the service never decodes leniently), a byte length that is not a whole number of
+ * float32s, a dimension outside 1..maxDimension, and NaN or ±Infinity.
+ */
+export function fromBase64Float32(encoded: string, path: string, errors: FieldError[], limits: Limits): Float32Array | null {
+  const maxChars = 4 * Math.ceil((limits.maxDimension * 4) / 3);
+  const notBase64 = () => errors.push({ path, message: `must be ${STANDARD_BASE64}` });
+  if (typeof encoded !== 'string' || encoded.length > maxChars) {
+    errors.push({ path, message: `must encode 1 to ${limits.maxDimension} float32 values (at most ${maxChars} base64 characters)` });
+    return null;
+  }
+  if (encoded.length % 4 !== 0) {
+    notBase64();
+    return null;
+  }
+  const pad = encoded.endsWith('==') ? 2 : encoded.endsWith('=') ? 1 : 0;
+  const bytes = (encoded.length / 4) * 3 - pad;
+  if (bytes % 4 !== 0) {
+    if (!isStandardBase64(encoded)) notBase64();
+    else errors.push({ path, message: `decodes to ${bytes} bytes, not a multiple of 4 (float32 values are 4 bytes each)` });
+    return null;
+  }
+  const n = bytes / 4;
+  if (n < 1 || n > limits.maxDimension) {
+    errors.push({ path, message: `must have 1 to ${limits.maxDimension} float32 values (has ${n})` });
+    return null;
+  }
+  const out = new Float32Array(n);
+  const view = Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+  view.write(encoded, 0, bytes, 'base64');
+  // Encoding the bytes again gives the same string only if it was canonical standard base64.
+  if (view.toString('base64') !== encoded) {
+    notBase64();
+    return null;
+  }
+  if (!LITTLE_ENDIAN) view.swap32();
+  for (let i = 0; i < n; i++) {
+    if (!Number.isFinite(out[i])) {
+      errors.push({ path, message: `value ${i} is ${out[i]}: every value must be a finite float32` });
+      return null;
+    }
+  }
+  return out;
+}
+
+export type VectorField = 'vector' | 'vector_base64';
+
+/**
+ * The vector of a record or query given as `vector` (JSON numbers) or `vector_base64` (exactly
+ * one may be given): float32 values, the field they came from (for error paths), or nulls when
+ * neither is given or the one given is bad (errors pushed, each at `<base>/<field>`).
+ */
+export function vectorOf(
+  r: { vector?: readonly number[]; vector_base64?: string },
+  base: string,
+  errors: FieldError[],
+  limits: Limits,
+): { vector: Float32Array | null; field: VectorField | null } {
+  if (r.vector !== undefined && r.vector_base64 !== undefined) {
+    const message = 'give either vector or vector_base64, not both';
+    errors.push({ path: `${base}/vector`, message }, { path: `${base}/vector_base64`, message });
+    return { vector: null, field: 'vector_base64' };
+  }
+  if (r.vector_base64 !== undefined) return { vector: fromBase64Float32(r.vector_base64, `${base}/vector_base64`, errors, limits), field: 'vector_base64' };
+  if (r.vector !== undefined) return { vector: toFloat32(r.vector, `${base}/vector`, errors, limits), field: 'vector' };
+  return { vector: null, field: null };
 }
 
 export function isZero(v: Float32Array): boolean {

@@ -5,11 +5,13 @@ import type { Filter, Metadata, TableInfo, VectorRow } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
 import { checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists, requireTable } from './tables.ts';
-import { checkKey, checkMetadata, checkText, isZero, toFloat32 } from './validate.ts';
+import { checkKey, checkMetadata, checkText, isZero, vectorOf, type VectorField } from './validate.ts';
 
 export interface VectorRecordInput {
   key?: string;
   vector?: number[];
+  /** The vector's little-endian float32 bytes in standard base64 (instead of `vector`). */
+  vector_base64?: string;
   text?: string;
   metadata?: Metadata;
 }
@@ -32,6 +34,8 @@ export interface WriteInput extends VectorRecordInput {
 interface Parsed {
   key: string;
   vector: Float32Array | null;
+  /** Where the vector came from, for error paths (null: embedded from text). */
+  field: VectorField | null;
   text: string | null;
   metadata: Metadata;
   path: string;
@@ -54,9 +58,9 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
     checkKey(key, `${path}/key`, errors, limits);
     checkMetadata(r.metadata, `${path}/metadata`, errors, limits);
     checkText(r.text, `${path}/text`, errors, limits.textBytes);
-    const vector = r.vector !== undefined ? toFloat32(r.vector, `${path}/vector`, errors, limits) : null;
-    if (r.vector === undefined && r.text === undefined) errors.push({ path, message: 'needs a vector, or a text to embed' });
-    return { key, vector, text: r.text ?? null, metadata: r.metadata ?? {}, path };
+    const { vector, field } = vectorOf(r, path, errors, limits);
+    if (field === null && r.text === undefined) errors.push({ path, message: 'needs a vector (or vector_base64), or a text to embed' });
+    return { key, vector, field, text: r.text ?? null, metadata: r.metadata ?? {}, path };
   });
   if (errors.length) throw invalid(errors);
 
@@ -71,9 +75,9 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
 
   for (const p of parsed) {
     if (p.vector && p.vector.length !== dimension) {
-      errors.push({ path: `${p.path}/vector`, message: `has ${p.vector.length} dimensions; table "${tableName}" holds ${dimension}` });
+      errors.push({ path: `${p.path}/${p.field}`, message: `has ${p.vector.length} dimensions; table "${tableName}" holds ${dimension}` });
     } else if (p.vector && metric === 'cosine' && isZero(p.vector)) {
-      errors.push({ path: `${p.path}/vector`, message: 'a zero vector has no cosine similarity' });
+      errors.push({ path: `${p.path}/${p.field}`, message: 'a zero vector has no cosine similarity' });
     }
   }
   if (embedder && deps.models.dimension(model) !== dimension) {
