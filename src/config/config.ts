@@ -90,7 +90,9 @@ export interface Config {
   /** Embedding micro-batching: most texts per model call, and how long to wait to fill one. */
   readonly embedding: { readonly maxBatch: number; readonly batchWindowMs: number; readonly cacheEntries: number };
   /** ANN index upkeep: save after this many changes or this many ms, whichever comes first. */
-  readonly index: { readonly saveEveryChanges: number; readonly saveEveryMs: number; readonly exactBelowRows: number };
+  /** MiB of vectors that small tables may also keep in memory (bigger ones are scanned from their files). */
+  readonly vectorMemoryMb: number;
+  readonly index: { readonly saveEveryChanges: number; readonly saveEveryMs: number; readonly exactBelowRows: number; readonly segmentRows: number };
 }
 
 export class ConfigError extends Error {
@@ -229,13 +231,15 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     metricsPublic: env.VSS_METRICS_PUBLIC === 'true' || ['127.0.0.1', 'localhost', '::1'].includes(str('VSS_HOST') ?? '127.0.0.1'),
     embedding: {
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
-      batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 2, 0, 1000),
+      batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 0, 0, 1000),
       cacheEntries: int('VSS_EMBED_CACHE_ENTRIES', 2048, 0, 1_000_000),
     },
+    vectorMemoryMb: int('VSS_VECTOR_MEMORY_MB', 256, 0, 1_000_000),
     index: {
       saveEveryChanges: int('VSS_INDEX_SAVE_EVERY_CHANGES', 50_000, 1, 100_000_000),
       saveEveryMs: int('VSS_INDEX_SAVE_EVERY_MS', 60_000, 100, 86_400_000),
       exactBelowRows: int('VSS_EXACT_BELOW_ROWS', 10_000, 0, 100_000_000),
+      segmentRows: int('VSS_INDEX_SEGMENT_ROWS', 250_000, 1_000, 100_000_000),
     },
     ...rest,
   } as Config;

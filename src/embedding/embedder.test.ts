@@ -49,6 +49,24 @@ describe('Embedder batching (fake model)', () => {
     assert.equal(st.batchSizes.reduce((a, b) => a + b, 0), st.calls);
   });
 
+  test('with no window, a lone text goes at once, same-turn texts go together, and texts queued behind a busy model share its next call', async () => {
+    const model = new FakeEmbeddingModel({ delayMs: 30 });
+    const e = new Embedder(model, { maxBatch: 32, batchWindowMs: 0, cacheEntries: 0 });
+    const t0 = performance.now();
+    await e.embed(['alone']);
+    assert.deepEqual(model.calls.map((c) => c.length), [1]);
+    assert.ok(performance.now() - t0 < 30 + 25, 'no timed wait before the call');
+    await Promise.all([e.embed(['x1']), e.embed(['x2']), e.embed(['x3'])]);
+    assert.deepEqual(model.calls.map((c) => c.length), [1, 3], 'one turn, one call');
+    const busy = e.embed(['first']);
+    await new Promise((r) => setTimeout(r, 5));
+    const queued = [e.embed(['q1']), e.embed(['q2'])];
+    await new Promise((r) => setTimeout(r, 5));
+    queued.push(e.embed(['q3']));
+    await Promise.all([busy, ...queued]);
+    assert.deepEqual(model.calls.map((c) => c.length), [1, 3, 1, 3]);
+  });
+
   test('texts in one model call are sorted by token count', async () => {
     const model = new FakeEmbeddingModel({ delayMs: 20 });
     const e = new Embedder(model, { maxBatch: 4, batchWindowMs: 1, cacheEntries: 0 });

@@ -80,6 +80,7 @@ export class Embedder {
   private readonly cache = new Map<string, CacheEntry>();
   private pending: Pending[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
   /** A flush is running (at most one at a time). */
   private flushing: Promise<void> | undefined;
   private closed = false;
@@ -223,7 +224,17 @@ export class Embedder {
       this.startFlush();
       return;
     }
-    if (this.timer) return;
+    if (this.timer || this.immediate) return;
+    if (this.windowMs === 0) {
+      // No window: texts of the same event-loop turn go together, and texts that arrive while
+      // the model is busy queue for its next call, so batches form under load without adding
+      // latency to a lone query (the model call itself is the window).
+      this.immediate = setImmediate(() => {
+        this.immediate = undefined;
+        if (!this.flushing) this.startFlush();
+      });
+      return;
+    }
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (!this.flushing) this.startFlush();

@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { AutoModel, AutoTokenizer, env, Tensor } from '@huggingface/transformers';
+import { digestFiles } from '../file-digest.ts';
 
 /**
  * A sentence-embedding model: text in, one L2-normalised vector per text out.
@@ -55,19 +54,25 @@ export interface ModelInfo {
   maxTokens: number;
 }
 
-const exists = async (p: string): Promise<boolean> => {
+/*
+ * The small files (config.json, SHA256SUMS...) are read synchronously on purpose: a few hundred
+ * bytes each, and every async read waits for a turn of the event loop, which a starting server
+ * does not give until its app is built; the load would reach the checksum worker (digestFiles)
+ * only then instead of at once, and the main thread would wait for it afterwards.
+ */
+const exists = (p: string): boolean => {
   try {
-    await stat(p);
+    statSync(p);
     return true;
   } catch {
     return false;
   }
 };
 
-async function readJson(file: string): Promise<Record<string, unknown>> {
+function readJson(file: string): Record<string, unknown> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch (e) {
     throw new Error(`cannot read ${file}: ${(e as Error).message}`, { cause: e });
   }
@@ -82,8 +87,8 @@ async function readJson(file: string): Promise<Record<string, unknown>> {
 export async function readModelInfo(modelDir: string, name: string): Promise<ModelInfo> {
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw new Error(`invalid model name "${name}": expected a folder name`);
   const dir = path.resolve(modelDir, name);
-  if (!(await exists(dir))) throw new Error(`model "${name}" not found: looked for the folder ${dir}`);
-  const config = await readJson(path.join(dir, 'config.json'));
+  if (!exists(dir)) throw new Error(`model "${name}" not found: looked for the folder ${dir}`);
+  const config = readJson(path.join(dir, 'config.json'));
   const dimension = config.hidden_size;
   if (typeof dimension !== 'number' || !Number.isInteger(dimension) || dimension < 1) {
     throw new Error(`${path.join(dir, 'config.json')} has no valid hidden_size`);
@@ -91,8 +96,8 @@ export async function readModelInfo(modelDir: string, name: string): Promise<Mod
   const maxPositions = typeof config.max_position_embeddings === 'number' ? config.max_position_embeddings : Infinity;
   let maxTokens: number;
   const sbertFile = path.join(dir, 'sentence_bert_config.json');
-  if (await exists(sbertFile)) {
-    const sbert = await readJson(sbertFile);
+  if (exists(sbertFile)) {
+    const sbert = readJson(sbertFile);
     if (typeof sbert.max_seq_length !== 'number' || !Number.isInteger(sbert.max_seq_length) || sbert.max_seq_length < 2) {
       throw new Error(`${sbertFile} has no valid max_seq_length`);
     }
@@ -103,17 +108,6 @@ export async function readModelInfo(modelDir: string, name: string): Promise<Mod
   return { name, dir, dimension, maxTokens: Math.min(maxTokens, maxPositions) };
 }
 
-async function sha256File(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  await new Promise<void>((resolve, reject) => {
-    const s = createReadStream(file, { highWaterMark: 1 << 20 });
-    s.on('data', (chunk) => hash.update(chunk));
-    s.on('error', reject);
-    s.on('end', resolve);
-  });
-  return hash.digest('hex');
-}
-
 /**
  * Checks every file listed in `<dir>/SHA256SUMS` (`sha256sum` format). Throws an Error naming the
  * first missing or mismatching file; a missing or empty SHA256SUMS is an error too.
@@ -122,7 +116,7 @@ export async function verifyChecksums(dir: string): Promise<void> {
   const sumsFile = path.join(dir, 'SHA256SUMS');
   let text: string;
   try {
-    text = await readFile(sumsFile, 'utf8');
+    text = readFileSync(sumsFile, 'utf8');
   } catch (e) {
     throw new Error(`cannot read ${sumsFile}: ${(e as Error).message}`, { cause: e });
   }
@@ -140,17 +134,15 @@ export async function verifyChecksums(dir: string): Promise<void> {
     entries.push({ hex: m[1].toLowerCase(), file, rel });
   }
   if (entries.length === 0) throw new Error(`${sumsFile} lists no files`);
-  await Promise.all(
-    entries.map(async ({ hex, file, rel }) => {
-      let actual: string;
-      try {
-        actual = await sha256File(file);
-      } catch (e) {
-        throw new Error(`model file ${rel} (${file}) listed in SHA256SUMS cannot be read: ${(e as Error).message}`, { cause: e });
-      }
-      if (actual !== hex) throw new Error(`model file ${rel} (${file}) does not match SHA256SUMS (expected ${hex}, got ${actual})`);
-    }),
-  );
+  // On a worker thread: ~90 MB of hashing runs beside the app's start instead of holding it up.
+  const digests = await digestFiles(entries.map((e) => e.file));
+  entries.forEach(({ hex, file, rel }, i) => {
+    const d = digests[i];
+    if (d instanceof Error) {
+      throw new Error(`model file ${rel} (${file}) listed in SHA256SUMS cannot be read: ${d.message}`, { cause: d });
+    }
+    if (d.sha256 !== hex) throw new Error(`model file ${rel} (${file}) does not match SHA256SUMS (expected ${hex}, got ${d.sha256})`);
+  });
 }
 
 /* transformers.js keeps its settings in one global `env`; loads are serialised so that two

@@ -1,4 +1,4 @@
-import { readdir, stat } from 'node:fs/promises';
+import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config/config.ts';
 import { ServiceError } from '../errors.ts';
@@ -26,11 +26,12 @@ type Slot =
   | { state: 'ready'; dimension: number; maxTokens: number; embedder: Embedder }
   | { state: 'failed'; dimension: number; maxTokens: number; error: Error };
 
-const DEFAULT_EMBEDDING: EmbedderOptions = { maxBatch: 32, batchWindowMs: 2, cacheEntries: 2048 };
+const DEFAULT_EMBEDDING: EmbedderOptions = { maxBatch: 32, batchWindowMs: 0, cacheEntries: 2048 };
 
-const isFile = async (p: string): Promise<boolean> => {
+// Synchronous, as readModelInfo's reads (model.ts): small, and start() reaches the checksum worker at once.
+const isFile = (p: string): boolean => {
   try {
-    return (await stat(p)).isFile();
+    return statSync(p).isFile();
   } catch {
     return false;
   }
@@ -111,14 +112,14 @@ export class ModelRegistry {
     this.slots.set(this.defaultName, { state: 'idle', dimension: def.dimension, maxTokens: def.maxTokens });
     let entries: string[] = [];
     try {
-      entries = (await readdir(modelDir, { withFileTypes: true })).filter((d) => d.isDirectory() || d.isSymbolicLink()).map((d) => d.name);
+      entries = readdirSync(modelDir, { withFileTypes: true }).filter((d) => d.isDirectory() || d.isSymbolicLink()).map((d) => d.name);
     } catch {
       // readModelInfo above succeeded, so this is unlikely; the default model alone is fine.
     }
     for (const name of entries.sort()) {
       if (name === this.defaultName || name.startsWith('.')) continue;
       const dir = path.join(modelDir, name);
-      if (!(await isFile(path.join(dir, 'onnx', 'model.onnx'))) || !(await isFile(path.join(dir, 'SHA256SUMS')))) continue;
+      if (!isFile(path.join(dir, 'onnx', 'model.onnx')) || !isFile(path.join(dir, 'SHA256SUMS'))) continue;
       try {
         const info = await readModelInfo(modelDir, name);
         this.slots.set(name, { state: 'idle', dimension: info.dimension, maxTokens: info.maxTokens });

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { AnnIndex, sidecarPath } from './ann.ts';
+import { digestFile } from '../file-digest.ts';
+import { AnnIndex } from './ann.ts';
 import { SegmentedMatrix } from './matrix.ts';
 import { exactSearchMatrix } from './exact.ts';
 
@@ -71,35 +72,51 @@ describe('AnnIndex', () => {
     assert.equal(ann.search(Float32Array.of(1, 0, 0, 0), 1)[0], 99);
   });
 
-  it('saves and loads, and refuses damaged or foreign files without crashing', async () => {
+  it('writes a file, opens it in memory or as a view, and refuses damaged or foreign files without crashing', async () => {
     const ann = AnnIndex.create(d, 'euclidean');
     ann.add(ids, data);
     const file = path.join(dir, '1.usearch');
-    const side = await ann.save(file, 42, 'db-a');
-    assert.equal(side.seq, 42);
+    const digest = await ann.writeFile(file);
+    assert.deepEqual(digest, await digestFile(file));
     const q = data.subarray(0, d);
-    const loaded = await AnnIndex.load(file, { dimension: d, metric: 'euclidean', tag: 'db-a' });
-    assert.ok(loaded);
-    assert.equal(loaded.seq, 42);
-    assert.equal(loaded.index.size, n);
-    assert.deepEqual(loaded.index.search(q, 10), ann.search(q, 10));
+    const expect = { dimension: d, metric: 'euclidean' as const, size: n, digest };
+    for (const how of ['load', 'view'] as const) {
+      const opened = await AnnIndex.open(file, expect, how);
+      assert.ok(opened, how);
+      assert.equal(opened.size, n);
+      assert.equal(opened.viewed, how === 'view');
+      assert.deepEqual(opened.search(q, 10), ann.search(q, 10));
+    }
+    const view = await AnnIndex.open(file, expect, 'view');
+    assert.throws(() => view!.add([1], q), /read-only/);
 
-    assert.equal(await AnnIndex.load(path.join(dir, 'missing.usearch'), { dimension: d, metric: 'euclidean' }), null);
-    assert.equal(await AnnIndex.load(file, { dimension: d + 1, metric: 'euclidean' }), null);
-    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'cosine' }), null);
-    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'euclidean', tag: 'db-b' }), null);
+    assert.equal(await AnnIndex.open(path.join(dir, 'missing.usearch'), expect, 'load'), null);
+    assert.equal(await AnnIndex.open(file, { ...expect, dimension: d + 1 }, 'load'), null);
+    assert.equal(await AnnIndex.open(file, { ...expect, size: n - 1 }, 'load'), null);
+    assert.equal(await AnnIndex.open(file, { ...expect, digest: { ...digest, sha256: '0'.repeat(64) } }, 'view'), null);
 
     const good = await fs.readFile(file);
     await fs.writeFile(file, good.subarray(0, good.length >> 1));
-    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'euclidean' }), null, 'truncated');
+    assert.equal(await AnnIndex.open(file, expect, 'view'), null, 'truncated');
     const garbage = Buffer.from(good);
     for (let i = 0; i < garbage.length; i += 13) garbage[i] ^= 0x5a;
     await fs.writeFile(file, garbage);
-    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'euclidean' }), null, 'garbage');
-    await fs.writeFile(file, good);
-    await fs.writeFile(sidecarPath(file), '{not json');
-    assert.equal(await AnnIndex.load(file, { dimension: d, metric: 'euclidean' }), null, 'bad sidecar');
+    assert.equal(await AnnIndex.open(file, expect, 'load'), null, 'garbage');
     const left = await fs.readdir(dir);
     assert.ok(left.every((f) => !f.endsWith('.tmp')), `temp files left: ${left}`);
+  });
+
+  it('becomes a view of its own file without changing its answers', async () => {
+    const ann = AnnIndex.create(d, 'cosine');
+    ann.add(ids, data);
+    const q = data.subarray(5 * d, 6 * d);
+    const before = ann.search(q, 20);
+    const file = path.join(dir, 'own.usearch');
+    await ann.writeFile(file);
+    ann.becomeView(file);
+    assert.ok(ann.viewed);
+    assert.equal(ann.size, n);
+    assert.deepEqual(ann.search(q, 20), before);
+    assert.deepEqual(ann.containsMany([ids[0], 1]), [true, false]);
   });
 });

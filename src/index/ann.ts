@@ -1,53 +1,49 @@
 /**
- * The approximate stage-1 index: a usearch HNSW graph over 16-bit copies of a table's vectors,
- * keyed by row id. It is derived state: the caller re-scores what it returns with the
- * full-precision vectors, and rebuilds it whenever `load` cannot vouch for a saved file.
+ * One usearch HNSW graph over 16-bit copies of vectors, keyed by row id: the building block of a
+ * table's approximate stage-1 index (ann-segments.ts). The caller re-scores what it returns with
+ * the full-precision vectors, so it is derived state that may always be rebuilt.
  *
  * bfloat16 rather than IEEE half: the same size and, measured here, the same recall, but float32's
  * exponent range (f16 turns any component above 65504 into infinity, which breaks dot-product and
  * Euclidean tables of unnormalised vectors) and faster to build on CPUs with AVX-512 BF16.
+ *
+ * A graph is either in memory (mutable) or a read-only view of a saved file (memory-mapped by
+ * usearch: file-backed pages, not the process's anonymous memory, and no load time).
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, mkdirSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Index, ScalarKind } from 'usearch';
 import { usearchMetric } from './exact.ts';
-import { METRICS, type Metric } from './metric.ts';
-import { writeFileDurably } from '../durable-file.ts';
+import type { Metric } from './metric.ts';
+import { fsyncDir } from '../durable-file.ts';
+import { digestFile, type FileDigest } from '../file-digest.ts';
+
+export type { FileDigest };
 
 /**
- * Graph parameters. usearch searches with max(expansion_search, k), so asking for more than 512
- * candidates widens the search by itself. Recall@10 of the best 100 candidates, measured on
- * clustered Gaussian data (structureless neighbourhoods, a hard case): expansion_search matters
- * far more than expansion_add or connectivity. 1M x 384 (built with expansion_add 64): 0.91 at
- * 128, 0.94 at 256, 0.958 at 512, all around 1 ms a query. expansion_add 128 would triple the
- * build time (the slow part: ~2.7k rows/s at 1M x 384 on two cores) for about +0.02.
+ * Graph parameters. usearch searches with max(expansion_search, k), so asking for more than
+ * expansion_search candidates widens the search by itself: SegmentedAnn does that to spend more
+ * effort per graph when a table has fewer graphs. Measured on clustered data with heavy noise
+ * (a hard case: 64 centres, uniform noise 0.6, 384-d; bench/workload.ts), recall@10 after
+ * re-scoring the best 100 candidates of one 250k-row graph: 0.89 at 128, 0.96 at 256, 0.99 at
+ * 512 (p50 1.3 / 1.9 ms for 256 / 512); of four such graphs searched together: 0.96 at 256 each;
+ * of one 1M-row graph: 0.86 at 512. expansion_add and connectivity matter far less for recall
+ * but set the build speed (~4.7k rows/s into a 250k-row graph, 384-d, two cores).
  */
-export const ANN_PARAMS = Object.freeze({ connectivity: 16, expansionAdd: 64, expansionSearch: 512 });
+export const ANN_PARAMS = Object.freeze({ connectivity: 16, expansionAdd: 64, expansionSearch: 256 });
 
-const FORMAT = 'vss-usearch-bf16-1';
-
-/** Written beside the index file, after it: what the file covers and how to recognise it intact. */
-export interface AnnSidecar {
-  format: string;
-  /** Every change with a sequence number <= seq is reflected in the file. */
-  seq: number;
-  size: number;
-  dimension: number;
-  metric: Metric;
-  bytes: number;
-  sha256: string;
-  /** Identifies the database the index was built from (an index from another one is useless). */
-  tag: string;
+export interface Scored {
+  keys: number[];
+  distances: Float32Array;
 }
-
-export const sidecarPath = (indexPath: string): string => indexPath.replace(/\.usearch$/, '') + '.json';
 
 export class AnnIndex {
   readonly dimension: number;
   readonly metric: Metric;
   readonly #index: Index;
+  #viewed = false;
 
   private constructor(dimension: number, metric: Metric, index: Index) {
     this.dimension = dimension;
@@ -55,18 +51,18 @@ export class AnnIndex {
     this.#index = index;
   }
 
-  static create(dimension: number, metric: Metric): AnnIndex {
-    return new AnnIndex(dimension, metric, AnnIndex.#native(dimension, metric));
+  static create(dimension: number, metric: Metric, expansionSearch = ANN_PARAMS.expansionSearch): AnnIndex {
+    return new AnnIndex(dimension, metric, AnnIndex.#native(dimension, metric, expansionSearch));
   }
 
-  static #native(dimension: number, metric: Metric): Index {
+  static #native(dimension: number, metric: Metric, expansionSearch: number): Index {
     return new Index({
       dimensions: dimension,
       metric: usearchMetric(metric),
       quantization: ScalarKind.BF16,
       connectivity: ANN_PARAMS.connectivity,
       expansion_add: ANN_PARAMS.expansionAdd,
-      expansion_search: ANN_PARAMS.expansionSearch,
+      expansion_search: expansionSearch,
       multi: false,
     });
   }
@@ -76,8 +72,20 @@ export class AnnIndex {
     return this.#index.size();
   }
 
+  /** Whether the graph is a read-only view of a file. */
+  get viewed(): boolean {
+    return this.#viewed;
+  }
+
   has(rowId: number): boolean {
     return this.#index.contains(BigInt(rowId)) as boolean;
+  }
+
+  /** For each row id, whether the graph holds it (one native call). */
+  containsMany(rowIds: ArrayLike<number>): boolean[] {
+    if (rowIds.length === 0) return [];
+    const r = this.#index.contains(BigUint64Array.from(rowIds as ArrayLike<number>, (x) => BigInt(x)));
+    return Array.isArray(r) ? r : [r];
   }
 
   /**
@@ -86,6 +94,7 @@ export class AnnIndex {
    */
   add(rowIds: ArrayLike<number>, vectors: Float32Array): void {
     if (rowIds.length === 0) return;
+    if (this.#viewed) throw new Error('a viewed graph is read-only');
     if (vectors.length !== rowIds.length * this.dimension) throw new RangeError(`${rowIds.length} rows need ${rowIds.length * this.dimension} values, got ${vectors.length}`);
     const keys = BigUint64Array.from(rowIds as ArrayLike<number>, (x) => BigInt(x));
     this.#index.remove(keys);
@@ -94,26 +103,30 @@ export class AnnIndex {
 
   remove(rowIds: ArrayLike<number>): void {
     if (rowIds.length === 0) return;
+    if (this.#viewed) throw new Error('a viewed graph is read-only');
     this.#index.remove(BigUint64Array.from(rowIds as ArrayLike<number>, (x) => BigInt(x)));
   }
 
   /** Row ids of about the `k` nearest rows, nearest first. */
   search(query: Float32Array, k: number): number[] {
+    return this.searchScored(query, k).keys;
+  }
+
+  /** The same, with usearch's (approximate, 16-bit) distances. */
+  searchScored(query: Float32Array, k: number): Scored {
     const n = Math.min(k, this.size);
-    if (n <= 0) return [];
+    if (n <= 0) return { keys: [], distances: new Float32Array(0) };
     const found = this.#index.search(query, n, 1);
-    return Array.from(found.keys, Number);
+    return { keys: Array.from(found.keys, Number), distances: found.distances };
   }
 
   /**
-   * Writes the index to `file` atomically (temp file, fsync, rename), then its sidecar the same
-   * way. A crash between the two leaves a sidecar whose hash does not match: `load` rejects it.
+   * Writes the graph to `file` atomically (unique temp file, fsync, rename, directory fsync) and
+   * returns its digest. The snapshot is taken before this returns, so later changes to the graph
+   * are not in the file.
    */
-  save(file: string, seq: number, tag = ''): Promise<AnnSidecar> {
-    // The snapshot is taken synchronously, before this returns, so it matches `seq` exactly
-    // even though the caller goes on changing the index while the file is synced and hashed.
+  writeFile(file: string): Promise<FileDigest> {
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-    const size = this.size;
     try {
       mkdirSync(path.dirname(file), { recursive: true });
       this.#index.save(tmp);
@@ -121,76 +134,60 @@ export class AnnIndex {
       rmSync(tmp, { force: true });
       return Promise.reject(e);
     }
-    return this.#finishSave(file, tmp, { format: FORMAT, seq, size, dimension: this.dimension, metric: this.metric, tag });
-  }
-
-  async #finishSave(file: string, tmp: string, partial: Omit<AnnSidecar, 'bytes' | 'sha256'>): Promise<AnnSidecar> {
-    try {
-      await fsyncFile(tmp);
-      const { bytes, sha256 } = await hashFile(tmp);
-      await fs.rename(tmp, file);
-      const sidecar: AnnSidecar = { ...partial, bytes, sha256 };
-      // Also fsyncs the directory, making the index file's rename above durable too.
-      await writeFileDurably(sidecarPath(file), JSON.stringify(sidecar));
-      return sidecar;
-    } finally {
-      await fs.rm(tmp, { force: true });
-    }
+    return (async () => {
+      try {
+        const fh = await fs.open(tmp, 'r+');
+        try {
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        const digest = await digestFile(tmp);
+        await fs.rename(tmp, file);
+        await fsyncDir(path.dirname(file));
+        return digest;
+      } finally {
+        await fs.rm(tmp, { force: true });
+      }
+    })();
   }
 
   /**
-   * Loads a saved index, or null when it is missing, damaged or not the one expected. usearch
-   * crashes the process on a corrupt file, so the file's length and hash are checked first.
+   * Swaps an in-memory graph for a view of `file`, which must hold this very graph (just written
+   * by writeFile): usearch frees the in-memory copy at once.
    */
-  static async load(file: string, expect: { dimension: number; metric: Metric; tag?: string }): Promise<{ index: AnnIndex; seq: number } | null> {
-    let sidecar: AnnSidecar;
+  becomeView(file: string): void {
+    const size = this.size;
+    this.#index.view(file);
+    this.#viewed = true;
+    if (this.size !== size) throw new Error(`graph file ${file} holds ${this.size} rows, expected ${size}`);
+  }
+
+  /**
+   * Opens a saved graph, in memory ('load') or as a view ('view'), or returns null when the file is
+   * missing, not the one described, or unreadable. usearch crashes the process on a damaged file,
+   * so length and hash are checked first (`verified`: the caller just did).
+   */
+  static async open(
+    file: string,
+    expect: { dimension: number; metric: Metric; size: number; digest: FileDigest },
+    how: 'load' | 'view',
+    opts: { verified?: boolean } = {},
+  ): Promise<AnnIndex | null> {
     try {
-      sidecar = JSON.parse(await fs.readFile(sidecarPath(file), 'utf8')) as AnnSidecar;
+      if (!opts.verified) {
+        const digest = await digestFile(file);
+        if (digest.bytes !== expect.digest.bytes || digest.sha256 !== expect.digest.sha256) return null;
+      }
+      const native = AnnIndex.#native(expect.dimension, expect.metric, ANN_PARAMS.expansionSearch);
+      if (how === 'view') native.view(file);
+      else native.load(file);
+      if (native.dimensions() !== expect.dimension || native.size() !== expect.size) return null;
+      const ann = new AnnIndex(expect.dimension, expect.metric, native);
+      ann.#viewed = how === 'view';
+      return ann;
     } catch {
       return null;
     }
-    if (
-      !sidecar ||
-      sidecar.format !== FORMAT ||
-      sidecar.dimension !== expect.dimension ||
-      sidecar.metric !== expect.metric ||
-      !METRICS.includes(sidecar.metric) ||
-      (expect.tag !== undefined && sidecar.tag !== expect.tag) ||
-      !Number.isSafeInteger(sidecar.seq) ||
-      !Number.isSafeInteger(sidecar.size) ||
-      typeof sidecar.sha256 !== 'string'
-    ) {
-      return null;
-    }
-    try {
-      const { bytes, sha256 } = await hashFile(file);
-      if (bytes !== sidecar.bytes || sha256 !== sidecar.sha256) return null;
-      const native = AnnIndex.#native(expect.dimension, expect.metric);
-      native.load(file);
-      if (native.dimensions() !== expect.dimension || native.size() !== sidecar.size) return null;
-      return { index: new AnnIndex(expect.dimension, expect.metric, native), seq: sidecar.seq };
-    } catch {
-      return null;
-    }
   }
 }
-
-async function hashFile(file: string): Promise<{ bytes: number; sha256: string }> {
-  const h = createHash('sha256');
-  let bytes = 0;
-  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
-    h.update(chunk as Buffer);
-    bytes += (chunk as Buffer).length;
-  }
-  return { bytes, sha256: h.digest('hex') };
-}
-
-async function fsyncFile(file: string): Promise<void> {
-  const fh = await fs.open(file, 'r+');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-

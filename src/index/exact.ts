@@ -4,7 +4,7 @@
  */
 import { exactSearch, MetricKind } from 'usearch';
 import { compareScores, exactScore, type Metric } from './metric.ts';
-import type { SegmentedMatrix, VectorBlock } from './matrix.ts';
+import type { VectorBlock, VectorMatrix } from './matrix.ts';
 import { TopK } from './topk.ts';
 
 export interface Scored {
@@ -103,7 +103,7 @@ function blockIsCertain(cands: Scored[], metric: Metric, limit: number, cutoff: 
 }
 
 /** Exact float64 scores of the given rows (missing rows skipped, duplicates once), best `limit` first. */
-export function rescore(query: Float32Array, rowIds: Iterable<number>, matrix: SegmentedMatrix, metric: Metric, limit: number): Scored[] {
+export function rescore(query: Float32Array, rowIds: Iterable<number>, matrix: VectorMatrix, metric: Metric, limit: number): Scored[] {
   const top = new TopK<Scored>(limit, compareScored(metric));
   const seen = new Set<number>();
   for (const rowId of rowIds) {
@@ -116,6 +116,6 @@ export function rescore(query: Float32Array, rowIds: Iterable<number>, matrix: S
 }
 
 /** The exact best `limit` rows of the whole matrix, or of just `only` when given (e.g. a filter's rows). */
-export function exactSearchMatrix(matrix: SegmentedMatrix, query: Float32Array, metric: Metric, limit: number, only?: Iterable<number>): Scored[] {
+export function exactSearchMatrix(matrix: VectorMatrix, query: Float32Array, metric: Metric, limit: number, only?: Iterable<number>): Scored[] {
   return exactTopK(only === undefined ? matrix.segments() : matrix.gather(only), query, metric, limit);
 }

@@ -17,7 +17,26 @@ export interface VectorBlock {
   rowIds: Float64Array;
 }
 
-export class SegmentedMatrix {
+/**
+ * A table's full-precision vectors by row id: in memory (SegmentedMatrix) or in a file
+ * (FileMatrix, vector-file.ts). Blocks from segments() and gather() are valid only until the
+ * next block is taken or the matrix is written; get() may return a view with the same limit.
+ */
+export interface VectorMatrix {
+  readonly dimension: number;
+  readonly size: number;
+  has(rowId: number): boolean;
+  get(rowId: number): Float32Array | undefined;
+  set(rowId: number, vector: ArrayLike<number>): void;
+  /** set() for many rows at once (a file-backed matrix writes new rows in one call). */
+  setMany(rowIds: ArrayLike<number>, vectors: ArrayLike<ArrayLike<number>>): void;
+  delete(rowId: number): boolean;
+  segments(): IterableIterator<VectorBlock>;
+  rowIds(): IterableIterator<number>;
+  gather(rowIds: Iterable<number>, blockRows?: number): IterableIterator<VectorBlock>;
+}
+
+export class SegmentedMatrix implements VectorMatrix {
   readonly dimension: number;
   readonly segmentRows: number;
   readonly #vectors: Float32Array[] = [];
@@ -61,6 +80,10 @@ export class SegmentedMatrix {
       this.#size++;
     }
     this.#vectors[Math.floor(slot / this.segmentRows)].set(vector, (slot % this.segmentRows) * this.dimension);
+  }
+
+  setMany(rowIds: ArrayLike<number>, vectors: ArrayLike<ArrayLike<number>>): void {
+    for (let i = 0; i < rowIds.length; i++) this.set(rowIds[i], vectors[i]);
   }
 
   /** Removes the row; the last row moves into its slot. */

@@ -1,14 +1,15 @@
 import type { Config } from '../config/config.ts';
 import type { Storage } from './api.ts';
-import { openCassandraStorage } from './cassandra/cassandra-storage.ts';
 import { openEmbeddedStorage } from './embedded/embedded-storage.ts';
 
 /** Config chooses the backend; nothing else in the code base names one. */
 export async function openStorage(config: Config): Promise<Storage> {
   switch (config.storage) {
     case 'embedded':
-      return openEmbeddedStorage({ dataDir: config.dataDir, index: config.index });
-    case 'cassandra':
+      return openEmbeddedStorage({ dataDir: config.dataDir, index: config.index, vectorMemoryBytes: config.vectorMemoryMb * 2 ** 20 });
+    case 'cassandra': {
+      // Loaded only for this backend: cassandra-driver is heavy and the embedded backend never needs it.
+      const { openCassandraStorage } = await import('./cassandra/cassandra-storage.ts');
       return openCassandraStorage({
         contactPoints: [...config.cassandra.contactPoints],
         localDc: config.cassandra.localDc,
@@ -20,5 +21,6 @@ export async function openStorage(config: Config): Promise<Storage> {
         secureConnectBundle: config.cassandra.secureConnectBundle,
         credentials: config.cassandra.credentials,
       });
+    }
   }
 }

@@ -5,6 +5,7 @@
 import { invalid, ServiceError } from '../../errors.ts';
 import { METRICS, type Metric } from '../../index/metric.ts';
 import type { KeyspaceInfo, TableInfo, TableStats } from '../api.ts';
+import type { VectorMatrix } from '../../index/matrix.ts';
 import { TableState, type IndexKeeper, type TableMeta } from './index-upkeep.ts';
 import { isUniqueViolation, nowIso, type Db } from './sql.ts';
 
@@ -36,17 +37,28 @@ export class Catalog {
   readonly #keeper: IndexKeeper;
   readonly #replication: string;
   readonly #tables = new Map<string, TableState>();
+  readonly #matrixFor: (meta: TableMeta, fresh: boolean) => VectorMatrix;
 
-  constructor(db: Db, keeper: IndexKeeper, defaultReplication: string) {
+  /** `matrixFor` gives a table its vector matrix: a new empty one, or (fresh false) the saved one if any. */
+  constructor(db: Db, keeper: IndexKeeper, defaultReplication: string, matrixFor: (meta: TableMeta, fresh: boolean) => VectorMatrix) {
     this.#db = db;
     this.#keeper = keeper;
     this.#replication = defaultReplication;
+    this.#matrixFor = matrixFor;
   }
 
-  /** Reads every table into memory (empty matrices) at start-up. */
+  /** Reads every table into memory at start-up, each with its saved matrix or an empty one. */
   loadTables(): TableState[] {
     const rows = this.#db.stmt('SELECT * FROM tables ORDER BY id').all() as TableRow[];
-    for (const r of rows) this.#tables.set(tkey(r.keyspace, r.name), new TableState(toMeta(r)));
+    for (const r of rows) {
+      const meta = toMeta(r);
+      this.#tables.set(tkey(r.keyspace, r.name), new TableState(meta, this.#matrixFor(meta, false)));
+    }
+    return [...this.#tables.values()];
+  }
+
+  /** Every table's state. */
+  all(): TableState[] {
     return [...this.#tables.values()];
   }
 
@@ -92,7 +104,8 @@ export class Catalog {
     const info = this.#db
       .stmt('INSERT INTO tables (keyspace, name, dimension, metric, model, created_at) VALUES (?, ?, ?, ?, ?, ?)')
       .run(t.keyspace, t.name, t.dimension, t.metric, t.model ?? null, createdAt);
-    const state = new TableState({ id: Number(info.lastInsertRowid), keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model ?? null, createdAt });
+    const meta: TableMeta = { id: Number(info.lastInsertRowid), keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model ?? null, createdAt };
+    const state = new TableState(meta, this.#matrixFor(meta, true));
     this.#tables.set(tkey(t.keyspace, t.name), state);
     this.#keeper.add(state);
     return tableInfo(state.meta);

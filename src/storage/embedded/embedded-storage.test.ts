@@ -9,7 +9,7 @@ import type { Metric, StoredMatch, VectorRow } from '../api.ts';
 import { openEmbeddedStorage, type EmbeddedOptions, type EmbeddedStorage } from './embedded-storage.ts';
 
 const tempDir = (): Promise<string> => fs.mkdtemp(path.join(os.tmpdir(), 'vss-embedded-'));
-const indexOpts = (exactBelowRows: number): EmbeddedOptions['index'] => ({ saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows });
+const indexOpts = (exactBelowRows: number, segmentRows = 250_000): EmbeddedOptions['index'] => ({ saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows, segmentRows });
 
 storageContract('embedded', async () => {
   const dir = await tempDir();
@@ -109,6 +109,7 @@ describe('embedded storage', () => {
     const s2 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
     try {
       assert.equal(s2.startup.rows, 498);
+      assert.equal(s2.startup.refilled, 0, 'the vector file of a clean close is used as it is');
       assert.deepEqual((await s2.getKeyspace('ks'))?.owner, 'u1');
       assert.deepEqual((await s2.listTables('ks')).map((t) => [t.name, t.rowCount, t.model]), [['t', 498, 'm']]);
       assert.equal(await s2.getVector('ks', 't', 'k0'), null);
@@ -117,8 +118,10 @@ describe('embedded storage', () => {
       assert.deepEqual(await s2.findApiKeyByHash('h'.repeat(64)), key);
       assert.equal((await s2.getMetadata('ks', 't', ['f.txt'])).size, 1);
       assertSameAnswers([await s2.search('ks', 't', q)], [before]);
-      // the saved index was loaded, not rebuilt
+      // the saved index was opened (it has a saved seq), not rebuilt
+      await s2.whenIndexed();
       assert.deepEqual(s2.indexStatus().map((x) => [x.rows, x.indexed, x.pending]), [[498, 498, 0]]);
+      assert.ok(s2.indexStatus()[0].savedSeq > 0);
     } finally {
       await s2.close();
     }
@@ -127,15 +130,17 @@ describe('embedded storage', () => {
   for (const damage of ['garbage', 'truncated', 'deleted', 'stale'] as const) {
     it(`answers identically after its index is ${damage}`, async () => {
       const dataDir = path.join(dir, `damage-${damage}`);
+      const indexDir = path.join(dataDir, 'indexes');
       const rows = rowsOf(clustered(8000, 16, 17));
-      const s1 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
+      // 2,000-row segments: three sealed graphs and a delta by the end.
+      const s1 = await openEmbeddedStorage({ dataDir, index: indexOpts(0, 2000) });
       await s1.createKeyspace({ name: 'ks', owner: null });
       await s1.createTable({ keyspace: 'ks', name: 't', dimension: 16, metric: 'cosine', model: null });
       await ingest(s1, 'ks', 't', rows.slice(0, 6000));
       await s1.whenIndexed();
       await s1.flushIndexes();
-      const file = path.join(dataDir, 'indexes', '1.usearch');
-      const saved = { index: await fs.readFile(file), sidecar: await fs.readFile(file.replace(/usearch$/, 'json')) };
+      const saved = new Map<string, Buffer>();
+      for (const f of await fs.readdir(indexDir)) saved.set(f, await fs.readFile(path.join(indexDir, f)));
       // Changes after the saved index: new rows, an overwrite, deletes (the newest row id is reused by SQLite).
       await ingest(s1, 'ks', 't', rows.slice(6000));
       await s1.upsertVectors('ks', 't', [{ ...rows[5], vector: rows[6].vector }]);
@@ -149,28 +154,32 @@ describe('embedded storage', () => {
       const exact1 = await Promise.all(exactQ.map((q) => s1.search('ks', 't', q)));
       const ann1 = await Promise.all(annQ.map((q) => s1.search('ks', 't', q)));
       assert.ok(s1.searchCounts().ann >= annQ.length, 'the ANN path was used');
+      assert.ok(s1.indexStatus()[0].segments >= 3, 'sealed segments were made');
       assertGoodAnn(ann1, exact1, 5);
       await s1.close();
 
+      const manifest = JSON.parse(await fs.readFile(path.join(indexDir, '1.json'), 'utf8')) as { segments: { file: string }[] };
+      const graph = path.join(indexDir, manifest.segments[1].file);
       if (damage === 'garbage') {
-        const junk = Buffer.alloc((await fs.stat(file)).size);
+        const junk = Buffer.alloc((await fs.stat(graph)).size);
         for (let i = 0; i < junk.length; i++) junk[i] = (i * 7919) & 0xff;
-        await fs.writeFile(file, junk);
+        await fs.writeFile(graph, junk);
       } else if (damage === 'truncated') {
-        await fs.truncate(file, Math.floor((await fs.stat(file)).size / 3));
+        await fs.truncate(graph, Math.floor((await fs.stat(graph)).size / 3));
       } else if (damage === 'deleted') {
-        await fs.rm(file);
+        await fs.rm(graph);
       } else {
         // an older, intact index: start-up must catch it up from the database
-        await fs.writeFile(file, saved.index);
-        await fs.writeFile(file.replace(/usearch$/, 'json'), saved.sidecar);
+        for (const f of await fs.readdir(indexDir)) await fs.rm(path.join(indexDir, f));
+        for (const [f, data] of saved) await fs.writeFile(path.join(indexDir, f), data);
       }
 
-      const s2 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
+      const s2 = await openEmbeddedStorage({ dataDir, index: indexOpts(0, 2000) });
       try {
         const status = s2.indexStatus()[0];
         assert.equal(status.rows, 7998);
         assert.ok(status.pending > 0, 'work remains at start-up');
+        assert.equal(s2.startup.refilled, 0);
         // Correct at once, while the index is still behind: the pending rows are scanned exactly,
         // so even the queries that asked for fewer candidates than rows get the exact answer.
         assertSameAnswers(await Promise.all(exactQ.map((q) => s2.search('ks', 't', q))), exact1);

@@ -1,6 +1,8 @@
 /**
- * The embedded backend: one data directory, SQLite as the truth (`vss.db`), ANN indexes as
- * derived state (`indexes/<table id>.usearch` + `.json`). See ARCHITECTURE.md, "The embedded default".
+ * The embedded backend: one data directory, SQLite as the truth (`vss.db`); derived state beside
+ * it: each table's float32 vectors (`vectors/<table id>.f32`, trusted at start only after a clean
+ * close) and its segmented ANN index (`indexes/<table id>.json` and the graph files it names).
+ * See ARCHITECTURE.md, "The embedded default".
  *
  * better-sqlite3 is synchronous, so every method runs to completion in one turn of the event
  * loop: a write's SQL commit and its in-memory effects are never interleaved with another call.
@@ -14,7 +16,8 @@ import type { Storage } from '../api.ts';
 import { Accounts } from './accounts.ts';
 import { Catalog } from './catalog.ts';
 import { Files } from './files.ts';
-import { IndexKeeper } from './index-upkeep.ts';
+import { FileMatrix, MemoryBudget } from '../../index/vector-file.ts';
+import { IndexKeeper, type TableMeta } from './index-upkeep.ts';
 import { MetadataRecords } from './metadata.ts';
 import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
@@ -23,7 +26,9 @@ import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {
   dataDir: string;
-  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number };
+  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number };
+  /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */
+  vectorMemoryBytes?: number;
   defaultReplication?: string;
   /** Where upkeep problems (a damaged index being rebuilt, a failed save) are reported. */
   log?: (msg: string, err?: unknown) => void;
@@ -36,6 +41,8 @@ export interface IndexStatus {
   indexed: number;
   pending: number;
   savedSeq: number;
+  /** Sealed ANN graph segments. */
+  segments: number;
 }
 
 export interface EmbeddedStorage extends Storage {
@@ -47,8 +54,8 @@ export interface EmbeddedStorage extends Storage {
   flushIndexes(): Promise<void>;
   /** How many searches took each path since opening. */
   searchCounts(): { exact: number; ann: number; filtered: number };
-  /** How long opening took, and how many rows it loaded. */
-  readonly startup: { ms: number; rows: number };
+  /** How long opening took, how many rows its tables hold, and how many were re-read from the database. */
+  readonly startup: { ms: number; rows: number; refilled: number };
 }
 
 export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<EmbeddedStorage> {
@@ -73,20 +80,44 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const seq = new SeqCounter(Number(meta('seq')));
   const tag = String(meta('db_id'));
 
-  const keeper = new IndexKeeper({ dir: path.join(dataDir, 'indexes'), ...opts.index, tag, log: opts.log }, sqlIndexSource(db, seq));
-  const catalog = new Catalog(db, keeper, opts.defaultReplication ?? 'local');
+  const keeper = new IndexKeeper(
+    { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log },
+    sqlIndexSource(db, seq),
+  );
+  const vectorDir = path.join(dataDir, 'vectors');
+  const matrices: FileMatrix[] = [];
+  const untrusted = new Set<number>();
+  const budget = new MemoryBudget(opts.vectorMemoryBytes ?? 256 * 2 ** 20);
+  const matrixFor = (meta: TableMeta, fresh: boolean): FileMatrix => {
+    const file = path.join(vectorDir, `${meta.id}.f32`);
+    let m = fresh ? null : FileMatrix.openSaved(file, meta.dimension, { seq: seq.value, tag }, budget);
+    if (m === null) {
+      if (!fresh) untrusted.add(meta.id);
+      fs.mkdirSync(vectorDir, { recursive: true });
+      m = FileMatrix.create(file, meta.dimension, budget);
+    }
+    matrices.push(m);
+    return m;
+  };
+  const catalog = new Catalog(db, keeper, opts.defaultReplication ?? 'local', matrixFor);
   const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows });
   const accounts = new Accounts(db);
   const metadata = new MetadataRecords(db);
   const files = new Files(db, vectors, path.join(dataDir, 'files'), () => closing === null);
 
-  let rows: number;
+  let rows = 0;
+  let refilled: number;
   try {
     const tables = catalog.loadTables();
-    rows = vectors.loadMatrices(tables, opts.log);
-    for (const t of tables) await keeper.restore(t);
+    // Not closed cleanly since its last write (or never saved): the database is the truth.
+    refilled = vectors.fillMatrices(tables.filter((t) => untrusted.has(t.meta.id)), opts.log);
+    for (const t of tables) {
+      rows += t.matrix.size;
+      keeper.restore(t);
+    }
     files.sweep();
   } catch (e) {
+    for (const m of matrices) m.close();
     raw.close();
     throw mapStorageError(e);
   }
@@ -114,7 +145,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
 
   const storage: EmbeddedStorage = {
     kind: 'embedded',
-    startup: { ms: Math.round(performance.now() - started), rows },
+    startup: { ms: Math.round(performance.now() - started), rows, refilled },
 
     createKeyspace: (ks) => run(() => catalog.createKeyspace(ks)),
     getKeyspace: (name) => run(() => catalog.getKeyspace(name)),
@@ -171,7 +202,10 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
       closing ??= (async () => {
         try {
           await keeper.close();
+          // Last, with nothing left to write: the files then match the database's final seq.
+          for (const m of matrices) await m.save(seq.value, tag);
         } finally {
+          for (const m of matrices) m.close();
           raw.close();
         }
       })();

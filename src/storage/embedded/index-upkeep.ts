@@ -1,25 +1,32 @@
 /**
  * Keeps each table's ANN index following its rows, off the request path.
  *
- * A table's in-memory state: the float32 matrix (always current: writes land there before they
- * resolve) and the ANN index (behind by the rows in `pending`). Pending rows are indexed in small
+ * A table's state: the float32 matrix (always current: writes land there before they resolve)
+ * and the segmented ANN index (behind by the rows in `pending`). Pending rows are indexed in small
  * slices between other work (setImmediate), sized to about SLICE_MS each. Searches scan pending
- * rows exactly, so the index being behind, rebuilt or absent only costs speed.
+ * rows exactly, so the index being behind, rebuilt, still being opened or absent only costs speed.
  *
- * Saved indexes carry the sequence number they cover: every change with seq <= it is in the file.
- * `pending` keeps insertion order = seq order (a row re-written while pending keeps its older
- * place and seq), so the covered seq is the first pending row's seq - 1. Deletions are applied to
- * the index at once, and recorded in `deleted` only while the table has an index that a file
- * could come from; at start-up those after the saved seq are replayed, then rows written after it.
+ * Saved indexes carry the sequence number they cover: every change with seq <= it is in the saved
+ * graphs. `pending` keeps insertion order = seq order (a row re-written while pending keeps its
+ * older place and seq), so the covered seq is the first pending row's seq - 1. At start-up the rows
+ * written after the saved seq are queued again; rows deleted meanwhile are found missing from the
+ * matrix and dropped from the graphs.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import { AnnIndex, sidecarPath } from '../../index/ann.ts';
-import { SegmentedMatrix } from '../../index/matrix.ts';
+import { SegmentedAnn } from '../../index/ann-segments.ts';
+import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
 
 /** Target duration of one indexing slice: long enough to amortise, short enough for latency. */
 const SLICE_MS = 15;
+/**
+ * While writes keep arriving, indexing takes at most this share of the time (a slice, then a pause
+ * as long as it), so acknowledging writes comes first and the index catches up when they stop.
+ */
+const BUSY_INDEX_SHARE = 0.5;
+/** Writes within this many ms make the store "busy". */
+const BUSY_WINDOW_MS = 250;
+/** A sealed segment with this share of dead rows is retired: its live rows are re-indexed. */
+const RETIRE_DEAD_SHARE = 0.3;
 
 export interface TableMeta {
   id: number;
@@ -33,20 +40,22 @@ export interface TableMeta {
 
 export class TableState {
   readonly meta: TableMeta;
-  readonly matrix: SegmentedMatrix;
-  ann: AnnIndex | null = null;
+  readonly matrix: VectorMatrix;
+  ann: SegmentedAnn | null = null;
   /** rowId -> seq of its oldest change not yet in `ann`, in seq order. */
-  readonly pending = new Map<number, number>();
+  pending = new Map<number, number>();
   /** Changes to `ann` since it was last saved. */
   changes = 0;
   savedSeq = -1;
   saving: Promise<void> | null = null;
+  /** Set while the saved index is being checked and opened (searches scan exactly meanwhile). */
+  restoring: Promise<void> | null = null;
   /** Set once the index was found inconsistent and rebuilt, so a bug cannot make it loop. */
   rebuilt = false;
 
-  constructor(meta: TableMeta) {
+  constructor(meta: TableMeta, matrix: VectorMatrix) {
     this.meta = meta;
-    this.matrix = new SegmentedMatrix(meta.dimension);
+    this.matrix = matrix;
   }
 
   /** Every change with seq <= this is in `ann`. */
@@ -60,10 +69,6 @@ export class TableState {
 export interface IndexSource {
   /** Live rows of the table with seq > `after`, in seq order. */
   rowsSince(tableId: number, after: number): Iterable<{ id: number; seq: number }>;
-  /** Row ids deleted from the table with seq > `after`. */
-  deletedSince(tableId: number, after: number): number[];
-  /** Forgets deletions with seq <= `upTo` (all of them when `upTo` is Infinity). */
-  pruneDeleted(tableId: number, upTo: number): void;
   currentSeq(): number;
 }
 
@@ -73,6 +78,8 @@ export interface UpkeepOptions {
   saveEveryMs: number;
   /** Tables smaller than this are always scanned exactly, so they get no index. */
   exactBelowRows: number;
+  /** Rows per sealed ANN segment. */
+  segmentRows: number;
   /** The database's id, stored with each index so that one never serves another database. */
   tag: string;
   log?: (msg: string, err?: unknown) => void;
@@ -88,38 +95,50 @@ export class IndexKeeper {
   #timer: NodeJS.Timeout | null = null;
   #batch = 64;
   #cursor = 0;
+  #lastWrite = -Infinity;
+  #lastSliceMs = 0;
 
   constructor(opts: UpkeepOptions, src: IndexSource) {
     this.#opts = opts;
     this.#src = src;
-    fs.mkdirSync(opts.dir, { recursive: true });
   }
 
-  file(t: TableState): string {
-    return path.join(this.#opts.dir, `${t.meta.id}.usearch`);
+  #name(t: TableState): string {
+    return String(t.meta.id);
   }
 
-  /** Registers a table at start-up: loads its saved index and queues what the file misses. */
-  async restore(t: TableState): Promise<void> {
+  /**
+   * Registers a table at start-up and opens its saved index in the background (hashing the graph
+   * files takes ~0.6 s a GB); until then the table is searched exactly.
+   */
+  restore(t: TableState): void {
     this.#tables.set(t.meta.id, t);
-    const file = this.file(t);
-    const loaded = await AnnIndex.load(file, { dimension: t.meta.dimension, metric: t.meta.metric, tag: this.#opts.tag });
-    const current = this.#src.currentSeq();
-    if (loaded === null || loaded.seq > current) {
-      if (loaded !== null || fs.existsSync(file)) this.#opts.log?.(`ANN index of table ${t.meta.id} is damaged or stale; rebuilding`);
-      this.#removeFiles(t);
-      this.#src.pruneDeleted(t.meta.id, Infinity);
-      for (const r of this.#src.rowsSince(t.meta.id, -1)) t.pending.set(r.id, r.seq);
-      return;
-    }
-    t.ann = loaded.index;
-    t.savedSeq = loaded.seq;
-    const gone = this.#src.deletedSince(t.meta.id, loaded.seq);
-    t.ann.remove(gone);
-    t.changes += gone.length;
-    // After the removals: a row id SQLite reused for a later insert is re-added below.
-    for (const r of this.#src.rowsSince(t.meta.id, loaded.seq)) t.pending.set(r.id, r.seq);
-    this.#src.pruneDeleted(t.meta.id, loaded.seq);
+    t.restoring = (async () => {
+      const loaded = await SegmentedAnn.open(this.#opts.dir, this.#name(t), { dimension: t.meta.dimension, metric: t.meta.metric, tag: this.#opts.tag });
+      if (this.#closed) return;
+      if (loaded === null || loaded.seq > this.#src.currentSeq()) {
+        if (loaded !== null) this.#opts.log?.(`ANN index of table ${t.meta.id} is damaged or stale; rebuilding`);
+        SegmentedAnn.removeFiles(this.#opts.dir, this.#name(t));
+        this.#requeueAll(t);
+        return;
+      }
+      t.ann = loaded.ann;
+      t.savedSeq = loaded.seq;
+      // Rows deleted after the save are not in the matrix; rows written after it are queued.
+      t.ann.dropMissing((id) => t.matrix.has(id));
+      t.ann.prune();
+      t.pending = new Map();
+      for (const r of this.#src.rowsSince(t.meta.id, loaded.seq)) t.pending.set(r.id, r.seq);
+      t.changes += 1;
+    })()
+      .catch((e: unknown) => {
+        this.#opts.log?.(`opening the ANN index of table ${t.meta.id} failed; rebuilding`, e);
+        this.#requeueAll(t);
+      })
+      .finally(() => {
+        t.restoring = null;
+        this.#schedule();
+      });
   }
 
   /** Registers a new, empty table. */
@@ -134,13 +153,9 @@ export class IndexKeeper {
     this.#schedule();
   }
 
-  /** Whether deletions from the table must be recorded for a saved index to catch up later. */
-  tracksDeletes(t: TableState): boolean {
-    return t.ann !== null;
-  }
-
   upserted(t: TableState, rowIds: readonly number[], seq: number): void {
     for (const id of rowIds) if (!t.pending.has(id)) t.pending.set(id, seq);
+    this.#lastWrite = performance.now();
     this.#schedule();
   }
 
@@ -148,9 +163,15 @@ export class IndexKeeper {
     for (const id of rowIds) t.pending.delete(id);
     if (t.ann !== null && rowIds.length > 0) {
       t.ann.remove(rowIds);
+      this.#retire(t);
       this.#changed(t, rowIds.length);
     }
     if (this.#idle()) this.#wake();
+  }
+
+  /** Whether the table's ANN index may answer stage 1 now. */
+  ready(t: TableState): boolean {
+    return t.ann !== null && t.restoring === null;
   }
 
   /** Resolves once no table that needs an index has rows waiting for it. */
@@ -162,16 +183,20 @@ export class IndexKeeper {
     });
   }
 
-  status(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; savedSeq: number }[] {
-    return [...this.#tables.values()].map((t) => ({
-      keyspace: t.meta.keyspace,
-      table: t.meta.name,
-      rows: t.matrix.size,
-      indexed: t.ann?.size ?? 0,
-      // A table below the exact-search threshold has nothing waiting: it is searched exactly.
-      pending: t.matrix.size >= this.#opts.exactBelowRows ? t.pending.size : 0,
-      savedSeq: t.savedSeq,
-    }));
+  status(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; savedSeq: number; segments: number }[] {
+    return [...this.#tables.values()].map((t) => {
+      const big = t.matrix.size >= this.#opts.exactBelowRows;
+      return {
+        keyspace: t.meta.keyspace,
+        table: t.meta.name,
+        rows: t.matrix.size,
+        indexed: t.restoring ? 0 : (t.ann?.size ?? 0),
+        // A table below the exact-search threshold has nothing waiting: it is searched exactly.
+        pending: !big ? 0 : t.restoring ? t.matrix.size : t.pending.size,
+        savedSeq: t.savedSeq,
+        segments: t.ann?.stats().segments ?? 0,
+      };
+    });
   }
 
   /** Saves every index with unsaved changes. */
@@ -184,16 +209,17 @@ export class IndexKeeper {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#wake();
+    await Promise.all([...this.#tables.values()].map((t) => t.restoring));
     await Promise.all([...this.#tables.values()].map((t) => t.saving));
     await this.saveDirty();
   }
 
   #needsIndex(t: TableState): boolean {
-    return t.pending.size > 0 && t.matrix.size >= this.#opts.exactBelowRows;
+    return t.restoring === null && t.pending.size > 0 && t.matrix.size >= this.#opts.exactBelowRows;
   }
 
   #idle(): boolean {
-    for (const t of this.#tables.values()) if (this.#needsIndex(t)) return false;
+    for (const t of this.#tables.values()) if (t.restoring !== null || this.#needsIndex(t)) return false;
     return true;
   }
 
@@ -206,14 +232,18 @@ export class IndexKeeper {
   #schedule(): void {
     if (this.#scheduled || this.#closed) return;
     this.#scheduled = true;
-    setImmediate(() => {
+    const run = () => {
       this.#scheduled = false;
       try {
         this.#slice();
       } catch (e) {
         this.#opts.log?.('ANN indexing failed', e);
       }
-    });
+    };
+    const busy = performance.now() - this.#lastWrite < BUSY_WINDOW_MS;
+    const pause = busy ? (this.#lastSliceMs * (1 - BUSY_INDEX_SHARE)) / BUSY_INDEX_SHARE : 0;
+    if (pause >= 1) setTimeout(run, pause);
+    else setImmediate(run);
   }
 
   /** Indexes one slice of one table (tables take turns), then yields to the event loop. */
@@ -221,26 +251,47 @@ export class IndexKeeper {
     if (this.#closed) return;
     const tables = [...this.#tables.values()].filter((t) => this.#needsIndex(t));
     if (tables.length === 0) {
-      this.#wake();
+      if (this.#idle()) this.#wake();
       return;
     }
     const t = tables[this.#cursor++ % tables.length];
     const started = performance.now();
+    const ann = (t.ann ??= SegmentedAnn.create(t.meta.dimension, t.meta.metric));
+    // Never past a segment's end, so a delta holds at most segmentRows rows.
+    const room = Math.max(1, this.#opts.segmentRows - ann.deltaSize);
     const ids: number[] = [];
     for (const id of t.pending.keys()) {
       ids.push(id);
-      if (ids.length >= this.#batch) break;
+      if (ids.length >= Math.min(this.#batch, room)) break;
     }
-    const [block] = t.matrix.gather(ids, ids.length);
-    t.ann ??= AnnIndex.create(t.meta.dimension, t.meta.metric);
-    if (block) t.ann.add(block.rowIds, block.vectors);
+    for (const block of t.matrix.gather(ids, ids.length)) ann.add(block.rowIds, block.vectors);
     for (const id of ids) t.pending.delete(id);
+    this.#retire(t);
     this.#changed(t, ids.length);
+    if (ann.deltaSize >= this.#opts.segmentRows) {
+      ann.seal();
+      // Written and memory-mapped at once, so the in-memory copy does not linger.
+      if (t.saving === null) void this.#save(t);
+    }
 
     const took = Math.max(0.1, performance.now() - started);
+    this.#lastSliceMs = took;
     this.#batch = Math.max(16, Math.min(16_384, Math.round((this.#batch * SLICE_MS) / took)));
     if (t.pending.size === 0) this.#checkConsistent(t);
     this.#schedule();
+  }
+
+  /** Hands the live rows of mostly-dead segments back for re-indexing, and drops empty segments. */
+  #retire(t: TableState): void {
+    const ann = t.ann!;
+    const back = ann.retire(RETIRE_DEAD_SHARE, (id) => t.matrix.has(id));
+    if (back.length > 0) {
+      // Not a change: the rows stay in their old segment until re-added, so the covered seq holds.
+      const seq = this.#src.currentSeq();
+      for (const id of back) if (!t.pending.has(id)) t.pending.set(id, seq);
+      this.#schedule();
+    }
+    if (ann.prune() > 0) t.changes++;
   }
 
   #changed(t: TableState, n: number): void {
@@ -253,16 +304,14 @@ export class IndexKeeper {
     if (t.ann === null || t.ann.size === t.matrix.size || t.rebuilt) return;
     this.#opts.log?.(`ANN index of table ${t.meta.id} holds ${t.ann.size} rows, table has ${t.matrix.size}; rebuilding`);
     t.rebuilt = true;
-    t.ann = null;
-    this.#removeFiles(t);
-    this.#src.pruneDeleted(t.meta.id, Infinity);
-    for (const r of this.#src.rowsSince(t.meta.id, -1)) t.pending.set(r.id, r.seq);
+    SegmentedAnn.removeFiles(this.#opts.dir, this.#name(t));
+    this.#requeueAll(t);
   }
 
-  #removeFiles(t: TableState): void {
-    const file = this.file(t);
-    fs.rmSync(file, { force: true });
-    fs.rmSync(sidecarPath(file), { force: true });
+  #requeueAll(t: TableState): void {
+    t.ann = null;
+    t.pending = new Map();
+    for (const r of this.#src.rowsSince(t.meta.id, -1)) t.pending.set(r.id, r.seq);
   }
 
   #save(t: TableState): Promise<void> {
@@ -274,11 +323,8 @@ export class IndexKeeper {
     t.changes = 0;
     t.saving = (async () => {
       try {
-        await ann.save(this.file(t), seq, this.#opts.tag);
-        if (t.ann === ann) {
-          t.savedSeq = seq;
-          this.#src.pruneDeleted(t.meta.id, seq);
-        }
+        await ann.save(this.#opts.dir, this.#name(t), seq, this.#opts.tag);
+        if (t.ann === ann) t.savedSeq = seq;
       } catch (e) {
         t.changes += changes;
         this.#opts.log?.(`saving the ANN index of table ${t.meta.id} failed`, e);

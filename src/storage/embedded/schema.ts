@@ -116,6 +116,10 @@ const MIGRATIONS: ((db: Sqlite) => void)[] = [
       ) WITHOUT ROWID;
     `);
   },
+  // ANN segments find deletions by the rows missing from the matrix, so no log of them is kept.
+  (db) => {
+    db.exec('DROP TABLE deleted');
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

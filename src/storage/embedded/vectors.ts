@@ -8,7 +8,7 @@ import { filterToSql, validateFilter } from '../../index/filter.ts';
 import type { Filter, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import type { Catalog } from './catalog.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
-import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
+import { blobToVector, vectorToBlob, type Db } from './sql.ts';
 
 /**
  * Stage 1 uses the ANN index only while the candidates asked for are a small share of the table:
@@ -90,7 +90,7 @@ export class Vectors {
       return out;
     });
     this.#seq.value = seq;
-    ids.forEach((id, i) => t.matrix.set(id, vectors[i]));
+    t.matrix.setMany(ids, vectors);
     this.#keeper.upserted(t, ids, seq);
   }
 
@@ -166,7 +166,6 @@ export class Vectors {
       return v;
     });
     const seq = this.#seq.value + 1;
-    const track = this.#keeper.tracksDeletes(t);
     const del = this.#db.stmt('DELETE FROM vectors WHERE table_id = ? AND key = ? RETURNING id');
     const { removed, ids } = this.#db.tx(() => {
       const keep = new Set(rows.map((r) => r.key));
@@ -176,9 +175,6 @@ export class Vectors {
         const r = del.get(t.meta.id, k) as { id: number } | undefined;
         if (r) removed.push(r.id);
       }
-      if (removed.length > 0 && track) {
-        this.#db.stmt('INSERT INTO deleted (table_id, row_id, seq) SELECT ?, value, ? FROM json_each(?)').run(t.meta.id, seq, JSON.stringify(removed));
-      }
       const ids = this.#writeRows(t.meta.id, rows, vectors, seq);
       this.#writeSeq(seq);
       return { removed, ids };
@@ -187,7 +183,7 @@ export class Vectors {
     // Deletions first: SQLite may have given a removed row's id to a new row.
     for (const id of removed) t.matrix.delete(id);
     this.#keeper.deleted(t, removed);
-    ids.forEach((id, i) => t.matrix.set(id, vectors[i]));
+    t.matrix.setMany(ids, vectors);
     if (ids.length > 0) this.#keeper.upserted(t, ids, seq);
   }
 
@@ -235,7 +231,7 @@ export class Vectors {
   #useAnn(t: TableState, candidates: number, metric: string, query: Float32Array): boolean {
     const n = t.matrix.size;
     return (
-      t.ann !== null &&
+      this.#keeper.ready(t) &&
       metric === t.meta.metric &&
       n >= this.#settings.exactBelowRows &&
       candidates < n * ANN_MAX_CANDIDATE_SHARE &&
@@ -270,13 +266,9 @@ export class Vectors {
   /** Runs `remove` (which deletes rows and returns their ids) in a transaction with its bookkeeping. */
   #delete(t: TableState, remove: () => number[]): number {
     const seq = this.#seq.value + 1;
-    const track = this.#keeper.tracksDeletes(t);
     const ids = this.#db.tx(() => {
       const ids = remove();
-      if (ids.length > 0) {
-        if (track) this.#db.stmt('INSERT INTO deleted (table_id, row_id, seq) SELECT ?, value, ? FROM json_each(?)').run(t.meta.id, seq, JSON.stringify(ids));
-        this.#writeSeq(seq);
-      }
+      if (ids.length > 0) this.#writeSeq(seq);
       return ids;
     });
     if (ids.length === 0) return 0;
@@ -291,27 +283,37 @@ export class Vectors {
   }
 
   /**
-   * Streams every stored vector into its table's matrix at start-up, in rowid order (one
-   * sequential pass over the table); returns the row count. A row whose BLOB does not fit its
-   * table cannot be searched, so it is reported and left out rather than failing the start.
+   * Refills the matrices of the given tables from the database (a matrix file that could not be
+   * trusted at start-up), in rowid order, in batches; returns the row count. A row whose BLOB does
+   * not fit its table cannot be searched, so it is reported and left out rather than failing.
    */
-  loadMatrices(tables: TableState[], log?: (msg: string) => void): number {
-    const byId = new Map(tables.map((t) => [t.meta.id, t]));
+  fillMatrices(tables: TableState[], log?: (msg: string) => void): number {
+    if (tables.length === 0) return 0;
+    const byId = new Map(tables.map((t) => [t.meta.id, { t, ids: [] as number[], vectors: [] as Float32Array[] }]));
+    const flush = (b: { t: TableState; ids: number[]; vectors: Float32Array[] }) => {
+      b.t.matrix.setMany(b.ids, b.vectors);
+      b.ids = [];
+      b.vectors = [];
+    };
     let n = 0;
     const it = this.#db.raw
       .prepare('SELECT p.id, v.table_id, p.vector FROM vector_payloads p JOIN vectors v ON v.id = p.id')
       .raw(true)
       .iterate() as IterableIterator<[number, number, Buffer]>;
     for (const [id, tableId, blob] of it) {
-      const t = byId.get(tableId);
-      if (!t) continue;
+      const b = byId.get(tableId);
+      if (!b) continue;
+      const t = b.t;
       if (blob.byteLength !== t.meta.dimension * 4) {
         log?.(`vector row ${id} of table ${t.meta.keyspace}.${t.meta.name} has ${blob.byteLength} bytes, expected ${t.meta.dimension * 4}; skipped`);
         continue;
       }
-      t.matrix.set(id, blobView(blob));
+      b.ids.push(id);
+      b.vectors.push(blobToVector(blob));
+      if (b.ids.length === 4096) flush(b);
       n++;
     }
+    for (const b of byId.values()) if (b.ids.length > 0) flush(b);
     return n;
   }
 }
@@ -321,11 +323,6 @@ export function sqlIndexSource(db: Db, seq: SeqCounter): IndexSource {
   return {
     rowsSince: (tableId, after) =>
       db.stmt('SELECT id, seq FROM vectors WHERE table_id = ? AND seq > ? ORDER BY seq').iterate(tableId, after) as IterableIterator<{ id: number; seq: number }>,
-    deletedSince: (tableId, after) => db.stmt('SELECT row_id FROM deleted WHERE table_id = ? AND seq > ?').pluck().all(tableId, after) as number[],
-    pruneDeleted: (tableId, upTo) => {
-      if (upTo === Infinity) db.stmt('DELETE FROM deleted WHERE table_id = ?').run(tableId);
-      else db.stmt('DELETE FROM deleted WHERE table_id = ? AND seq <= ?').run(tableId, upTo);
-    },
     currentSeq: () => seq.value,
   };
 }

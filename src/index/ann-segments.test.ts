@@ -1,0 +1,129 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { SegmentedAnn } from './ann-segments.ts';
+
+function rng(seed: number): () => number {
+  return () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+}
+
+const d = 16;
+function randomRows(n: number, seed: number): Float32Array {
+  const r = rng(seed);
+  return Float32Array.from({ length: n * d }, () => r() - 0.5);
+}
+
+/** Brute-force nearest row ids by cosine among `live`. */
+function truth(q: Float32Array, vectors: Map<number, Float32Array>, k: number): number[] {
+  const cos = (v: Float32Array) => {
+    let dot = 0, a = 0, b = 0;
+    for (let i = 0; i < d; i++) { dot += q[i] * v[i]; a += q[i] * q[i]; b += v[i] * v[i]; }
+    return dot / Math.sqrt(a * b);
+  };
+  return [...vectors].map(([id, v]) => [id, cos(v)] as const).sort((x, y) => y[1] - x[1]).slice(0, k).map(([id]) => id);
+}
+
+describe('SegmentedAnn', () => {
+  let dir: string;
+  before(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-annseg-'));
+  });
+  after(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('searches sealed segments and the delta together, and forgets replaced and removed rows', () => {
+    const ann = SegmentedAnn.create(d, 'cosine');
+    const data = randomRows(3000, 3);
+    const live = new Map<number, Float32Array>();
+    for (let s = 0; s < 3; s++) {
+      const ids = Array.from({ length: 1000 }, (_, i) => s * 1000 + i);
+      ann.add(ids, data.subarray(s * 1000 * d, (s + 1) * 1000 * d));
+      ids.forEach((id) => live.set(id, data.subarray(id * d, id * d + d)));
+      if (s < 2) ann.seal();
+    }
+    assert.deepEqual(ann.stats(), { segments: 2, deltaRows: 1000, deadRows: 0 });
+    assert.equal(ann.size, 3000);
+
+    // Row 5 (in the first sealed segment) gets a new vector: its old copy dies.
+    const moved = Float32Array.from({ length: d }, (_, i) => (i === 0 ? 1 : 0));
+    ann.add([5], moved);
+    live.set(5, moved);
+    ann.remove([10, 1500, 2500]);
+    for (const id of [10, 1500, 2500]) live.delete(id);
+    assert.equal(ann.size, live.size);
+    assert.equal(ann.stats().deadRows, 3); // 5 and 10 in segment one, 1500 in segment two
+
+    assert.equal(ann.search(moved, 1)[0], 5);
+    const r = rng(9);
+    let hit = 0;
+    for (let t = 0; t < 30; t++) {
+      const q = Float32Array.from({ length: d }, () => r() - 0.5);
+      const got = ann.search(q, 50);
+      assert.equal(new Set(got).size, got.length, 'no row twice');
+      for (const id of [10, 1500, 2500]) assert.ok(!got.includes(id), 'removed rows never come back');
+      const want = truth(q, live, 10);
+      hit += want.filter((id) => got.includes(id)).length;
+    }
+    assert.ok(hit / 300 >= 0.95, `recall ${hit / 300}`);
+  });
+
+  it('retires a mostly dead segment and drops it once every row has moved on', () => {
+    const ann = SegmentedAnn.create(d, 'cosine');
+    const data = randomRows(200, 4);
+    ann.add(Array.from({ length: 100 }, (_, i) => i), data.subarray(0, 100 * d));
+    ann.seal();
+    ann.remove(Array.from({ length: 40 }, (_, i) => i));
+    const back = ann.retire(0.3, (id) => id !== 99);
+    assert.deepEqual(back, Array.from({ length: 59 }, (_, i) => 40 + i), 'live rows, not the ones the table lost');
+    assert.deepEqual(ann.retire(0.3, () => true), [], 'only once');
+    assert.equal(ann.prune(), 0);
+    ann.add(back, data.subarray(100 * d, (100 + back.length) * d));
+    ann.remove([99]);
+    assert.equal(ann.prune(), 1);
+    assert.deepEqual(ann.stats(), { segments: 0, deltaRows: 59, deadRows: 0 });
+  });
+
+  it('saves, maps sealed segments from their files, reopens with the same answers, and refuses damage', async () => {
+    const sub = path.join(dir, 'save');
+    const ann = SegmentedAnn.create(d, 'euclidean');
+    const data = randomRows(2500, 5);
+    ann.add(Array.from({ length: 1000 }, (_, i) => i), data.subarray(0, 1000 * d));
+    ann.seal();
+    ann.add(Array.from({ length: 1000 }, (_, i) => 1000 + i), data.subarray(1000 * d, 2000 * d));
+    await ann.save(sub, '7', 41, 'db');
+    ann.seal();
+    ann.add(Array.from({ length: 500 }, (_, i) => 2000 + i), data.subarray(2000 * d, 2500 * d));
+    ann.remove([3, 1003, 2003]);
+    await ann.save(sub, '7', 42, 'db');
+    const files = await fs.readdir(sub);
+    assert.equal(files.filter((f) => f.endsWith('.seg.usearch')).length, 2);
+    assert.equal(files.filter((f) => f.endsWith('.delta.usearch')).length, 1, 'the first delta file is gone');
+
+    const qs = Array.from({ length: 10 }, (_, i) => data.subarray((i * 97) * d, (i * 97) * d + d));
+    const before = qs.map((q) => ann.search(q, 20));
+    const opened = await SegmentedAnn.open(sub, '7', { dimension: d, metric: 'euclidean', tag: 'db' });
+    assert.ok(opened);
+    assert.equal(opened.seq, 42);
+    assert.equal(opened.ann.size, 2497);
+    assert.deepEqual(opened.ann.stats(), ann.stats());
+    assert.deepEqual(qs.map((q) => opened.ann.search(q, 20)), before);
+
+    assert.equal(await SegmentedAnn.open(sub, '7', { dimension: d, metric: 'euclidean', tag: 'other' }), null);
+    assert.equal(await SegmentedAnn.open(sub, '8', { dimension: d, metric: 'euclidean', tag: 'db' }), null);
+    const seg = path.join(sub, files.find((f) => f.endsWith('.seg.usearch'))!);
+    const good = await fs.readFile(seg);
+    const bad = Buffer.from(good);
+    bad[bad.length >> 1] ^= 0xff;
+    await fs.writeFile(seg, bad);
+    assert.equal(await SegmentedAnn.open(sub, '7', { dimension: d, metric: 'euclidean', tag: 'db' }), null, 'one flipped byte');
+    await fs.writeFile(seg, good);
+    await fs.rm(`${seg}.ids`);
+    assert.equal(await SegmentedAnn.open(sub, '7', { dimension: d, metric: 'euclidean', tag: 'db' }), null, 'missing row ids');
+
+    SegmentedAnn.removeFiles(sub, '7');
+    assert.deepEqual(await fs.readdir(sub), []);
+  });
+});

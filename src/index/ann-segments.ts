@@ -1,0 +1,362 @@
+/**
+ * A table's approximate stage-1 index as segments, the way Qdrant and Lucene keep theirs: sealed
+ * graphs that never change (written once, then memory-mapped read-only, so they cost no anonymous
+ * memory and no load time) and one in-memory delta graph that takes new rows until it is full and
+ * is sealed in turn.
+ *
+ * A sealed graph cannot drop a row, so a row that is deleted, or re-indexed into the delta with a
+ * new vector, is marked dead in the sealed segment that holds it; searches skip dead entries.
+ * A segment that is mostly dead is retired: its live rows are re-indexed into the delta, and once
+ * none is left the segment is dropped (see IndexKeeper). Smaller graphs also search better than one
+ * big one at the same effort (recall@10 0.99 per 250k-row graph against 0.86 for one 1M-row graph
+ * on the bench's data), at the cost of one graph walk per segment.
+ *
+ * Saved state: one manifest per table (`<name>.json`: the change sequence it covers, every
+ * segment's graph file, row-id file, digests and dead rows, and the delta's files), written last,
+ * atomically; files no manifest names are removed after a successful save.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileDurably } from '../durable-file.ts';
+import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
+import { AnnIndex } from './ann.ts';
+import { METRICS, type Metric } from './metric.ts';
+
+const FORMAT = 'vss-ann-segments-1';
+/** Search effort per graph (candidates explored): see search(). */
+const MAX_EFFORT = 512;
+const MIN_EFFORT = 256;
+
+interface Segment {
+  graph: AnnIndex;
+  /** The row ids the graph holds (a sealed graph never changes). */
+  ids: Float64Array;
+  dead: Set<number>;
+  /** Set once the segment's files are written (the manifest names them). */
+  saved: { file: string; digest: FileDigest; idsDigest: FileDigest } | null;
+  /** Its live rows have been handed back for re-indexing. */
+  retired: boolean;
+}
+
+interface ManifestSegment {
+  file: string;
+  size: number;
+  digest: FileDigest;
+  idsDigest: FileDigest;
+  dead: number[];
+  retired: boolean;
+}
+
+interface Manifest {
+  format: string;
+  seq: number;
+  tag: string;
+  dimension: number;
+  metric: Metric;
+  segments: ManifestSegment[];
+  delta: { file: string; size: number; digest: FileDigest; idsDigest: FileDigest } | null;
+}
+
+export interface SegmentedAnnStats {
+  segments: number;
+  deltaRows: number;
+  deadRows: number;
+}
+
+export class SegmentedAnn {
+  readonly dimension: number;
+  readonly metric: Metric;
+  readonly #sealed: Segment[] = [];
+  #delta: AnnIndex;
+  #deltaKeys = new Set<number>();
+  /** The delta changed since it was last written. */
+  #deltaDirty = false;
+  #savedDelta: { file: string; size: number; digest: FileDigest; idsDigest: FileDigest } | null = null;
+  #generation = 0;
+
+  private constructor(dimension: number, metric: Metric) {
+    this.dimension = dimension;
+    this.metric = metric;
+    this.#delta = AnnIndex.create(dimension, metric);
+  }
+
+  static create(dimension: number, metric: Metric): SegmentedAnn {
+    return new SegmentedAnn(dimension, metric);
+  }
+
+  /** Live rows: every segment's rows less its dead ones, plus the delta's. */
+  get size(): number {
+    let n = this.#delta.size;
+    for (const s of this.#sealed) n += s.ids.length - s.dead.size;
+    return n;
+  }
+
+  get deltaSize(): number {
+    return this.#delta.size;
+  }
+
+  stats(): SegmentedAnnStats {
+    let deadRows = 0;
+    for (const s of this.#sealed) deadRows += s.dead.size;
+    return { segments: this.#sealed.length, deltaRows: this.#delta.size, deadRows };
+  }
+
+  /** Inserts or replaces rows (into the delta; older copies in sealed segments die). */
+  add(rowIds: ArrayLike<number>, vectors: Float32Array): void {
+    if (rowIds.length === 0) return;
+    this.#markDead(rowIds);
+    this.#delta.add(rowIds, vectors);
+    for (let i = 0; i < rowIds.length; i++) this.#deltaKeys.add(rowIds[i]);
+    this.#deltaDirty = true;
+  }
+
+  remove(rowIds: ArrayLike<number>): void {
+    if (rowIds.length === 0) return;
+    this.#markDead(rowIds);
+    const inDelta: number[] = [];
+    for (let i = 0; i < rowIds.length; i++) if (this.#deltaKeys.delete(rowIds[i])) inDelta.push(rowIds[i]);
+    if (inDelta.length > 0) {
+      this.#delta.remove(inDelta);
+      this.#deltaDirty = true;
+    }
+  }
+
+  /**
+   * Row ids of about the `k` nearest live rows, nearest first by the graphs' own distances. Each
+   * graph is searched with effort 512 / sqrt(graphs), at least 256 (usearch widens its search to
+   * the number of results asked for): one graph gets the effort a lone 250k-row graph needs for
+   * recall 0.99, four get 256 each, so the total grows slower than the number of graphs.
+   */
+  search(query: Float32Array, k: number): number[] {
+    const graphs = this.#sealed.length + (this.#delta.size > 0 ? 1 : 0);
+    const effort = Math.max(k, Math.min(MAX_EFFORT, Math.max(MIN_EFFORT, Math.round(MAX_EFFORT / Math.sqrt(Math.max(1, graphs))))));
+    if (this.#sealed.length === 0) return this.#delta.search(query, effort).slice(0, k);
+    const found: { id: number; d: number }[] = [];
+    for (const s of this.#sealed) {
+      const r = s.graph.searchScored(query, effort);
+      for (let j = 0; j < r.keys.length; j++) if (!s.dead.has(r.keys[j])) found.push({ id: r.keys[j], d: r.distances[j] });
+    }
+    const r = this.#delta.searchScored(query, effort);
+    for (let j = 0; j < r.keys.length; j++) found.push({ id: r.keys[j], d: r.distances[j] });
+    found.sort((a, b) => a.d - b.d);
+    const out: number[] = [];
+    const seen = new Set<number>();
+    for (const f of found) {
+      if (seen.has(f.id)) continue;
+      seen.add(f.id);
+      out.push(f.id);
+      if (out.length === k) break;
+    }
+    return out;
+  }
+
+  /** Turns the delta into a sealed segment (still in memory until the next save) and starts a new one. */
+  seal(): void {
+    if (this.#delta.size === 0) return;
+    this.#sealed.push({ graph: this.#delta, ids: Float64Array.from(this.#deltaKeys), dead: new Set(), saved: null, retired: false });
+    this.#delta = AnnIndex.create(this.dimension, this.metric);
+    this.#deltaKeys = new Set();
+    this.#deltaDirty = true;
+  }
+
+  /**
+   * Segments whose dead share reached `share`: marks them retired and returns their live row ids,
+   * which the caller re-indexes (each one re-added kills its old copy; an all-dead segment is
+   * dropped by `prune`).
+   */
+  retire(share: number, isLive: (rowId: number) => boolean): number[] {
+    const out: number[] = [];
+    for (const s of this.#sealed) {
+      if (s.retired || s.dead.size < s.ids.length * share) continue;
+      s.retired = true;
+      for (const id of s.ids) if (!s.dead.has(id) && isLive(id)) out.push(id);
+    }
+    return out;
+  }
+
+  /** Drops segments with no live row left; returns how many. */
+  prune(): number {
+    let n = 0;
+    for (let i = this.#sealed.length - 1; i >= 0; i--) {
+      const s = this.#sealed[i];
+      if (s.dead.size >= s.ids.length) {
+        this.#sealed.splice(i, 1);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Marks every row `isLive` rejects as gone (deletions the saved state did not see). */
+  dropMissing(isLive: (rowId: number) => boolean): void {
+    const gone: number[] = [];
+    for (const s of this.#sealed) for (const id of s.ids) if (!s.dead.has(id) && !isLive(id)) gone.push(id);
+    for (const id of this.#deltaKeys) if (!isLive(id)) gone.push(id);
+    this.remove(gone);
+  }
+
+  /**
+   * Writes what changed since the last save and then the manifest, under `dir` with file names
+   * starting `name`. New sealed segments become memory-mapped views of their files afterwards.
+   * The snapshot is taken synchronously, so `seq` must be what the graphs cover at the call.
+   */
+  async save(dir: string, name: string, seq: number, tag: string): Promise<void> {
+    await fsp.mkdir(dir, { recursive: true });
+    const fresh = this.#sealed.filter((s) => s.saved === null);
+    const writes = fresh.map((s) => {
+      const file = `${name}-${process.pid}-${Date.now()}-${this.#generation++}.seg.usearch`;
+      return { s, file, graph: s.graph.writeFile(path.join(dir, file)), ids: writeIds(path.join(dir, file), s.ids) };
+    });
+    let delta = this.#savedDelta;
+    let deltaWrite: Promise<void> | null = null;
+    if (this.#deltaDirty) {
+      this.#deltaDirty = false;
+      if (this.#delta.size === 0) delta = null;
+      else {
+        const file = `${name}-${process.pid}-${Date.now()}-${this.#generation++}.delta.usearch`;
+        const size = this.#delta.size;
+        const graph = this.#delta.writeFile(path.join(dir, file));
+        const ids = writeIds(path.join(dir, file), Float64Array.from(this.#deltaKeys));
+        deltaWrite = Promise.all([graph, ids]).then(([digest, idsDigest]) => {
+          delta = { file, size, digest, idsDigest };
+        });
+      }
+    }
+    const segmentsAtCall = [...this.#sealed];
+    const deadAtCall = segmentsAtCall.map((s) => [...s.dead]);
+    try {
+      for (const w of writes) {
+        const [digest, idsDigest] = await Promise.all([w.graph, w.ids]);
+        w.s.saved = { file: w.file, digest, idsDigest };
+      }
+      await deltaWrite;
+    } catch (e) {
+      this.#deltaDirty ||= deltaWrite !== null;
+      throw e;
+    }
+    const manifest: Manifest = {
+      format: FORMAT,
+      seq,
+      tag,
+      dimension: this.dimension,
+      metric: this.metric,
+      segments: segmentsAtCall.map((s, i) => ({
+        file: s.saved!.file,
+        size: s.ids.length,
+        digest: s.saved!.digest,
+        idsDigest: s.saved!.idsDigest,
+        dead: deadAtCall[i],
+        retired: s.retired,
+      })),
+      delta,
+    };
+    await writeFileDurably(manifestPath(dir, name), JSON.stringify(manifest));
+    this.#savedDelta = delta;
+    for (const w of writes) if (this.#sealed.includes(w.s) && !w.s.graph.viewed) w.s.graph.becomeView(path.join(dir, w.file));
+    await removeUnnamed(dir, name, manifest);
+  }
+
+  /**
+   * The saved index of `name`, or null when there is none or any part of it is missing, damaged
+   * or not for this table and database (the caller then rebuilds).
+   */
+  static async open(dir: string, name: string, expect: { dimension: number; metric: Metric; tag: string }): Promise<{ ann: SegmentedAnn; seq: number } | null> {
+    let m: Manifest;
+    try {
+      m = JSON.parse(await fsp.readFile(manifestPath(dir, name), 'utf8')) as Manifest;
+    } catch {
+      return null;
+    }
+    if (
+      m?.format !== FORMAT ||
+      m.tag !== expect.tag ||
+      m.dimension !== expect.dimension ||
+      m.metric !== expect.metric ||
+      !METRICS.includes(m.metric) ||
+      !Number.isSafeInteger(m.seq) ||
+      !Array.isArray(m.segments)
+    ) {
+      return null;
+    }
+    const ann = new SegmentedAnn(expect.dimension, expect.metric);
+    const graphOf = { dimension: expect.dimension, metric: expect.metric };
+    try {
+      // Every graph file is hashed before usearch touches any (one worker reads them all).
+      const parts = [...m.segments, ...(m.delta ? [m.delta] : [])];
+      const digests = await digestFiles(parts.map((p) => path.join(dir, p.file)));
+      for (let i = 0; i < parts.length; i++) {
+        const d = digests[i];
+        if (d instanceof Error || d.bytes !== parts[i].digest.bytes || d.sha256 !== parts[i].digest.sha256) return null;
+      }
+      for (const s of m.segments) {
+        const ids = await readIds(path.join(dir, s.file), s.size, s.idsDigest);
+        const graph = ids && (await AnnIndex.open(path.join(dir, s.file), { ...graphOf, size: s.size, digest: s.digest }, 'view', { verified: true }));
+        if (!ids || !graph) return null;
+        ann.#sealed.push({ graph, ids, dead: new Set(s.dead), saved: { file: s.file, digest: s.digest, idsDigest: s.idsDigest }, retired: s.retired === true });
+      }
+      if (m.delta) {
+        const ids = await readIds(path.join(dir, m.delta.file), m.delta.size, m.delta.idsDigest);
+        const graph = ids && (await AnnIndex.open(path.join(dir, m.delta.file), { ...graphOf, size: m.delta.size, digest: m.delta.digest }, 'load', { verified: true }));
+        if (!ids || !graph) return null;
+        ann.#delta = graph;
+        ann.#deltaKeys = new Set(ids);
+        ann.#savedDelta = m.delta;
+      }
+    } catch {
+      return null;
+    }
+    return { ann, seq: m.seq };
+  }
+
+  /** Removes every saved file of `name` (its manifest first, so a crash leaves nothing half-named). */
+  static removeFiles(dir: string, name: string): void {
+    fs.rmSync(manifestPath(dir, name), { force: true });
+    let entries: string[] = [];
+    try {
+      entries = fs.readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const f of entries) if (f.startsWith(`${name}-`) || f === `${name}.usearch`) fs.rmSync(path.join(dir, f), { force: true });
+  }
+
+  #markDead(rowIds: ArrayLike<number>): void {
+    for (const s of this.#sealed) {
+      const has = s.graph.containsMany(rowIds);
+      for (let i = 0; i < has.length; i++) if (has[i]) s.dead.add(rowIds[i]);
+    }
+  }
+}
+
+const manifestPath = (dir: string, name: string): string => path.join(dir, `${name}.json`);
+const idsFile = (graphFile: string): string => `${graphFile}.ids`;
+
+async function writeIds(graphFile: string, ids: Float64Array): Promise<FileDigest> {
+  const bytes = Buffer.from(ids.buffer, ids.byteOffset, ids.byteLength);
+  await writeFileDurably(idsFile(graphFile), bytes);
+  return digestBytes(bytes);
+}
+
+async function readIds(graphFile: string, size: number, expect: FileDigest): Promise<Float64Array | null> {
+  const bytes = await fsp.readFile(idsFile(graphFile)).catch(() => null);
+  if (!bytes || bytes.byteLength !== size * 8) return null;
+  const d = digestBytes(bytes);
+  if (d.sha256 !== expect.sha256) return null;
+  return new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+}
+
+/** Deletes this table's files that the manifest does not name (older deltas, dropped segments, temp files). */
+async function removeUnnamed(dir: string, name: string, m: Manifest): Promise<void> {
+  const keep = new Set<string>();
+  for (const f of [...m.segments.map((s) => s.file), ...(m.delta ? [m.delta.file] : [])]) {
+    keep.add(f);
+    keep.add(idsFile(f));
+  }
+  for (const f of await fsp.readdir(dir)) {
+    // Another save's temp files are this process's own and still being written; a dead process's are litter.
+    const ownTemp = f.endsWith('.tmp') && f.includes(`.${process.pid}.`);
+    if (f.startsWith(`${name}-`) && !keep.has(f) && !ownTemp) await fsp.rm(path.join(dir, f), { force: true });
+  }
+}
+
