@@ -200,8 +200,9 @@ export class SegmentedAnn {
    * Writes what changed since the last save and then the manifest, under `dir` with file names
    * starting `name`. New sealed segments become memory-mapped views of their files afterwards.
    * The snapshot is taken synchronously, so `seq` must be what the graphs cover at the call.
+   * Returns how many segments became memory-mapped views.
    */
-  async save(dir: string, name: string, seq: number, tag: string): Promise<void> {
+  async save(dir: string, name: string, seq: number, tag: string): Promise<number> {
     await fsp.mkdir(dir, { recursive: true });
     const fresh = this.#sealed.filter((s) => s.saved === null);
     const writes = fresh.map((s) => {
@@ -253,8 +254,15 @@ export class SegmentedAnn {
     };
     await writeFileDurably(manifestPath(dir, name), JSON.stringify(manifest));
     this.#savedDelta = delta;
-    for (const w of writes) if (this.#sealed.includes(w.s) && !w.s.graph.viewed) w.s.graph.becomeView(path.join(dir, w.file));
+    let viewed = 0;
+    for (const w of writes) {
+      if (this.#sealed.includes(w.s) && !w.s.graph.viewed) {
+        w.s.graph.becomeView(path.join(dir, w.file));
+        viewed++;
+      }
+    }
     await removeUnnamed(dir, name, manifest);
+    return viewed;
   }
 
   /**

@@ -33,6 +33,8 @@ export interface VectorMatrix {
   delete(rowId: number): boolean;
   segments(): IterableIterator<VectorBlock>;
   rowIds(): IterableIterator<number>;
+  /** The row id at a position in slot order (0 .. size-1). */
+  rowIdAt(position: number): number | undefined;
   gather(rowIds: Iterable<number>, blockRows?: number): IterableIterator<VectorBlock>;
 }
 
@@ -125,6 +127,11 @@ export class SegmentedMatrix implements VectorMatrix {
         rowIds: this.#rowIds[s].subarray(0, count),
       };
     }
+  }
+
+  rowIdAt(position: number): number | undefined {
+    if (!(position >= 0 && position < this.#size)) return undefined;
+    return this.#rowIds[Math.floor(position / this.segmentRows)][position % this.segmentRows];
   }
 
   /** Every live row id, in slot order. */

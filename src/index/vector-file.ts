@@ -233,6 +233,10 @@ export class FileMatrix implements VectorMatrix {
     for (let s = 0; s < this.#size; s++) yield this.#ids[s];
   }
 
+  rowIdAt(position: number): number | undefined {
+    return position >= 0 && position < this.#size ? this.#ids[position] : undefined;
+  }
+
   /**
    * The given rows (absent ones skipped) in packed blocks of at most `blockRows`. Few rows are
    * read one run of adjacent slots at a time; many are picked out of one sequential scan.

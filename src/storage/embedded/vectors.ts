@@ -207,6 +207,7 @@ export class Vectors {
     const metric = q.metric ?? t.meta.metric;
     const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
     if (!(limit >= 1)) return [];
+    this.#keeper.searched();
 
     let best: Scored[];
     if (q.filter !== undefined) {
