@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SegmentedAnn } from './ann-segments.ts';
+import { GraphWorker } from './graph-worker.ts';
 
 function rng(seed: number): () => number {
   return () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
@@ -125,5 +126,35 @@ describe('SegmentedAnn', () => {
 
     SegmentedAnn.removeFiles(sub, '7');
     assert.deepEqual(await fs.readdir(sub), []);
+  });
+
+  it('gives the same answers with half of its saved graphs searched on a worker thread', async () => {
+    const sub = path.join(dir, 'worker');
+    const ann = SegmentedAnn.create(d, 'cosine');
+    const data = randomRows(4000, 6);
+    for (let s = 0; s < 4; s++) {
+      ann.add(Array.from({ length: 1000 }, (_, i) => s * 1000 + i), data.subarray(s * 1000 * d, (s + 1) * 1000 * d));
+      ann.seal();
+    }
+    const worker = new GraphWorker();
+    try {
+      const qs = Array.from({ length: 20 }, (_, i) => data.subarray(i * 151 * d, i * 151 * d + d));
+      // Before a save nothing is on disk, so everything is searched here.
+      for (const q of qs) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
+      assert.equal(worker.searches, 0);
+      await ann.save(sub, '1', 1, 'db');
+      ann.remove([151, 1208, 3020]); // dead in segments 1, 2 and 4: the worker's answers are filtered too
+      for (const q of qs) {
+        const got = await ann.searchAsync(q, 30, worker);
+        assert.deepEqual(got, ann.search(q, 30));
+        for (const id of [151, 1208, 3020]) assert.ok(!got.includes(id));
+      }
+      assert.equal(worker.searches, qs.length);
+      await worker.close();
+      assert.equal(worker.alive, false);
+      assert.deepEqual(await ann.searchAsync(qs[0], 30, worker), ann.search(qs[0], 30), 'a dead worker is not needed');
+    } finally {
+      await worker.close();
+    }
   });
 });

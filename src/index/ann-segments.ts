@@ -20,10 +20,14 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileDurably } from '../durable-file.ts';
 import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
-import { AnnIndex } from './ann.ts';
+import { ANN_PARAMS, AnnIndex } from './ann.ts';
+import { usearchMetric } from './exact.ts';
+import type { GraphWorker } from './graph-worker.ts';
 import { METRICS, type Metric } from './metric.ts';
 
 const FORMAT = 'vss-ann-segments-1';
+/** Identifies a segment to a worker thread across all tables of the process. */
+let nextUid = 1;
 /** Search effort per graph (candidates explored): see search(). */
 const MAX_EFFORT = 512;
 const MIN_EFFORT = 256;
@@ -35,8 +39,13 @@ interface Segment {
   dead: Set<number>;
   /** Set once the segment's files are written (the manifest names them). */
   saved: { file: string; digest: FileDigest; idsDigest: FileDigest } | null;
+  /** Where its file is once saved (what a worker thread maps), and its id there. */
+  path: string | null;
+  uid: number;
   /** Its live rows have been handed back for re-indexing. */
   retired: boolean;
+  /** Its mapped pages have been touched once (prefaultNext). */
+  prefaulted?: boolean;
 }
 
 interface ManifestSegment {
@@ -129,32 +138,68 @@ export class SegmentedAnn {
    * recall 0.99, four get 256 each, so the total grows slower than the number of graphs.
    */
   search(query: Float32Array, k: number): number[] {
+    const effort = this.#effort(k);
+    const found: Found[] = [];
+    for (const s of this.#sealed) collect(found, s.graph.searchScored(query, effort), s.dead);
+    collect(found, this.#delta.searchScored(query, effort), null);
+    return best(found, k);
+  }
+
+  /**
+   * The same, with every other saved sealed graph searched on `worker` meanwhile (both cores on one
+   * query). Graphs the worker cannot answer for are searched here.
+   */
+  async searchAsync(query: Float32Array, k: number, worker: GraphWorker): Promise<number[]> {
+    const remote = this.#sealed.filter((s, i) => i % 2 === 1 && s.path !== null && s.graph.viewed);
+    if (remote.length === 0 || !worker.alive) return this.search(query, k);
+    this.shareWith(worker);
+    const effort = this.#effort(k);
+    const pending = worker.search(remote.map((s) => s.uid), query, effort);
+    const found: Found[] = [];
+    for (const s of this.#sealed) if (!remote.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
+    collect(found, this.#delta.searchScored(query, effort), null);
+    const answers = await pending;
+    remote.forEach((s, i) => {
+      const r = answers[i];
+      // The segment may have been dropped while the worker searched: its rows are elsewhere now.
+      if (!this.#sealed.includes(s)) return;
+      collect(found, r ?? s.graph.searchScored(query, effort), s.dead);
+    });
+    return best(found, k);
+  }
+
+  #effort(k: number): number {
     const graphs = this.#sealed.length + (this.#delta.size > 0 ? 1 : 0);
-    const effort = Math.max(k, Math.min(MAX_EFFORT, Math.max(MIN_EFFORT, Math.round(MAX_EFFORT / Math.sqrt(Math.max(1, graphs))))));
-    if (this.#sealed.length === 0) return this.#delta.search(query, effort).slice(0, k);
-    const found: { id: number; d: number }[] = [];
-    for (const s of this.#sealed) {
-      const r = s.graph.searchScored(query, effort);
-      for (let j = 0; j < r.keys.length; j++) if (!s.dead.has(r.keys[j])) found.push({ id: r.keys[j], d: r.distances[j] });
-    }
-    const r = this.#delta.searchScored(query, effort);
-    for (let j = 0; j < r.keys.length; j++) found.push({ id: r.keys[j], d: r.distances[j] });
-    found.sort((a, b) => a.d - b.d);
-    const out: number[] = [];
-    const seen = new Set<number>();
-    for (const f of found) {
-      if (seen.has(f.id)) continue;
-      seen.add(f.id);
-      out.push(f.id);
-      if (out.length === k) break;
-    }
-    return out;
+    return Math.max(k, Math.min(MAX_EFFORT, Math.max(MIN_EFFORT, Math.round(MAX_EFFORT / Math.sqrt(Math.max(1, graphs))))));
+  }
+
+  /** Tells the worker which of this table's files to have open, when that changed (ahead of searches: it maps them then). */
+  shareWith(worker: GraphWorker): void {
+    const graphs = this.#sealed.filter((s) => s.path !== null && s.graph.viewed);
+    const key = graphs.map((s) => s.uid).join(',');
+    if (workerSynced.get(worker)?.get(this) === key) return;
+    let mine = workerSynced.get(worker);
+    if (!mine) workerSynced.set(worker, (mine = new Map()));
+    mine.set(this, key);
+    worker.sync(
+      this,
+      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: usearchMetric(this.metric), ...annGraphParams() })),
+    );
+  }
+
+  /** Prefaults the next sealed graph not yet prefaulted; false when none is left (see AnnIndex.prefault). */
+  prefaultNext(): boolean {
+    const s = this.#sealed.find((x) => x.graph.viewed && !x.prefaulted);
+    if (!s) return false;
+    s.prefaulted = true;
+    s.graph.prefault();
+    return true;
   }
 
   /** Turns the delta into a sealed segment (still in memory until the next save) and starts a new one. */
   seal(): void {
     if (this.#delta.size === 0) return;
-    this.#sealed.push({ graph: this.#delta, ids: Float64Array.from(this.#deltaKeys), dead: new Set(), saved: null, retired: false });
+    this.#sealed.push({ graph: this.#delta, ids: Float64Array.from(this.#deltaKeys), dead: new Set(), saved: null, path: null, uid: nextUid++, retired: false });
     this.#delta = AnnIndex.create(this.dimension, this.metric);
     this.#deltaKeys = new Set();
     this.#deltaDirty = true;
@@ -230,6 +275,7 @@ export class SegmentedAnn {
       for (const w of writes) {
         const [digest, idsDigest] = await Promise.all([w.graph, w.ids]);
         w.s.saved = { file: w.file, digest, idsDigest };
+        w.s.path = path.join(dir, w.file);
       }
       await deltaWrite;
     } catch (e) {
@@ -301,7 +347,15 @@ export class SegmentedAnn {
         const ids = await readIds(path.join(dir, s.file), s.size, s.idsDigest);
         const graph = ids && (await AnnIndex.open(path.join(dir, s.file), { ...graphOf, size: s.size, digest: s.digest }, 'view', { verified: true }));
         if (!ids || !graph) return null;
-        ann.#sealed.push({ graph, ids, dead: new Set(s.dead), saved: { file: s.file, digest: s.digest, idsDigest: s.idsDigest }, retired: s.retired === true });
+        ann.#sealed.push({
+          graph,
+          ids,
+          dead: new Set(s.dead),
+          saved: { file: s.file, digest: s.digest, idsDigest: s.idsDigest },
+          path: path.join(dir, s.file),
+          uid: nextUid++,
+          retired: s.retired === true,
+        });
       }
       if (m.delta) {
         const ids = await readIds(path.join(dir, m.delta.file), m.delta.size, m.delta.idsDigest);
@@ -336,6 +390,34 @@ export class SegmentedAnn {
     }
   }
 }
+
+interface Found {
+  id: number;
+  d: number;
+}
+
+/** Adds a graph's answers, less the rows dead in it. */
+function collect(into: Found[], r: { keys: ArrayLike<number>; distances: ArrayLike<number> }, dead: Set<number> | null): void {
+  for (let j = 0; j < r.keys.length; j++) if (dead === null || !dead.has(r.keys[j])) into.push({ id: r.keys[j], d: r.distances[j] });
+}
+
+/** The `k` nearest distinct row ids. */
+function best(found: Found[], k: number): number[] {
+  found.sort((a, b) => a.d - b.d);
+  const out: number[] = [];
+  const seen = new Set<number>();
+  for (const f of found) {
+    if (seen.has(f.id)) continue;
+    seen.add(f.id);
+    out.push(f.id);
+    if (out.length === k) break;
+  }
+  return out;
+}
+
+/** What each worker was last told per table, so unchanged tables are not re-sent. */
+const workerSynced = new WeakMap<GraphWorker, Map<SegmentedAnn, string>>();
+const annGraphParams = () => ({ connectivity: ANN_PARAMS.connectivity, expansionAdd: ANN_PARAMS.expansionAdd, expansionSearch: ANN_PARAMS.expansionSearch });
 
 const manifestPath = (dir: string, name: string): string => path.join(dir, `${name}.json`);
 const idsFile = (graphFile: string): string => `${graphFile}.ids`;

@@ -153,6 +153,15 @@ export class AnnIndex {
   }
 
   /**
+   * Touches every page of a viewed graph once, in order, by writing it to /dev/null: the pages a
+   * search would otherwise fault in one at a time (each fault costs microseconds in a VM) get
+   * mapped in one sequential pass (~0.1 s for 230 MB). Blocks the thread meanwhile.
+   */
+  prefault(): void {
+    if (this.#viewed) this.#index.save('/dev/null');
+  }
+
+  /**
    * Swaps an in-memory graph for a view of `file`, which must hold this very graph (just written
    * by writeFile): usearch frees the in-memory copy at once.
    */

@@ -16,6 +16,7 @@ import type { Storage } from '../api.ts';
 import { Accounts } from './accounts.ts';
 import { Catalog } from './catalog.ts';
 import { Files } from './files.ts';
+import { GraphWorker } from '../../index/graph-worker.ts';
 import { FileMatrix, MemoryBudget } from '../../index/vector-file.ts';
 import { IndexKeeper, type TableMeta } from './index-upkeep.ts';
 import { MetadataRecords } from './metadata.ts';
@@ -27,6 +28,8 @@ import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 export interface EmbeddedOptions {
   dataDir: string;
   index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number };
+  /** Search half of a table's sealed graphs on a worker thread (default true). */
+  searchWorker?: boolean;
   /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */
   vectorMemoryBytes?: number;
   defaultReplication?: string;
@@ -80,8 +83,11 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const seq = new SeqCounter(Number(meta('seq')));
   const tag = String(meta('db_id'));
 
+
+  // One query's graph walks on both cores (see graph-worker.ts); off where threads are scarce.
+  const worker = opts.searchWorker === false ? null : new GraphWorker();
   const keeper = new IndexKeeper(
-    { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log },
+    { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log, worker },
     sqlIndexSource(db, seq),
   );
   const vectorDir = path.join(dataDir, 'vectors');
@@ -100,7 +106,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     return m;
   };
   const catalog = new Catalog(db, keeper, opts.defaultReplication ?? 'local', matrixFor);
-  const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows });
+  const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows, worker });
   const accounts = new Accounts(db);
   const metadata = new MetadataRecords(db);
   const files = new Files(db, vectors, path.join(dataDir, 'files'), () => closing === null);
@@ -118,6 +124,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     files.sweep();
   } catch (e) {
     for (const m of matrices) m.close();
+    void worker?.close();
     raw.close();
     throw mapStorageError(e);
   }
@@ -160,7 +167,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     deleteByFilter: (ks, t, filter) => run(() => vectors.deleteByFilter(ks, t, filter)),
     countVectors: (ks, t, filter) => run(() => vectors.count(ks, t, filter)),
     scanVectors: (ks, t, opts) => run(() => scanVectors(db, catalog, ks, t, opts)),
-    search: (ks, t, q) => run(() => vectors.search(ks, t, q)),
+    search: (ks, t, q) => runAsync(() => vectors.search(ks, t, q)),
 
     upsertMetadata: (records) => run(() => metadata.upsert(records)),
     getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
@@ -206,6 +213,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
           for (const m of matrices) await m.save(seq.value, tag);
         } finally {
           for (const m of matrices) m.close();
+          await worker?.close();
           raw.close();
         }
       })();

@@ -13,6 +13,7 @@
  * matrix and dropped from the graphs.
  */
 import { SegmentedAnn } from '../../index/ann-segments.ts';
+import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
 
@@ -26,14 +27,11 @@ const BUSY_INDEX_SHARE = 0.5;
 /** Writes within this many ms make the store "busy". */
 const BUSY_WINDOW_MS = 250;
 /**
- * Memory-mapped graphs fault their pages in on first touch, which on this kind of machine
- * (a VM) made the first few hundred searches after a start ~1.6x slower (graph walk p50 8.4 vs
- * 5.2 ms at 1M rows). So when a table's mapped graphs appear, idle time walks them with this
- * many searches of WARM_K candidates, from rows spread over the table (~2 s of CPU at 1M).
+ * Memory-mapped graphs fault their pages in on first touch, which in a VM costs microseconds a
+ * page: the first few hundred searches after a start or a seal walked the graphs ~10-40 % slower.
+ * So new mapped graphs are walked once, sequentially (~75 ms per 250k-row graph), in quiet
+ * moments: when no search or write came within WARM_QUIET_MS.
  */
-const WARM_SEARCHES = 200;
-const WARM_K = 1024;
-/** Warm-up runs only when no search or write came within this many ms. */
 const WARM_QUIET_MS = 50;
 /** A sealed segment with this share of dead rows is retired: its live rows are re-indexed. */
 const RETIRE_DEAD_SHARE = 0.3;
@@ -62,8 +60,8 @@ export class TableState {
   restoring: Promise<void> | null = null;
   /** Set once the index was found inconsistent and rebuilt, so a bug cannot make it loop. */
   rebuilt = false;
-  /** Warm-up searches still to run (see WARM_SEARCHES). */
-  warmLeft = 0;
+  /** Mapped graphs may want prefaulting (see WARM_QUIET_MS). */
+  toWarm = false;
 
   constructor(meta: TableMeta, matrix: VectorMatrix) {
     this.meta = meta;
@@ -94,6 +92,8 @@ export interface UpkeepOptions {
   segmentRows: number;
   /** The database's id, stored with each index so that one never serves another database. */
   tag: string;
+  /** The thread that searches some graphs; told about new mapped graphs as they appear. */
+  worker?: GraphWorker | null;
   log?: (msg: string, err?: unknown) => void;
 }
 
@@ -143,7 +143,8 @@ export class IndexKeeper {
       t.pending = new Map();
       for (const r of this.#src.rowsSince(t.meta.id, loaded.seq)) t.pending.set(r.id, r.seq);
       t.changes += 1;
-      if (t.ann.stats().segments > 0) t.warmLeft = WARM_SEARCHES;
+      t.toWarm = t.ann.stats().segments > 0;
+      if (this.#opts.worker) t.ann.shareWith(this.#opts.worker);
     })()
       .catch((e: unknown) => {
         this.#opts.log?.(`opening the ANN index of table ${t.meta.id} failed; rebuilding`, e);
@@ -302,20 +303,13 @@ export class IndexKeeper {
     this.#lastSearch = performance.now();
   }
 
-  /** One warm-up search on a table that wants them, in a quiet moment (nothing to index, no recent request). */
+  /** Prefaults one mapped graph of a table that wants it, in a quiet moment (nothing to index, no recent request). */
   #warm(): void {
-    const t = [...this.#tables.values()].find((x) => x.warmLeft > 0 && x.ann !== null && x.restoring === null);
+    const t = [...this.#tables.values()].find((x) => x.toWarm && x.ann !== null && x.restoring === null);
     if (!t) return;
-    const quietFor = performance.now() - Math.max(this.#lastSearch, this.#lastWrite);
-    if (quietFor >= WARM_QUIET_MS) {
-      // Rows spread over the table in slot order, so the walks cover every graph's regions.
-      const at = Math.floor(((WARM_SEARCHES - t.warmLeft) * t.matrix.size) / WARM_SEARCHES);
-      t.warmLeft--;
-      const id = t.matrix.rowIdAt(at);
-      const v = id === undefined ? undefined : t.matrix.get(id);
-      if (v) t.ann!.search(v, WARM_K);
-    }
-    setTimeout(() => this.#schedule(), quietFor >= WARM_QUIET_MS ? 1 : WARM_QUIET_MS);
+    const quiet = performance.now() - Math.max(this.#lastSearch, this.#lastWrite) >= WARM_QUIET_MS;
+    if (quiet && !t.ann!.prefaultNext()) t.toWarm = false;
+    setTimeout(() => this.#schedule(), quiet ? 1 : WARM_QUIET_MS);
   }
 
   /** Hands the live rows of mostly-dead segments back for re-indexing, and drops empty segments. */
@@ -364,7 +358,8 @@ export class IndexKeeper {
         if (t.ann === ann) {
           t.savedSeq = seq;
           if (viewed > 0) {
-            t.warmLeft = WARM_SEARCHES;
+            t.toWarm = true;
+            if (this.#opts.worker) ann.shareWith(this.#opts.worker);
             this.#schedule();
           }
         }

@@ -5,6 +5,7 @@
 import { invalid, ServiceError, type FieldError } from '../../errors.ts';
 import { exactSearchMatrix, rescore, type Scored } from '../../index/exact.ts';
 import { filterToSql, validateFilter } from '../../index/filter.ts';
+import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { Filter, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import type { Catalog } from './catalog.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
@@ -30,6 +31,8 @@ export class SeqCounter {
 
 export interface VectorSettings {
   exactBelowRows: number;
+  /** Searches some sealed graphs on a second thread (null: all on this one). */
+  worker: GraphWorker | null;
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
@@ -46,6 +49,7 @@ export class Vectors {
   readonly #keeper: IndexKeeper;
   readonly #seq: SeqCounter;
   readonly #settings: VectorSettings;
+  readonly #worker: GraphWorker | null;
   /** How many searches took each path (for monitoring and tests). */
   readonly searches = { exact: 0, ann: 0, filtered: 0 };
 
@@ -55,6 +59,7 @@ export class Vectors {
     this.#keeper = keeper;
     this.#seq = seq;
     this.#settings = settings;
+    this.#worker = settings.worker;
   }
 
   upsert(keyspace: string, table: string, rows: VectorRow[]): void {
@@ -194,7 +199,7 @@ export class Vectors {
     return this.#db.raw.prepare(`SELECT count(*) FROM vectors WHERE table_id = ? AND ${sql}`).pluck().get(t.meta.id, ...params) as number;
   }
 
-  search(keyspace: string, table: string, q: SearchQuery): StoredMatch[] {
+  async search(keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]> {
     const t = this.#catalog.require(keyspace, table);
     const d = t.meta.dimension;
     const query = q.vector instanceof Float32Array ? q.vector : Float32Array.from(q.vector as ArrayLike<number>);
@@ -216,8 +221,10 @@ export class Vectors {
       best = exactSearchMatrix(t.matrix, query, metric, limit, ids);
       this.searches.filtered++;
     } else if (this.#useAnn(t, q.candidates, metric, query)) {
-      // Stage 1: the graph's candidates, plus the exact best of rows it does not hold yet.
-      const fromAnn = t.ann!.search(query, q.candidates);
+      // Stage 1: the graphs' candidates (half of them walked on the worker thread meanwhile),
+      // plus the exact best of rows they do not hold yet.
+      const ann = t.ann!;
+      const fromAnn = this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
       const fromPending = t.pending.size > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pending.keys()).map((s) => s.rowId) : [];
       // Stage 2: exact float64 scores from the full-precision rows (stale or deleted ids drop out).
       best = rescore(query, fromAnn.concat(fromPending), t.matrix, metric, limit);
