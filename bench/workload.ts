@@ -125,9 +125,9 @@ export async function rssMb(pid: number, field: 'RssAnon' | 'RssFile' | 'VmRSS')
  * Short text queries (uncached: each text is new) at concurrency 1 and 16. The bench tables hold
  * synthetic 384-d vectors, so these are valid (same dimension) though meaningless.
  */
-export async function textSearch(server: RunningServer, keyspace: string, table: string): Promise<{ c1: Timed; c16: Timed }> {
+export async function textSearch(server: RunningServer, keyspace: string, table: string, salt = ''): Promise<{ c1: Timed; c16: Timed }> {
   const texts = ['what is a vector database', 'cheap flights to lisbon', 'how to bake sourdough bread', 'kitten sleeping on a couch', 'rust borrow checker error'];
-  const bodies = Array.from({ length: 100 }, (_, i) => ({ keyspace, table, query: `${texts[i % texts.length]} ${i}`, initial_top_k: 100, final_top_k: 10 }));
+  const bodies = Array.from({ length: 100 }, (_, i) => ({ keyspace, table, query: `${texts[i % texts.length]} ${salt}${i}`, initial_top_k: 100, final_top_k: 10 }));
   const c1 = await runQueries(server, bodies, 1);
   const c16 = await runQueries(server, bodies.map((b) => ({ ...b, query: `${b.query} again` })), 16);
   return { c1, c16 };
