@@ -83,8 +83,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const seq = new SeqCounter(Number(meta('seq')));
   const tag = String(meta('db_id'));
 
-
-  // One query's graph walks on both cores (see graph-worker.ts); off where threads are scarce.
+  // One query's graph walks on both cores (see graph-worker.ts); `searchWorker: false` keeps them here.
   const worker = opts.searchWorker === false ? null : new GraphWorker();
   const keeper = new IndexKeeper(
     { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log, worker },
