@@ -7,14 +7,19 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
+/** Flushes a file's (or directory's) contents to the disk. */
+export async function fsyncPath(p: string): Promise<void> {
+  const fh = await fs.open(p, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
 export async function fsyncDir(dir: string): Promise<void> {
   try {
-    const fh = await fs.open(dir, 'r');
-    try {
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
+    await fsyncPath(dir);
   } catch {
     // Some platforms cannot fsync a directory; the rename is still atomic.
   }

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { Index, ScalarKind } from 'usearch';
 import { usearchMetric } from './exact.ts';
 import type { Metric } from './metric.ts';
-import { fsyncDir } from '../durable-file.ts';
+import { fsyncDir, fsyncPath } from '../durable-file.ts';
 import { digestFile, type FileDigest } from '../file-digest.ts';
 
 export type { FileDigest };
@@ -136,12 +136,7 @@ export class AnnIndex {
     }
     return (async () => {
       try {
-        const fh = await fs.open(tmp, 'r+');
-        try {
-          await fh.sync();
-        } finally {
-          await fh.close();
-        }
+        await fsyncPath(tmp);
         const digest = await digestFile(tmp);
         await fs.rename(tmp, file);
         await fsyncDir(path.dirname(file));
