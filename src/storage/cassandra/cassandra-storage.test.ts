@@ -118,6 +118,15 @@ if (!ENABLED) {
       assert.ok(recall >= 0.9, `recall ${recall}`);
     });
 
+    it('refuses vectors whose squared norm its vector index would overflow on (validation, not a server error), and takes the largest below', async () => {
+      await s.createTable({ keyspace: 'spec', name: 'norms', dimension: 4, metric: 'cosine', model: null });
+      const row = (key: string, big: number) => ({ key, vector: Float32Array.of(1, big, 3, 4), metadata: {}, text: null });
+      // 1e18 (squared norm 1e36) failed the write inside Cassandra 5.0.9 before the codec refused it.
+      await rejectsWithCode(s.upsertVectors('spec', 'norms', [row('a', 1e18)]), 'validation_failed');
+      await s.upsertVectors('spec', 'norms', [row('b', 3e9), row('sub', 1e-40)]);
+      assert.equal(await s.countVectors('spec', 'norms'), 2);
+    });
+
     it('post-filters ANN candidates on large tables', async () => {
       const rows = clustered(1500, 48, 12, 7);
       const q = rows[3].vector;

@@ -44,8 +44,12 @@ export function float32NormSq(v: Float32Array): number {
 
 /** Below this float32 squared norm a vector has no usable direction under cosine. */
 const MIN_COSINE_NORM_SQ = 1e-30;
-/** Above this, jvector's float32 similarities (or the distance between two such vectors) overflow. */
-const MAX_NORM_SQ = 1e37;
+/**
+ * Above this, jvector's float32 arithmetic overflows: cosine multiplies two squared norms, so each
+ * must stay below sqrt(float32 max) ~ 1.8e19. Measured on Cassandra 5.0.9: a component of 1e18
+ * (squared norm 1e36) failed the write with a server error; 1e15 was stored.
+ */
+const MAX_NORM_SQ = 1e19;
 
 /** Whether Cassandra's index can take (or rank against) the vector under `metric`. */
 export function indexable(v: Float32Array, metric: Metric): boolean {
@@ -71,7 +75,7 @@ export function checkVector(v: unknown, dimension: number, metric: Metric, path:
     return {
       errors: [
         n > MAX_NORM_SQ
-          ? { path, message: 'its components are too large for the vector index (squared norm above 1e37)' }
+          ? { path, message: 'its components are too large for the vector index (squared norm above 1e19)' }
           : { path, message: 'a zero (or near-zero) vector has no direction: it cannot be stored in a cosine table' },
       ],
     };
