@@ -26,7 +26,8 @@ export type { FileDigest };
  * Graph parameters. usearch searches with max(expansion_search, k), so asking for more than
  * expansion_search candidates widens the search by itself: SegmentedAnn does that to spend more
  * effort per graph when a table has fewer graphs. Measured on clustered data with heavy noise
- * (a hard case: 64 centres, uniform noise 0.6, 384-d; bench/workload.ts), recall@10 after
+ * (a hard case: 64 centres, uniform noise 0.6, 384-d: bench/workload.ts's generator, graphs built
+ * by throwaway scripts; the 1M figure is bench/vectors.bench.ts's), recall@10 after
  * re-scoring the best 100 candidates of one 250k-row graph: 0.89 at 128, 0.96 at 256, 0.99 at
  * 512 (p50 1.3 / 1.9 ms for 256 / 512); of four such graphs searched together: 0.96 at 256 each;
  * of one 1M-row graph: 0.86 at 512. expansion_add and connectivity matter far less for recall
@@ -75,10 +76,6 @@ export class AnnIndex {
   /** Whether the graph is a read-only view of a file. */
   get viewed(): boolean {
     return this.#viewed;
-  }
-
-  has(rowId: number): boolean {
-    return this.#index.contains(BigInt(rowId)) as boolean;
   }
 
   /** For each row id, whether the graph holds it (one native call). */

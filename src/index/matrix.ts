@@ -1,5 +1,7 @@
 /**
- * The full-precision vectors of one table, in memory, for exact scans and re-scoring.
+ * The full-precision vectors of one table, in memory, for exact scans and re-scoring. Storage
+ * keeps its tables in files (FileMatrix, vector-file.ts); this in-memory VectorMatrix serves the
+ * index layer's own tests, whose small segment sizes exercise scans across many blocks.
  *
  * Rows live in fixed-size segments so that growth never copies more than one segment, and each
  * segment owns its ArrayBuffer at offset 0: usearch's `exactSearch` reads a typed array's
@@ -32,7 +34,6 @@ export interface VectorMatrix {
   setMany(rowIds: ArrayLike<number>, vectors: ArrayLike<ArrayLike<number>>): void;
   delete(rowId: number): boolean;
   segments(): IterableIterator<VectorBlock>;
-  rowIds(): IterableIterator<number>;
   /** The row id at a position in slot order (0 .. size-1). */
   rowIdAt(position: number): number | undefined;
   gather(rowIds: Iterable<number>, blockRows?: number): IterableIterator<VectorBlock>;
@@ -132,11 +133,6 @@ export class SegmentedMatrix implements VectorMatrix {
   rowIdAt(position: number): number | undefined {
     if (!(position >= 0 && position < this.#size)) return undefined;
     return this.#rowIds[Math.floor(position / this.segmentRows)][position % this.segmentRows];
-  }
-
-  /** Every live row id, in slot order. */
-  *rowIds(): IterableIterator<number> {
-    for (const b of this.segments()) yield* b.rowIds;
   }
 
   /**

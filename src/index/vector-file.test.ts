@@ -76,7 +76,8 @@ describe('FileMatrix', () => {
     m.setMany(ids, ids.map((id) => vec(d, id)));
     const blocks = [...m.segments()].map((b) => b.rowIds.length);
     assert.deepEqual(blocks, [SCAN_ROWS, SCAN_ROWS, 123]);
-    assert.deepEqual([...m.rowIds()], ids);
+    assert.deepEqual(Array.from({ length: n }, (_, i) => m.rowIdAt(i)), ids);
+    assert.equal(m.rowIdAt(n), undefined);
 
     const few = [ids[5000], 2, ids[3], ids[4], ids[n - 1]]; // 2 is not a row
     const got = [...m.gather(few, 2)];

@@ -229,10 +229,6 @@ export class FileMatrix implements VectorMatrix {
     }
   }
 
-  *rowIds(): IterableIterator<number> {
-    for (let s = 0; s < this.#size; s++) yield this.#ids[s];
-  }
-
   rowIdAt(position: number): number | undefined {
     return position >= 0 && position < this.#size ? this.#ids[position] : undefined;
   }
