@@ -92,6 +92,8 @@ export interface Config {
   /** ANN index upkeep: save after this many changes or this many ms, whichever comes first. */
   /** MiB of vectors that small tables may also keep in memory (bigger ones are scanned from their files). */
   readonly vectorMemoryMb: number;
+  /** MiB of the embedded database read through a memory map (SQLite caps it at 2 GiB; 0: plain reads). */
+  readonly dbMmapMb: number;
   readonly index: { readonly saveEveryChanges: number; readonly saveEveryMs: number; readonly exactBelowRows: number; readonly segmentRows: number };
 }
 
@@ -235,6 +237,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       cacheEntries: int('VSS_EMBED_CACHE_ENTRIES', 2048, 0, 1_000_000),
     },
     vectorMemoryMb: int('VSS_VECTOR_MEMORY_MB', 256, 0, 1_000_000),
+    dbMmapMb: int('VSS_DB_MMAP_MB', 2048, 0, 1_000_000),
     index: {
       saveEveryChanges: int('VSS_INDEX_SAVE_EVERY_CHANGES', 50_000, 1, 100_000_000),
       saveEveryMs: int('VSS_INDEX_SAVE_EVERY_MS', 60_000, 100, 86_400_000),

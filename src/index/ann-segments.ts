@@ -168,9 +168,16 @@ export class SegmentedAnn {
     return best(found, k);
   }
 
+  /**
+   * How many results to ask each graph for. usearch walks with max(expansion_search, results), so
+   * asking for more than `k` only pays when the effort exceeds expansion_search (fewer than four
+   * graphs); otherwise the extra results change nothing but cost time: at 1M rows (four graphs,
+   * 256 each) asking for 256 instead of 100 took the walks from p50 2.6 to 4.2 ms, same answers.
+   */
   #effort(k: number): number {
     const graphs = this.#sealed.length + (this.#delta.size > 0 ? 1 : 0);
-    return Math.max(k, Math.min(MAX_EFFORT, Math.max(MIN_EFFORT, Math.round(MAX_EFFORT / Math.sqrt(Math.max(1, graphs))))));
+    const effort = Math.min(MAX_EFFORT, Math.max(MIN_EFFORT, Math.round(MAX_EFFORT / Math.sqrt(Math.max(1, graphs)))));
+    return effort > ANN_PARAMS.expansionSearch ? Math.max(k, effort) : k;
   }
 
   /** Tells the worker which of this table's files to have open, when that changed (ahead of searches: it maps them then). */

@@ -102,14 +102,14 @@ function blockIsCertain(cands: Scored[], metric: Metric, limit: number, cutoff: 
   return worstKept < cutoff - tol;
 }
 
-/** Exact float64 scores of the given rows (missing rows skipped, duplicates once), best `limit` first. */
-export function rescore(query: Float32Array, rowIds: Iterable<number>, matrix: VectorMatrix, metric: Metric, limit: number): Scored[] {
+/** Exact float64 scores of the given rows (rows `get` lacks skipped, duplicates once), best `limit` first. */
+export function rescore(query: Float32Array, rowIds: Iterable<number>, rows: Pick<VectorMatrix, 'get'>, metric: Metric, limit: number): Scored[] {
   const top = new TopK<Scored>(limit, compareScored(metric));
   const seen = new Set<number>();
   for (const rowId of rowIds) {
     if (seen.has(rowId)) continue;
     seen.add(rowId);
-    const v = matrix.get(rowId);
+    const v = rows.get(rowId);
     if (v !== undefined) top.push({ rowId, score: exactScore(metric, query, v) });
   }
   return top.sorted();

@@ -6,7 +6,12 @@ import { openEmbeddedStorage } from './embedded/embedded-storage.ts';
 export async function openStorage(config: Config): Promise<Storage> {
   switch (config.storage) {
     case 'embedded':
-      return openEmbeddedStorage({ dataDir: config.dataDir, index: config.index, vectorMemoryBytes: config.vectorMemoryMb * 2 ** 20 });
+      return openEmbeddedStorage({
+        dataDir: config.dataDir,
+        index: config.index,
+        vectorMemoryBytes: config.vectorMemoryMb * 2 ** 20,
+        mmapBytes: config.dbMmapMb * 2 ** 20,
+      });
     case 'cassandra': {
       // Loaded only for this backend: cassandra-driver is heavy and the embedded backend never needs it.
       const { openCassandraStorage } = await import('./cassandra/cassandra-storage.ts');

@@ -250,6 +250,41 @@ describe('embedded storage', () => {
     }
   });
 
+  it('ANN answers carry the same metadata, text and vector as exact ones, and only their own table', async () => {
+    const dataDir = path.join(dir, 'ann-fields');
+    const d = 16;
+    const vectors = clustered(3_000, d, 11, 30);
+    const s = await openEmbeddedStorage({ dataDir, index: indexOpts(1000) });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      for (const t of ['a', 'b']) await s.createTable({ keyspace: 'ks', name: t, dimension: d, metric: 'dot_product', model: null });
+      await ingest(s, 'ks', 'a', rowsOf(vectors, 'a'));
+      // The same vectors in the other table: its rows would tie with every answer if they leaked in.
+      await ingest(s, 'ks', 'b', rowsOf(vectors, 'b'));
+      await s.deleteVectors('ks', 'a', ['a7', 'a8']);
+      await s.whenIndexed();
+      const before = s.searchCounts().ann;
+      for (const q of clustered(20, d, 12, 30)) {
+        const ann = await s.search('ks', 'a', { vector: q, metric: 'dot_product', candidates: 40, limit: 5, includeVector: true });
+        const exact = new Map((await s.search('ks', 'a', { vector: q, metric: 'dot_product', candidates: 3_000, limit: 40, includeVector: true })).map((m) => [m.key, m]));
+        assert.equal(ann.length, 5);
+        for (const m of ann) {
+          assert.match(m.key, /^a/);
+          assert.ok(!['a7', 'a8'].includes(m.key), 'deleted rows stay out');
+          const i = Number(m.key.slice(1));
+          assert.deepEqual(m.metadata, { i, bucket: i % 5 });
+          assert.equal(m.text, i % 3 === 0 ? `text ${i}` : null);
+          assert.deepEqual(m.vector, vectors[i]);
+          const e = exact.get(m.key);
+          if (e) assert.equal(m.score, e.score);
+        }
+      }
+      assert.equal(s.searchCounts().ann, before + 20, 'the ANN path answered');
+    } finally {
+      await s.close();
+    }
+  });
+
   it('keeps every acknowledged write through a kill -9', async () => {
     const dataDir = path.join(dir, 'killed');
     const script = path.join(dir, 'writer.mts');

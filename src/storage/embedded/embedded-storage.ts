@@ -23,6 +23,7 @@ import { MetadataRecords } from './metadata.ts';
 import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
+import { DbWarmer, type WarmPass } from './db-warmer.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {
@@ -32,6 +33,11 @@ export interface EmbeddedOptions {
   searchWorker?: boolean;
   /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */
   vectorMemoryBytes?: number;
+  /**
+   * Bytes of the database file read through a memory map, its pages kept mapped by a warm-up
+   * thread (db-warmer.ts); default 2 GiB, SQLite's cap. 0: plain reads and no warm-up.
+   */
+  mmapBytes?: number;
   defaultReplication?: string;
   /** Where upkeep problems (a damaged index being rebuilt, a failed save) are reported. */
   log?: (msg: string, err?: unknown) => void;
@@ -55,6 +61,8 @@ export interface EmbeddedStorage extends Storage {
   indexStatus(): IndexStatus[];
   /** Saves every ANN index with unsaved changes now. */
   flushIndexes(): Promise<void>;
+  /** Reads the searched tables through the database's memory map now (see db-warmer.ts); joins a pass under way. */
+  warmDatabase(): Promise<WarmPass>;
   /** How many searches took each path since opening. */
   searchCounts(): { exact: number; ann: number; filtered: number };
   /** How long opening took, how many rows its tables hold, and how many were re-read from the database. */
@@ -65,6 +73,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   if (os.endianness() !== 'LE') throw new ServiceError('storage_unavailable', 'the embedded store stores float32 little-endian and needs a little-endian host');
   const started = performance.now();
   const dataDir = path.resolve(opts.dataDir);
+  const mmapBytes = Math.max(0, Math.floor(opts.mmapBytes ?? 2 ** 31));
   let raw: Database.Database;
   try {
     fs.mkdirSync(dataDir, { recursive: true });
@@ -74,6 +83,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     raw.pragma('foreign_keys = ON');
     raw.pragma('busy_timeout = 5000');
     raw.pragma('cache_size = -65536');
+    raw.pragma(`mmap_size = ${mmapBytes}`);
     migrate(raw);
   } catch (e) {
     throw new ServiceError('storage_unavailable', `cannot open the embedded database in ${dataDir}: ${(e as Error).message}`, { cause: e });
@@ -128,6 +138,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     throw mapStorageError(e);
   }
   keeper.start();
+  const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, opts.log);
 
   let closing: Promise<void> | null = null;
   /** Runs a synchronous body as an async method, refusing after close and mapping driver errors. */
@@ -202,11 +213,13 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     },
     whenIndexed: () => keeper.whenIndexed(),
     indexStatus: () => keeper.status(),
+    warmDatabase: () => warmer.warm(),
     searchCounts: () => ({ ...vectors.searches }),
     flushIndexes: () => keeper.saveDirty(),
     close: () => {
       closing ??= (async () => {
         try {
+          await warmer.close();
           await keeper.close();
           // Last, with nothing left to write: the files then match the database's final seq.
           for (const m of matrices) await m.save(seq.value, tag);

@@ -6,10 +6,11 @@ import { invalid, ServiceError, type FieldError } from '../../errors.ts';
 import { exactSearchMatrix, rescore, type Scored } from '../../index/exact.ts';
 import { filterToSql, validateFilter } from '../../index/filter.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
+import type { Metric } from '../../index/metric.ts';
 import type { Filter, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import type { Catalog } from './catalog.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
-import { blobToVector, vectorToBlob, type Db } from './sql.ts';
+import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
 
 /**
  * Stage 1 uses the ANN index only while the candidates asked for are a small share of the table:
@@ -214,26 +215,26 @@ export class Vectors {
     if (!(limit >= 1)) return [];
     this.#keeper.searched();
 
+    if (q.filter === undefined && this.#useAnn(t, q.candidates, metric, query)) {
+      // Stage 1: the graphs' candidates (half of them walked on the worker thread meanwhile),
+      // plus the exact best of rows they do not hold yet.
+      const ann = t.ann!;
+      const fromAnn = this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
+      const fromPending = t.pending.size > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pending.keys()).map((s) => s.rowId) : [];
+      this.searches.ann++;
+      return this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, q.includeVector === true);
+    }
     let best: Scored[];
     if (q.filter !== undefined) {
       const { sql, params } = this.#filterSql(q.filter);
       const ids = this.#db.raw.prepare(`SELECT id FROM vectors WHERE table_id = ? AND ${sql}`).pluck().all(t.meta.id, ...params) as number[];
       best = exactSearchMatrix(t.matrix, query, metric, limit, ids);
       this.searches.filtered++;
-    } else if (this.#useAnn(t, q.candidates, metric, query)) {
-      // Stage 1: the graphs' candidates (half of them walked on the worker thread meanwhile),
-      // plus the exact best of rows they do not hold yet.
-      const ann = t.ann!;
-      const fromAnn = this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
-      const fromPending = t.pending.size > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pending.keys()).map((s) => s.rowId) : [];
-      // Stage 2: exact float64 scores from the full-precision rows (stale or deleted ids drop out).
-      best = rescore(query, fromAnn.concat(fromPending), t.matrix, metric, limit);
-      this.searches.ann++;
     } else {
       best = exactSearchMatrix(t.matrix, query, metric, limit);
       this.searches.exact++;
     }
-    return this.#hydrate(t, best, q.includeVector === true);
+    return this.#hydrate(t, best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
   #useAnn(t: TableState, candidates: number, metric: string, query: Float32Array): boolean {
@@ -248,7 +249,30 @@ export class Vectors {
     );
   }
 
-  #hydrate(t: TableState, best: Scored[], withVector: boolean): StoredMatch[] {
+  /**
+   * Stage 2: exact float64 scores of the candidates from their full-precision rows (stale, deleted
+   * or foreign ids drop out), then the answer fields of the best. From the database rather than
+   * the vector file: its pages are memory-mapped and kept so (db-warmer.ts), while a vector-file
+   * page idle for a minute may be back on disk, and 100 such reads took ~10 ms.
+   */
+  #rescoreCandidates(t: TableState, query: Float32Array, ids: number[], metric: Metric, limit: number, withVector: boolean): StoredMatch[] {
+    if (ids.length === 0) return [];
+    const rows = this.#db
+      // The table is checked here, not in SQL: there the planner may pick the (table_id, key) index and scan the table.
+      .stmt('SELECT v.id, v.table_id, p.vector FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.id IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(ids)) as { id: number; table_id: number; vector: Buffer }[];
+    const bytes = t.meta.dimension * 4;
+    const vectors = new Map<number, Buffer>();
+    for (const r of rows) if (r.table_id === t.meta.id && r.vector.byteLength === bytes) vectors.set(r.id, r.vector);
+    const vectorOf = (id: number): Float32Array | undefined => {
+      const b = vectors.get(id);
+      return b && blobView(b);
+    };
+    return this.#hydrate(t, rescore(query, ids, { get: vectorOf }, metric, limit), withVector ? vectorOf : null);
+  }
+
+  /** The answers for scored rows: key, metadata, text, and the vector when `vectorOf` is given. */
+  #hydrate(t: TableState, best: Scored[], vectorOf: ((rowId: number) => Float32Array | undefined) | null): StoredMatch[] {
     if (best.length === 0) return [];
     const rows = this.#db
       .stmt('SELECT v.id, v.key, v.metadata, p.text FROM vectors v LEFT JOIN vector_payloads p ON p.id = v.id WHERE v.id IN (SELECT value FROM json_each(?))')
@@ -259,7 +283,7 @@ export class Vectors {
       const r = byId.get(b.rowId);
       if (!r) continue;
       const m: StoredMatch = { key: r.key, score: b.score, metadata: JSON.parse(r.metadata) as Metadata, text: r.text };
-      if (withVector) m.vector = t.matrix.get(b.rowId)!.slice();
+      if (vectorOf) m.vector = vectorOf(b.rowId)!.slice();
       out.push(m);
     }
     return out;

@@ -1,0 +1,73 @@
+import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { openEmbeddedStorage, type EmbeddedStorage } from './embedded-storage.ts';
+
+/** Resident bytes of this process's mappings of `file` (Linux: /proc/self/smaps). */
+function mappedResidentBytes(file: string): number {
+  let total = 0;
+  let inFile = false;
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inFile = line.trimEnd().endsWith(` ${file}`);
+    else if (inFile && line.startsWith('Rss:')) total += Number(/(\d+) kB/.exec(line)![1]) * 1024;
+  }
+  return total;
+}
+
+async function filled(dataDir: string, mmapBytes: number): Promise<EmbeddedStorage> {
+  const s = await openEmbeddedStorage({ dataDir, mmapBytes, index: { saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0 } });
+  await s.createKeyspace({ name: 'ks', owner: null });
+  await s.createTable({ keyspace: 'ks', name: 't', dimension: 64, metric: 'cosine', model: null });
+  const rows = Array.from({ length: 3_000 }, (_, i) => ({ key: `k${i}`, vector: Float32Array.from({ length: 64 }, (_, d) => Math.sin(i * 64 + d)), metadata: { i }, text: `row ${i}` }));
+  for (let i = 0; i < rows.length; i += 500) await s.upsertVectors('ks', 't', rows.slice(i, i + 500));
+  return s;
+}
+
+describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /proc/self/smaps' }, () => {
+  let dir: string;
+  before(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-warm-'));
+  });
+  after(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('reads every searched row through a map that stays resident', async () => {
+    const dataDir = path.join(dir, 'mapped');
+    const s = await filled(dataDir, 2 ** 31);
+    try {
+      const file = path.join(dataDir, 'vss.db');
+      // Move the rows from the WAL into the file: only the file is mapped.
+      const other = new Database(file);
+      other.pragma('wal_checkpoint(TRUNCATE)');
+      other.close();
+      const pass = await s.warmDatabase();
+      assert.equal(pass.error, undefined);
+      // Each row of vector_payloads and of vectors, once.
+      assert.equal(pass.rows, 6_000);
+      const dbBytes = (await fs.stat(file)).size;
+      assert.ok(dbBytes > 1_000_000, `database of ${dbBytes} bytes`);
+      assert.ok(mappedResidentBytes(file) >= 0.9 * dbBytes, `mapped ${mappedResidentBytes(file)} of ${dbBytes} bytes`);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('maps nothing when the map size is 0', async () => {
+    const dataDir = path.join(dir, 'plain');
+    const s = await filled(dataDir, 0);
+    try {
+      const pass = await s.warmDatabase();
+      assert.equal(pass.rows, 0);
+      assert.ok(pass.error);
+      assert.equal(mappedResidentBytes(path.join(dataDir, 'vss.db')), 0);
+      assert.equal((await s.search('ks', 't', { vector: Float32Array.from({ length: 64 }, (_, d) => Math.sin(64 + d)), metric: 'cosine', candidates: 10, limit: 1 }))[0].key, 'k1');
+    } finally {
+      await s.close();
+    }
+  });
+});

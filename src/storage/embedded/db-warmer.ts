@@ -1,0 +1,152 @@
+/**
+ * Keeps the database pages that searches read (vector rows for re-scoring, keys, metadata and
+ * text for answers) resident and memory-mapped, so a search does not wait on the disk.
+ *
+ * Why: the database is read through SQLite's memory map (`mmap_size`), and a page that some
+ * mapping has faulted in counts as mapped memory. Kernels reclaim idle unmapped page cache first;
+ * on the machine behind docs/PERFORMANCE.md a DAMON `pageout` scheme takes *only* unmapped file
+ * pages idle for ~60 s, so a row read with plain `pread` a minute ago costs a ~100 µs disk read
+ * again, and a search that re-scores 100 random rows waited ~10 ms. Touching every page once
+ * through a map (like the graphs' prefault) keeps them.
+ *
+ * The walk runs on a worker thread with its own read-only connection (its own map of the file),
+ * which stays open so the pages stay mapped. Nothing blocks the event loop, and the pass rests as
+ * long as it works, so it never takes more than half a core from searches. A pass runs after
+ * start and again when the file has grown by a tenth and then stopped growing (a bulk load
+ * finished). Only the first `mmapBytes` of the file can be mapped (SQLite caps its map at 2 GiB);
+ * pages past that are read as before, and so are pages still in the WAL.
+ */
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import { Worker } from 'node:worker_threads';
+
+/** Rows per statement: a slice reads ~3 MB of 384-d vectors, so checkpoints are never held up long. */
+const SLICE_ROWS = 2_000;
+/** How often the file size is looked at. */
+const CHECK_MS = 5_000;
+/** A pass is due when the file grew by this share since the last one (and then held still for CHECK_MS). */
+const GROWTH_SHARE = 0.1;
+
+/** Plain JS: it runs as is under tsx and inside the bundle alike. */
+const WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.sqlite);
+const db = new Database(workerData.file, { readonly: true, fileMustExist: true });
+const pause = new Int32Array(new SharedArrayBuffer(4));
+db.pragma('mmap_size = ' + workerData.mmapBytes);
+// Tables the search path reads by row id; each slice reads every column of its rows.
+const TABLES = [
+  { name: 'vector_payloads', touch: 'sum(length(vector)) + sum(length(text))' },
+  { name: 'vectors', touch: 'sum(length(key)) + sum(length(metadata))' },
+];
+parentPort.on('message', () => {
+  const started = Date.now();
+  let rows = 0;
+  try {
+    for (const t of TABLES) {
+      const max = db.prepare('SELECT max(id) FROM ' + t.name).pluck().get() ?? 0;
+      const slice = db.prepare('SELECT count(*), ' + t.touch + ' FROM ' + t.name + ' WHERE id > ? AND id <= ?').raw(true);
+      for (let lo = 0; lo < max; lo += workerData.sliceRows) {
+        const t0 = performance.now();
+        rows += slice.get(lo, lo + workerData.sliceRows)[0];
+        // Half the time at most: searches need the cores more than this pass does.
+        Atomics.wait(pause, 0, 0, performance.now() - t0);
+      }
+    }
+    parentPort.postMessage({ rows, ms: Date.now() - started });
+  } catch (e) {
+    parentPort.postMessage({ rows, ms: Date.now() - started, error: String(e && e.message) });
+  }
+});
+`;
+
+export interface WarmPass {
+  rows: number;
+  ms: number;
+  error?: string;
+}
+
+export class DbWarmer {
+  readonly #file: string;
+  #worker: Worker | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  /** The last pass asked for (passes run one after another), and how many are not done. */
+  #tail: Promise<unknown> = Promise.resolve();
+  #pending = 0;
+  #warmedSize = 0;
+  #lastSize = -1;
+  /** Completed passes (for monitoring and tests). */
+  passes = 0;
+
+  /** Starts warming `file` (a no-op when mmapBytes is 0: nothing would stay mapped). */
+  constructor(file: string, mmapBytes: number, log?: (msg: string, err?: unknown) => void) {
+    this.#file = file;
+    if (mmapBytes <= 0) return;
+    try {
+      const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
+      this.#worker = new Worker(WORKER, { eval: true, workerData: { sqlite, file, mmapBytes, sliceRows: SLICE_ROWS }, execArgv: [] });
+      this.#worker.unref();
+      const fail = (e?: unknown) => {
+        if (this.#worker === null) return;
+        this.#worker = null;
+        log?.('database warm-up thread stopped; searches read rows from disk when they are not cached', e);
+      };
+      this.#worker.on('error', fail);
+      this.#worker.on('exit', () => fail());
+    } catch (e) {
+      log?.('database warm-up thread could not start', e);
+      return;
+    }
+    this.#timer = setInterval(() => this.#check(), CHECK_MS);
+    this.#timer.unref();
+    void this.warm();
+  }
+
+  /** A pass over the searched tables that starts after any pass under way; resolves when it is done. */
+  warm(): Promise<WarmPass> {
+    const pass = this.#tail.then(() => this.#pass());
+    this.#tail = pass;
+    this.#pending++;
+    return pass.finally(() => this.#pending--);
+  }
+
+  #pass(): Promise<WarmPass> {
+    const w = this.#worker;
+    if (!w) return Promise.resolve({ rows: 0, ms: 0, error: 'no warm-up thread' });
+    const size = this.#size();
+    return new Promise<WarmPass>((resolve) => {
+      const onExit = () => resolve({ rows: 0, ms: 0, error: 'warm-up thread exited' });
+      w.once('exit', onExit);
+      w.once('message', (m: WarmPass) => {
+        w.off('exit', onExit);
+        this.#warmedSize = size;
+        this.passes++;
+        resolve(m);
+      });
+      w.postMessage('warm');
+    });
+  }
+
+  #check(): void {
+    const size = this.#size();
+    const settled = size === this.#lastSize;
+    this.#lastSize = size;
+    if (settled && this.#pending === 0 && size > this.#warmedSize * (1 + GROWTH_SHARE)) void this.warm();
+  }
+
+  #size(): number {
+    try {
+      return fs.statSync(this.#file).size;
+    } catch {
+      return 0;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    const w = this.#worker;
+    this.#worker = null;
+    if (w) await w.terminate();
+  }
+}
