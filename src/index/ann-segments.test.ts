@@ -143,6 +143,12 @@ describe('SegmentedAnn', () => {
       for (const q of qs) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
       assert.equal(worker.searches, 0);
       await ann.save(sub, '1', 1, 'db');
+      ann.shareWith(worker);
+      // Until the worker has read the new graphs through, searches stay here (they would queue behind that).
+      assert.equal(worker.syncing, true);
+      assert.deepEqual(await ann.searchAsync(qs[0], 30, worker), ann.search(qs[0], 30));
+      assert.equal(worker.searches, 0);
+      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
       ann.remove([151, 1208, 3020]); // dead in segments 1, 2 and 4: the worker's answers are filtered too
       for (const q of qs) {
         const got = await ann.searchAsync(q, 30, worker);

@@ -147,12 +147,13 @@ export class SegmentedAnn {
 
   /**
    * The same, with every other saved sealed graph searched on `worker` meanwhile (both cores on one
-   * query). Graphs the worker cannot answer for are searched here.
+   * query). Graphs the worker cannot answer for, or has not opened yet, are searched here.
    */
   async searchAsync(query: Float32Array, k: number, worker: GraphWorker): Promise<number[]> {
-    const remote = this.#sealed.filter((s, i) => i % 2 === 1 && s.path !== null && s.graph.viewed);
-    if (remote.length === 0 || !worker.alive) return this.search(query, k);
     this.shareWith(worker);
+    // Only graphs the worker has read through, and never while it syncs: a search would queue behind that.
+    const remote = worker.syncing ? [] : this.#sealed.filter((s, i) => i % 2 === 1 && s.path !== null && s.graph.viewed && worker.isReady(s.uid));
+    if (remote.length === 0 || !worker.alive) return this.search(query, k);
     const effort = this.#effort(k);
     const pending = worker.search(remote.map((s) => s.uid), query, effort);
     const found: Found[] = [];

@@ -1,6 +1,6 @@
 /**
  * Vector rows: durable writes to SQLite, then the in-memory matrix and the ANN queue; searches
- * over the matrix (exact) or the ANN index (stage 1) with exact re-scoring (stage 2).
+ * over the matrix (exact) or the ANN index (stage 1) with exact re-scoring from the database (stage 2).
  */
 import { invalid, ServiceError, type FieldError } from '../../errors.ts';
 import { exactSearchMatrix, rescore, type Scored } from '../../index/exact.ts';
@@ -234,7 +234,7 @@ export class Vectors {
       best = exactSearchMatrix(t.matrix, query, metric, limit);
       this.searches.exact++;
     }
-    return this.#hydrate(t, best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
+    return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
   #useAnn(t: TableState, candidates: number, metric: string, query: Float32Array): boolean {
@@ -268,11 +268,11 @@ export class Vectors {
       const b = vectors.get(id);
       return b && blobView(b);
     };
-    return this.#hydrate(t, rescore(query, ids, { get: vectorOf }, metric, limit), withVector ? vectorOf : null);
+    return this.#hydrate(rescore(query, ids, { get: vectorOf }, metric, limit), withVector ? vectorOf : null);
   }
 
   /** The answers for scored rows: key, metadata, text, and the vector when `vectorOf` is given. */
-  #hydrate(t: TableState, best: Scored[], vectorOf: ((rowId: number) => Float32Array | undefined) | null): StoredMatch[] {
+  #hydrate(best: Scored[], vectorOf: ((rowId: number) => Float32Array | undefined) | null): StoredMatch[] {
     if (best.length === 0) return [];
     const rows = this.#db
       .stmt('SELECT v.id, v.key, v.metadata, p.text FROM vectors v LEFT JOIN vector_payloads p ON p.id = v.id WHERE v.id IN (SELECT value FROM json_each(?))')
