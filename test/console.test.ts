@@ -1,6 +1,8 @@
 /**
  * The web console in a real browser: Debian's chromium driven by playwright-core, against the
- * real server process. Each screen is saved to docs/screenshots/ for docs/CONSOLE.md.
+ * real server process. Each screen is photographed: into docs/screenshots/ (for docs/CONSOLE.md)
+ * when VSS_UPDATE_SCREENSHOTS=1, else into a temporary folder, so a test run leaves the tree as it
+ * was (the pictures differ by a few pixels every run: keys, times).
  * Skips (with the reason) when /usr/bin/chromium is absent: `apt-get install chromium`.
  */
 import assert from 'node:assert/strict';
@@ -17,7 +19,7 @@ import { startTestApp, type TestApp } from '../src/http/testing.ts';
 const CHROMIUM = process.env.VSS_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const ADMIN = 'console-admin-key-0123456789';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SHOTS = path.join(ROOT, 'docs/screenshots');
+const UPDATE_SHOTS = process.env.VSS_UPDATE_SCREENSHOTS === '1';
 const WEB = path.join(ROOT, 'web');
 const skip = existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (apt-get install -y chromium): console tests skipped`;
 
@@ -118,12 +120,14 @@ describe('web console (chromium)', { skip }, () => {
   let browser: Browser;
   let dataDir: string;
   let tmpDir: string;
+  let shots: string;
   const problems: string[] = [];
 
   before(async () => {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-console-'));
     tmpDir = await mkdtemp(path.join(os.tmpdir(), 'vss-console-files-'));
-    await mkdir(SHOTS, { recursive: true });
+    shots = UPDATE_SHOTS ? path.join(ROOT, 'docs/screenshots') : path.join(tmpDir, 'screenshots');
+    await mkdir(shots, { recursive: true });
     server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN });
     let res = await server.call('POST', '/v1/vector/batch', { keyspace: 'default_keyspace', table: 'vector', vectors: DOCS });
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -174,7 +178,7 @@ describe('web console (chromium)', { skip }, () => {
 
   async function shot(page: Page, name: string): Promise<void> {
     await page.evaluate(() => document.fonts.ready);
-    await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+    await page.screenshot({ path: path.join(shots, `${name}.png`) });
   }
 
   after(async () => {
