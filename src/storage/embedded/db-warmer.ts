@@ -75,8 +75,6 @@ export class DbWarmer {
   #pending = 0;
   #warmedSize = 0;
   #lastSize = -1;
-  /** Completed passes (for monitoring and tests). */
-  passes = 0;
 
   /** Starts warming `file` (a no-op when mmapBytes is 0: nothing would stay mapped). */
   constructor(file: string, mmapBytes: number, log?: (msg: string, err?: unknown) => void) {
@@ -120,7 +118,6 @@ export class DbWarmer {
       w.once('message', (m: WarmPass) => {
         w.off('exit', onExit);
         this.#warmedSize = size;
-        this.passes++;
         resolve(m);
       });
       w.postMessage('warm');

@@ -253,7 +253,7 @@ export class Vectors {
    * Stage 2: exact float64 scores of the candidates from their full-precision rows (stale, deleted
    * or foreign ids drop out), then the answer fields of the best. From the database rather than
    * the vector file: its pages are memory-mapped and kept so (db-warmer.ts), while a vector-file
-   * page idle for a minute may be back on disk, and 100 such reads took ~10 ms.
+   * page idle for a minute may be back on disk, and 100 such reads took ~10 ms (docs/PERFORMANCE.md).
    */
   #rescoreCandidates(t: TableState, query: Float32Array, ids: number[], metric: Metric, limit: number, withVector: boolean): StoredMatch[] {
     if (ids.length === 0) return [];
