@@ -3,6 +3,7 @@
  * as `npm start` (scripts/start.mjs, which runs the esbuild bundle of src/main.ts, rebuilt when stale).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -43,19 +44,12 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
     });
   });
   const key = env.VSS_ADMIN_KEY;
+  const agent = new http.Agent({ keepAlive: true });
   const server: RunningServer = {
     url,
     child,
     output: () => out,
-    async call(method, route, body, k = key) {
-      const res = await fetch(url + route, {
-        method,
-        headers: { ...(k ? { 'x-api-key': k } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : null };
-    },
+    call: (method, route, body, k = key) => request(agent, url + route, method, body, k),
     async kill(signal) {
       child.kill(signal);
       return exited;
@@ -70,4 +64,33 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
     await new Promise((r) => setTimeout(r, 50));
   }
   return server;
+}
+
+/**
+ * One JSON request over node:http with a keep-alive agent. Not fetch: benchmarks time requests
+ * through this, and fetch (undici) spent ~1 ms more of the client's time per request, on the same
+ * two cores as the server (a throwaway probe at 1M rows: client send to server receipt p50 1.05
+ * against 0.55 ms, response sent to client done 0.6 against 0.22 ms).
+ */
+function request(agent: http.Agent, url: string, method: string, body: unknown, key: string | undefined): Promise<{ status: number; body: any }> {
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  const headers: Record<string, string | number> = key ? { 'x-api-key': key } : {};
+  if (payload) Object.assign(headers, { 'content-type': 'application/json', 'content-length': payload.byteLength });
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, agent, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        try {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : null });
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
 }

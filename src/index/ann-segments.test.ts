@@ -128,7 +128,7 @@ describe('SegmentedAnn', () => {
     assert.deepEqual(await fs.readdir(sub), []);
   });
 
-  it('gives the same answers with half of its saved graphs searched on a worker thread', async () => {
+  it('gives the same answers with its saved graphs shared with a worker thread', async () => {
     const sub = path.join(dir, 'worker');
     const ann = SegmentedAnn.create(d, 'cosine');
     const data = randomRows(4000, 6);

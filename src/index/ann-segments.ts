@@ -22,7 +22,7 @@ import { writeFileDurably } from '../durable-file.ts';
 import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
 import { ANN_PARAMS, AnnIndex } from './ann.ts';
 import { usearchMetric } from './exact.ts';
-import type { GraphWorker } from './graph-worker.ts';
+import { claimGraph, newGraphClaims, type GraphWorker } from './graph-worker.ts';
 import { METRICS, type Metric } from './metric.ts';
 
 const FORMAT = 'vss-ann-segments-1';
@@ -146,25 +146,35 @@ export class SegmentedAnn {
   }
 
   /**
-   * The same, with every other saved sealed graph searched on `worker` meanwhile (both cores on one
-   * query). Graphs the worker cannot answer for, or has not opened yet, are searched here.
+   * The same, on both cores: the sealed graphs the worker has open are shared with it, and each
+   * thread walks the next one nobody has started (graph-worker.ts). The delta, and graphs the
+   * worker has not opened yet, are walked here first.
    */
   async searchAsync(query: Float32Array, k: number, worker: GraphWorker): Promise<number[]> {
     this.shareWith(worker);
     // Only graphs the worker has read through, and never while it syncs: a search would queue behind that.
-    const remote = worker.syncing ? [] : this.#sealed.filter((s, i) => i % 2 === 1 && s.path !== null && s.graph.viewed && worker.isReady(s.uid));
-    if (remote.length === 0 || !worker.alive) return this.search(query, k);
+    const shared = worker.syncing ? [] : this.#sealed.filter((s) => s.path !== null && s.graph.viewed && worker.isReady(s.uid));
+    if (shared.length < 2 || !worker.alive) return this.search(query, k);
     const effort = this.#effort(k);
-    const pending = worker.search(remote.map((s) => s.uid), query, effort);
+    const claims = newGraphClaims();
+    const pending = worker.search(shared.map((s) => s.uid), query, effort, claims);
     const found: Found[] = [];
-    for (const s of this.#sealed) if (!remote.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
+    for (const s of this.#sealed) if (!shared.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
     collect(found, this.#delta.searchScored(query, effort), null);
-    const answers = await pending;
-    remote.forEach((s, i) => {
-      const r = answers[i];
+    const walked = new Array<boolean>(shared.length).fill(false);
+    for (let i = claimGraph(claims, shared.length); i >= 0; i = claimGraph(claims, shared.length)) {
+      collect(found, shared[i].graph.searchScored(query, effort), shared[i].dead);
+      walked[i] = true;
+    }
+    for (const a of await pending) {
+      if ('missing' in a) continue;
+      walked[a.index] = true;
       // The segment may have been dropped while the worker searched: its rows are elsewhere now.
-      if (!this.#sealed.includes(s)) return;
-      collect(found, r ?? s.graph.searchScored(query, effort), s.dead);
+      if (this.#sealed.includes(shared[a.index])) collect(found, a, shared[a.index].dead);
+    }
+    // Graphs the worker took but could not open, or took and died on.
+    shared.forEach((s, i) => {
+      if (!walked[i] && this.#sealed.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
     });
     return best(found, k);
   }

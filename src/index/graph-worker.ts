@@ -4,6 +4,11 @@
  * one thread). The worker memory-maps the same graph files itself (usearch objects cannot cross
  * threads; the page cache is shared), so it never sees a graph before its file is complete.
  *
+ * A search shares its graphs with the caller through a claim counter in shared memory: each
+ * thread takes the next unclaimed graph until none is left. So the work splits by what each
+ * thread gets done, not in fixed halves: when the worker wakes late or is descheduled, the main
+ * thread walks the graphs it has not started instead of waiting for it.
+ *
  * Messages are handled in order: `sync` (which files to have open) before any `search` that
  * names them. A worker that fails is not restarted; callers search everything themselves then.
  */
@@ -22,9 +27,23 @@ export interface WorkerGraph {
 }
 
 export interface WorkerResult {
-  id: number;
+  /** The graph's position in the list given to search(). */
+  index: number;
   keys: Float64Array;
   distances: Float32Array;
+}
+
+export type WorkerAnswer = WorkerResult | { index: number; missing: true };
+
+/** The claim counter a search shares with the worker (see claimGraph). */
+export type GraphClaims = Int32Array;
+
+export const newGraphClaims = (): GraphClaims => new Int32Array(new SharedArrayBuffer(4));
+
+/** Takes the next graph of a shared search: its position, or -1 when all are taken. */
+export function claimGraph(claims: GraphClaims, count: number): number {
+  const i = Atomics.add(claims, 0, 1);
+  return i < count ? i : -1;
 }
 
 /** Plain JS: it runs as is under tsx and inside the bundle alike. */
@@ -55,13 +74,14 @@ parentPort.on('message', (m) => {
   }
   const results = [];
   const transfer = [];
-  for (const id of m.ids) {
-    const index = open.get(id);
-    if (!index) { results.push({ id, missing: true }); continue; }
+  // The same claim as claimGraph() in the main thread.
+  for (let i = Atomics.add(m.claims, 0, 1); i < m.ids.length; i = Atomics.add(m.claims, 0, 1)) {
+    const index = open.get(m.ids[i]);
+    if (!index) { results.push({ index: i, missing: true }); continue; }
     const r = index.search(m.query, Math.min(m.k, index.size()), 1);
     const keys = Float64Array.from(r.keys, Number);
     const distances = Float32Array.from(r.distances);
-    results.push({ id, keys, distances });
+    results.push({ index: i, keys, distances });
     transfer.push(keys.buffer, distances.buffer);
   }
   parentPort.postMessage({ seq: m.seq, results }, transfer);
@@ -75,7 +95,7 @@ export class GraphWorker {
   #nextOwner = 1;
   /** Searches sent to the thread (for monitoring and tests). */
   searches = 0;
-  readonly #waiting = new Map<number, { resolve: (r: (WorkerResult | null)[]) => void }>();
+  readonly #waiting = new Map<number, { resolve: (r: WorkerAnswer[]) => void }>();
   #syncing = 0;
   /** Graph ids the thread has open, per owner (as of each owner's last finished sync), and all of them. */
   readonly #readyOf = new Map<number, number[]>();
@@ -85,7 +105,7 @@ export class GraphWorker {
     const usearch = createRequire(import.meta.url).resolve('usearch');
     this.#worker = new Worker(WORKER, { eval: true, workerData: { usearch }, execArgv: [] });
     this.#worker.unref();
-    this.#worker.on('message', (m: { type?: 'synced'; owner: number; ready: number[]; seq: number; results: (WorkerResult & { missing?: boolean })[] }) => {
+    this.#worker.on('message', (m: { type?: 'synced'; owner: number; ready: number[]; seq: number; results: WorkerAnswer[] }) => {
       if (m.type === 'synced') {
         this.#syncing--;
         for (const id of this.#readyOf.get(m.owner) ?? []) this.#ready.delete(id);
@@ -95,7 +115,7 @@ export class GraphWorker {
       }
       const w = this.#waiting.get(m.seq);
       this.#waiting.delete(m.seq);
-      w?.resolve(m.results.map((r) => (r.missing ? null : r)));
+      w?.resolve(m.results);
     });
     const fail = () => {
       this.#worker = null;
@@ -133,16 +153,19 @@ export class GraphWorker {
   }
 
   /**
-   * Searches the named graphs; one result per id, in order, null for a graph the worker could not
-   * open. Resolves to [] if the worker is gone.
+   * Searches the named graphs that it claims from `claims` (the caller claims the others with
+   * claimGraph and walks them meanwhile). Resolves to one answer per graph it took: the result, or
+   * `missing` for a graph it could not open, which the caller then walks itself. Resolves to []
+   * if the worker is gone, having claimed nothing or having died mid-walk: graphs no answer covers
+   * are the caller's to walk.
    */
-  search(ids: number[], query: Float32Array, k: number): Promise<(WorkerResult | null)[]> {
+  search(ids: number[], query: Float32Array, k: number, claims: GraphClaims): Promise<WorkerAnswer[]> {
     if (!this.#worker || ids.length === 0) return Promise.resolve([]);
     const seq = this.#seq++;
     this.searches++;
     return new Promise((resolve) => {
       this.#waiting.set(seq, { resolve });
-      this.#worker!.postMessage({ type: 'search', seq, ids, query, k });
+      this.#worker!.postMessage({ type: 'search', seq, ids, query, k, claims });
     });
   }
 

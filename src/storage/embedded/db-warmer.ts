@@ -11,10 +11,12 @@
  *
  * The walk runs on a worker thread with its own read-only connection (its own map of the file),
  * which stays open so the pages stay mapped. Nothing blocks the event loop, and the pass rests as
- * long as it works, so it never takes more than half a core from searches. A pass runs after
- * start and again when the file has grown by a tenth and then stopped growing (a bulk load
- * finished). Only the first `mmapBytes` of the file can be mapped (SQLite caps its map at 2 GiB);
- * pages past that are read as before, and so are pages still in the WAL.
+ * long as it works, so it never takes more than half a core. While searches are being served
+ * (`searched()` since its last slice) it reads one slice per BUSY_REST_MS, a few per cent of a
+ * core: on two cores a search walks its graphs on both, and any third thread makes it wait.
+ * A pass runs after start and again when the file has grown by a tenth and then stopped growing
+ * (a bulk load finished). Only the first `mmapBytes` of the file can be mapped (SQLite caps its
+ * map at 2 GiB); pages past that are read as before, and so are pages still in the WAL.
  */
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -22,6 +24,8 @@ import { Worker } from 'node:worker_threads';
 
 /** Rows per statement: a slice reads ~3 MB of 384-d vectors, so checkpoints are never held up long. */
 const SLICE_ROWS = 2_000;
+/** The rest between slices while searches are being served. */
+const BUSY_REST_MS = 100;
 /** How often the file size is looked at. */
 const CHECK_MS = 5_000;
 /** A pass is due when the file grew by this share since the last one (and then held still for CHECK_MS). */
@@ -33,6 +37,8 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.sqlite);
 const db = new Database(workerData.file, { readonly: true, fileMustExist: true });
 const pause = new Int32Array(new SharedArrayBuffer(4));
+const searches = workerData.searches;
+let seen = Atomics.load(searches, 0);
 db.pragma('mmap_size = ' + workerData.mmapBytes);
 // Tables the search path reads by row id; each slice reads every column of its rows.
 const TABLES = [
@@ -49,8 +55,11 @@ parentPort.on('message', () => {
       for (let lo = 0; lo < max; lo += workerData.sliceRows) {
         const t0 = performance.now();
         rows += slice.get(lo, lo + workerData.sliceRows)[0];
-        // Half the time at most: searches need the cores more than this pass does.
-        Atomics.wait(pause, 0, 0, performance.now() - t0);
+        // Half the time at most, and far less while searches run: they need the cores more.
+        const now = Atomics.load(searches, 0);
+        const busy = now !== seen;
+        seen = now;
+        Atomics.wait(pause, 0, 0, busy ? workerData.busyRestMs : performance.now() - t0);
       }
     }
     parentPort.postMessage({ rows, ms: Date.now() - started });
@@ -75,14 +84,20 @@ export class DbWarmer {
   #pending = 0;
   #warmedSize = 0;
   #lastSize = -1;
+  /** Searches so far (the thread compares it between slices). */
+  readonly #searches = new Int32Array(new SharedArrayBuffer(4));
 
-  /** Starts warming `file` (a no-op when mmapBytes is 0: nothing would stay mapped). */
-  constructor(file: string, mmapBytes: number, log?: (msg: string, err?: unknown) => void) {
+  /**
+   * Starts warming `file` (a no-op when mmapBytes is 0: nothing would stay mapped). `tuning` is for
+   * tests: rows per slice, and the rest between slices while searches run.
+   */
+  constructor(file: string, mmapBytes: number, log?: (msg: string, err?: unknown) => void, tuning: { sliceRows?: number; busyRestMs?: number } = {}) {
     this.#file = file;
     if (mmapBytes <= 0) return;
     try {
       const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-      this.#worker = new Worker(WORKER, { eval: true, workerData: { sqlite, file, mmapBytes, sliceRows: SLICE_ROWS }, execArgv: [] });
+      const workerData = { sqlite, file, mmapBytes, sliceRows: tuning.sliceRows ?? SLICE_ROWS, busyRestMs: tuning.busyRestMs ?? BUSY_REST_MS, searches: this.#searches };
+      this.#worker = new Worker(WORKER, { eval: true, workerData, execArgv: [] });
       this.#worker.unref();
       const fail = (e?: unknown) => {
         if (this.#worker === null) return;
@@ -98,6 +113,11 @@ export class DbWarmer {
     this.#timer = setInterval(() => this.#check(), CHECK_MS);
     this.#timer.unref();
     void this.warm();
+  }
+
+  /** Says a search ran: a pass under way slows down to a slice per BUSY_REST_MS. */
+  searched(): void {
+    Atomics.add(this.#searches, 0, 1);
   }
 
   /** A pass over the searched tables that starts after any pass under way; resolves when it is done. */

@@ -115,7 +115,9 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     return m;
   };
   const catalog = new Catalog(db, keeper, opts.defaultReplication ?? 'local', matrixFor);
-  const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows, worker });
+  // Made once the tables are open; searches before that have nothing to slow down.
+  let warmer: DbWarmer | null = null;
+  const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows, worker, onSearch: () => warmer?.searched() });
   const accounts = new Accounts(db);
   const metadata = new MetadataRecords(db);
   const files = new Files(db, vectors, path.join(dataDir, 'files'), () => closing === null);
@@ -138,7 +140,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     throw mapStorageError(e);
   }
   keeper.start();
-  const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, opts.log);
+  warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, opts.log);
 
   let closing: Promise<void> | null = null;
   /** Runs a synchronous body as an async method, refusing after close and mapping driver errors. */

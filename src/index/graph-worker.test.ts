@@ -1,0 +1,64 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ANN_PARAMS, AnnIndex } from './ann.ts';
+import { usearchMetric } from './exact.ts';
+import { GraphWorker, newGraphClaims, type WorkerAnswer } from './graph-worker.ts';
+
+const d = 16;
+function rows(n: number, seed: number): Float32Array {
+  return Float32Array.from({ length: n * d }, () => ((seed = (seed * 16807) % 2147483647) / 2147483647) - 0.5);
+}
+
+describe('GraphWorker', () => {
+  let dir: string;
+  const graphs: AnnIndex[] = [];
+  const files: string[] = [];
+  before(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-gw-'));
+    for (let g = 0; g < 4; g++) {
+      const ann = AnnIndex.create(d, 'cosine');
+      ann.add(Array.from({ length: 500 }, (_, i) => g * 1000 + i), rows(500, g + 7));
+      files.push(path.join(dir, `${g}.usearch`));
+      await ann.writeFile(files[g]);
+      graphs.push(ann);
+    }
+  });
+  after(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('walks only the graphs it claims, and says which it could not open', async () => {
+    const worker = new GraphWorker();
+    try {
+      const params = { dimension: d, metric: usearchMetric('cosine'), ...ANN_PARAMS };
+      worker.sync(graphs, [...files.map((file, i) => ({ id: i + 1, file, ...params })), { id: 9, file: path.join(dir, 'absent.usearch'), ...params }]);
+      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      assert.deepEqual([1, 2, 3, 4, 9].map((id) => worker.isReady(id)), [true, true, true, true, false]);
+      const q = rows(1, 99);
+      const ids = [1, 2, 3, 4];
+      const plain = (a: WorkerAnswer) => ('missing' in a ? a : { index: a.index, keys: Array.from(a.keys), distances: Array.from(a.distances) });
+      /** What graph `g` answers, at position `index` of the list searched. */
+      const expect = (g: number, index = g) => {
+        const r = graphs[g].searchScored(q, 20);
+        return { index, keys: r.keys, distances: Array.from(r.distances) };
+      };
+
+      // Someone else already took the first two.
+      const claims = newGraphClaims();
+      claims[0] = 2;
+      assert.deepEqual((await worker.search(ids, q, 20, claims)).map(plain), [expect(2), expect(3)]);
+      assert.ok(claims[0] >= ids.length, 'every graph is taken');
+
+      const none = newGraphClaims();
+      none[0] = 4;
+      assert.deepEqual(await worker.search(ids, q, 20, none), []);
+
+      assert.deepEqual((await worker.search([9, 1], q, 20, newGraphClaims())).map(plain), [{ index: 0, missing: true }, expect(0, 1)]);
+    } finally {
+      await worker.close();
+    }
+  });
+});
