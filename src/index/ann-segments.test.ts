@@ -4,7 +4,9 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SegmentedAnn } from './ann-segments.ts';
-import { GraphWorker } from './graph-worker.ts';
+import { GraphWorker, newGraphClaims } from './graph-worker.ts';
+import { ANN_PARAMS } from './ann.ts';
+import { usearchMetric } from './exact.ts';
 
 function rng(seed: number): () => number {
   return () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
@@ -159,6 +161,34 @@ describe('SegmentedAnn', () => {
       await worker.close();
       assert.equal(worker.alive, false);
       assert.deepEqual(await ann.searchAsync(qs[0], 30, worker), ann.search(qs[0], 30), 'a dead worker is not needed');
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('leaves half of the shared graphs to a worker that has other searches queued', async () => {
+    const sub = path.join(dir, 'busy');
+    const ann = SegmentedAnn.create(d, 'cosine');
+    const data = randomRows(4000, 8);
+    for (let s = 0; s < 4; s++) {
+      ann.add(Array.from({ length: 1000 }, (_, i) => s * 1000 + i), data.subarray(s * 1000 * d, (s + 1) * 1000 * d));
+      ann.seal();
+    }
+    await ann.save(sub, '1', 1, 'db');
+    const worker = new GraphWorker();
+    try {
+      ann.shareWith(worker);
+      // Another table's graph (one of the same files, under an id of its own) to keep the worker busy.
+      const file = path.join(sub, (await fs.readdir(sub)).find((f) => f.endsWith('.seg.usearch'))!);
+      worker.sync({}, [{ id: 1e9, file, dimension: d, metric: usearchMetric('cosine'), ...ANN_PARAMS }]);
+      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      const q = data.subarray(77 * d, 78 * d);
+      const busy = worker.search(Array(200).fill(1e9), q, 100, newGraphClaims());
+      const got = ann.searchAsync(q, 30, worker);
+      await busy;
+      const before = worker.walked;
+      assert.deepEqual(await got, ann.search(q, 30));
+      assert.equal(worker.walked - before, 2, 'the worker walked the two graphs left to it');
     } finally {
       await worker.close();
     }

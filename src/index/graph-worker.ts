@@ -5,9 +5,9 @@
  * threads; the page cache is shared), so it never sees a graph before its file is complete.
  *
  * A search shares its graphs with the caller through a claim counter in shared memory: each
- * thread takes the next unclaimed graph until none is left. So the work splits by what each
- * thread gets done, not in fixed halves: when the worker wakes late or is descheduled, the main
- * thread walks the graphs it has not started instead of waiting for it.
+ * thread takes the next unclaimed graph until none is left (the caller stops at half while the
+ * worker has other searches queued: see SegmentedAnn.searchAsync). So when the worker wakes late or
+ * is descheduled, the main thread walks the graphs it has not started instead of waiting for it.
  *
  * Messages are handled in order: `sync` (which files to have open) before any `search` that
  * names them. A worker that fails is not restarted; callers search everything themselves then.
@@ -93,8 +93,9 @@ export class GraphWorker {
   #seq = 0;
   readonly #owners = new WeakMap<object, number>();
   #nextOwner = 1;
-  /** Searches sent to the thread (for monitoring and tests). */
+  /** Searches sent to the thread, and graphs it walked for them (for monitoring and tests). */
   searches = 0;
+  walked = 0;
   readonly #waiting = new Map<number, { resolve: (r: WorkerAnswer[]) => void }>();
   #syncing = 0;
   /** Graph ids the thread has open, per owner (as of each owner's last finished sync), and all of them. */
@@ -115,6 +116,7 @@ export class GraphWorker {
       }
       const w = this.#waiting.get(m.seq);
       this.#waiting.delete(m.seq);
+      for (const r of m.results) if (!('missing' in r)) this.walked++;
       w?.resolve(m.results);
     });
     const fail = () => {
@@ -136,6 +138,11 @@ export class GraphWorker {
    */
   get syncing(): boolean {
     return this.#syncing > 0;
+  }
+
+  /** Searches sent to the thread and not answered yet. */
+  get pending(): number {
+    return this.#waiting.size;
   }
 
   /** Whether the thread has this graph open and read through (as of its last finished sync). */
