@@ -9,7 +9,7 @@
  * A segment that is mostly dead is retired: its live rows are re-indexed into the delta, and once
  * none is left the segment is dropped (see IndexKeeper). Smaller graphs also search better than one
  * big one at the same effort (recall@10 0.99 per 250k-row graph against 0.86 for one 1M-row graph
- * on the bench's data), at the cost of one graph walk per segment.
+ * at effort 512, connectivity 16, on the bench's data), at the cost of one graph walk per segment.
  *
  * Saved state: one manifest per table (`<name>.json`: the change sequence it covers, every
  * segment's graph file, row-id file, digests and dead rows, and the delta's files), written last,
@@ -29,8 +29,8 @@ const FORMAT = 'vss-ann-segments-1';
 /** Identifies a segment to a worker thread across all tables of the process. */
 let nextUid = 1;
 /** Search effort per graph (candidates explored): see search(). */
-const MAX_EFFORT = 512;
-const MIN_EFFORT = 256;
+const MAX_EFFORT = 256;
+const MIN_EFFORT = 128;
 
 interface Segment {
   graph: AnnIndex;
@@ -133,9 +133,10 @@ export class SegmentedAnn {
 
   /**
    * Row ids of about the `k` nearest live rows, nearest first by the graphs' own distances. Each
-   * graph is searched with effort 512 / sqrt(graphs), at least 256 (usearch widens its search to
-   * the number of results asked for): one graph gets the effort a lone 250k-row graph needs for
-   * recall 0.99, four get 256 each, so the total grows slower than the number of graphs.
+   * graph is searched with effort 256 / sqrt(graphs), at least 128 (usearch widens its search to
+   * the number of results asked for): a lone graph gets the effort a 250k-row graph needs for
+   * recall ~1.0, four get 128 each (0.98 each, see ANN_PARAMS), so the total grows slower than
+   * the number of graphs.
    */
   search(query: Float32Array, k: number): number[] {
     const effort = this.#effort(k);
@@ -188,9 +189,10 @@ export class SegmentedAnn {
   /**
    * How many results to ask each graph for. usearch walks with max(expansion_search, results), so
    * asking for more than `k` only pays when the effort exceeds expansion_search (fewer than four
-   * graphs); otherwise the extra results change nothing but cost time: at 1M rows (four graphs,
-   * 256 each) asking for 256 instead of 100 took the walks from p50 2.6 to 4.2 ms, same answers
-   * (a throwaway probe calling the store's search in process on a kept 1M bench directory).
+   * graphs); otherwise the extra results change nothing but cost time: at 1M rows (four graphs
+   * of connectivity 16 at effort 256 each) asking for 256 instead of 100 took the walks from p50
+   * 2.6 to 4.2 ms, same answers (a throwaway probe calling the store's search in process on a
+   * kept 1M bench directory).
    */
   #effort(k: number): number {
     const graphs = this.#sealed.length + (this.#delta.size > 0 ? 1 : 0);

@@ -4,7 +4,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { digestFile } from '../file-digest.ts';
-import { AnnIndex } from './ann.ts';
+import { Index, MetricKind, ScalarKind } from 'usearch';
+import { ANN_PARAMS, AnnIndex } from './ann.ts';
 import { SegmentedMatrix } from './matrix.ts';
 import { exactSearchMatrix } from './exact.ts';
 
@@ -94,6 +95,15 @@ describe('AnnIndex', () => {
     assert.equal(await AnnIndex.open(file, { ...expect, dimension: d + 1 }, 'load'), null);
     assert.equal(await AnnIndex.open(file, { ...expect, size: n - 1 }, 'load'), null);
     assert.equal(await AnnIndex.open(file, { ...expect, digest: { ...digest, sha256: '0'.repeat(64) } }, 'view'), null);
+
+    // A graph built with other parameters (an older version's) is not the one described: rebuilt.
+    const older = new Index({ dimensions: d, metric: MetricKind.L2sq, quantization: ScalarKind.BF16, connectivity: ANN_PARAMS.connectivity / 2, multi: false });
+    older.add(BigUint64Array.from(ids, (x) => BigInt(x)), data);
+    const olderFile = path.join(dir, 'older.usearch');
+    older.save(olderFile);
+    const olderExpect = { ...expect, digest: await digestFile(olderFile) };
+    assert.equal(await AnnIndex.open(olderFile, olderExpect, 'view'), null);
+    assert.equal(await AnnIndex.open(olderFile, olderExpect, 'load'), null);
 
     const good = await fs.readFile(file);
     await fs.writeFile(file, good.subarray(0, good.length >> 1));

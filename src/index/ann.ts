@@ -26,14 +26,21 @@ export type { FileDigest };
  * Graph parameters. usearch searches with max(expansion_search, k), so asking for more than
  * expansion_search candidates widens the search by itself: SegmentedAnn does that to spend more
  * effort per graph when a table has fewer graphs. Measured on clustered data with heavy noise
- * (a hard case: 64 centres, uniform noise 0.6, 384-d: bench/workload.ts's generator, graphs built
- * by throwaway scripts; the 1M figure is bench/vectors.bench.ts's), recall@10 after
- * re-scoring the best 100 candidates of one 250k-row graph: 0.89 at 128, 0.96 at 256, 0.99 at
- * 512 (p50 1.3 / 1.9 ms for 256 / 512); of four such graphs searched together: 0.96 at 256 each;
- * of one 1M-row graph: 0.86 at 512. expansion_add and connectivity matter far less for recall
- * but set the build speed (~4.7k rows/s into a 250k-row graph, 384-d, two cores).
+ * (a hard case: 64 centres, uniform noise 0.6, 384-d: bench/workload.ts's generator), recall@10
+ * after re-scoring the best 100 candidates of one 250k-row graph built in one go (200 queries,
+ * a throwaway script, 2 cores; walk p50 in brackets):
+ *
+ *   connectivity 16, expansion_add 64: 0.84 / 0.88 / 0.92 / 0.95 at effort 96 / 128 / 192 / 256
+ *     (0.42 / 0.51 / 0.60 / 0.76 ms), built in 34 s;
+ *   connectivity 32, expansion_add 96: 0.97 / 0.98 / 0.99 / 1.00 (0.61 / 0.69 / 0.89 / 0.90 ms),
+ *     built in 50 s.
+ *
+ * The denser graph reaches the same neighbours in far fewer steps on this data, so at equal
+ * recall a walk is cheaper; the price is ~1.5× the build time and 128 more bytes of links a row.
+ * Bigger graphs search worse at the same effort (one 1M-row graph of the first kind: 0.86 at
+ * 512), which is why a table's index is several 250k-row segments (ann-segments.ts).
  */
-export const ANN_PARAMS = Object.freeze({ connectivity: 16, expansionAdd: 64, expansionSearch: 256 });
+export const ANN_PARAMS = Object.freeze({ connectivity: 32, expansionAdd: 96, expansionSearch: 128 });
 
 export interface Scored {
   keys: number[];
@@ -183,7 +190,8 @@ export class AnnIndex {
       const native = AnnIndex.#native(expect.dimension, expect.metric, ANN_PARAMS.expansionSearch);
       if (how === 'view') native.view(file);
       else native.load(file);
-      if (native.dimensions() !== expect.dimension || native.size() !== expect.size) return null;
+      // A graph built with other parameters (an older version's) is rebuilt: the search efforts are tuned to these.
+      if (native.dimensions() !== expect.dimension || native.size() !== expect.size || native.connectivity() !== ANN_PARAMS.connectivity) return null;
       const ann = new AnnIndex(expect.dimension, expect.metric, native);
       ann.#viewed = how === 'view';
       return ann;
