@@ -28,6 +28,17 @@ function truth(q: Float32Array, vectors: Map<number, Float32Array>, k: number): 
   return [...vectors].map(([id, v]) => [id, cos(v)] as const).sort((x, y) => y[1] - x[1]).slice(0, k).map(([id]) => id);
 }
 
+/** Four sealed segments of 1,000 rows each (row ids 0..3999), in memory until saved. */
+function fourSegments(seed: number): { ann: SegmentedAnn; data: Float32Array } {
+  const ann = SegmentedAnn.create(d, 'cosine');
+  const data = randomRows(4000, seed);
+  for (let s = 0; s < 4; s++) {
+    ann.add(Array.from({ length: 1000 }, (_, i) => s * 1000 + i), data.subarray(s * 1000 * d, (s + 1) * 1000 * d));
+    ann.seal();
+  }
+  return { ann, data };
+}
+
 describe('SegmentedAnn', () => {
   let dir: string;
   before(async () => {
@@ -132,12 +143,7 @@ describe('SegmentedAnn', () => {
 
   it('gives the same answers with its saved graphs shared with a worker thread', async () => {
     const sub = path.join(dir, 'worker');
-    const ann = SegmentedAnn.create(d, 'cosine');
-    const data = randomRows(4000, 6);
-    for (let s = 0; s < 4; s++) {
-      ann.add(Array.from({ length: 1000 }, (_, i) => s * 1000 + i), data.subarray(s * 1000 * d, (s + 1) * 1000 * d));
-      ann.seal();
-    }
+    const { ann, data } = fourSegments(6);
     const worker = new GraphWorker();
     try {
       const qs = Array.from({ length: 20 }, (_, i) => data.subarray(i * 151 * d, i * 151 * d + d));
@@ -168,12 +174,7 @@ describe('SegmentedAnn', () => {
 
   it('leaves half of the shared graphs to a worker that has other searches queued', async () => {
     const sub = path.join(dir, 'busy');
-    const ann = SegmentedAnn.create(d, 'cosine');
-    const data = randomRows(4000, 8);
-    for (let s = 0; s < 4; s++) {
-      ann.add(Array.from({ length: 1000 }, (_, i) => s * 1000 + i), data.subarray(s * 1000 * d, (s + 1) * 1000 * d));
-      ann.seal();
-    }
+    const { ann, data } = fourSegments(8);
     await ann.save(sub, '1', 1, 'db');
     const worker = new GraphWorker();
     try {
