@@ -97,7 +97,7 @@ describe('AnnIndex', () => {
     assert.equal(await AnnIndex.open(file, { ...expect, digest: { ...digest, sha256: '0'.repeat(64) } }, 'view'), null);
 
     // A graph built with other parameters (an older version's) is not the one described: rebuilt.
-    const older = new Index({ dimensions: d, metric: MetricKind.L2sq, quantization: ScalarKind.BF16, connectivity: ANN_PARAMS.connectivity / 2, multi: false });
+    const older = new Index({ dimensions: d, metric: MetricKind.L2sq, quantization: ScalarKind.BF16, connectivity: ANN_PARAMS.connectivity / 2, expansion_add: 64, expansion_search: 64, multi: false });
     older.add(BigUint64Array.from(ids, (x) => BigInt(x)), data);
     const olderFile = path.join(dir, 'older.usearch');
     older.save(olderFile);
