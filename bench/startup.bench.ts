@@ -1,10 +1,11 @@
 /**
  * Time from process spawn to the first `GET /v1/healthcheck/` 200 (model loaded), on an empty data
- * directory, as `npm start` runs the server.
- *   node --import tsx bench/startup.bench.ts [--runs 5] [--warmup 1] [--entry scripts/start.mjs]
+ * directory (or `--data-dir`, e.g. one kept by `vectors.bench.ts --keep`), as `npm start` runs
+ * the server.
+ *   node --import tsx bench/startup.bench.ts [--runs 5] [--warmup 1] [--entry scripts/start.mjs] [--data-dir <dir>]
  * `--entry src/main.ts` (any `.ts`) runs the sources through tsx instead. One unmeasured warm-up
  * start comes first (it may rebuild the bundle; its time is printed apart). Each run gets a fresh
- * VSS_DATA_DIR and a free port; the healthcheck is polled every 10 ms. RssAnon is read from
+ * VSS_DATA_DIR (or the `--data-dir` given, left in place) and a free port; the healthcheck is polled every 10 ms. RssAnon is read from
  * /proc/<pid>/status right after the first 200, and the CPU time (user + system) until then of the
  * process and of its main thread, which other load on the machine disturbs less than the wall time.
  */
@@ -24,6 +25,7 @@ const arg = (name: string, def: string): string => {
 const RUNS = Number(arg('runs', '5'));
 const ENTRY = arg('entry', 'scripts/start.mjs');
 const WARMUP = Number(arg('warmup', '1'));
+const DATA_DIR = arg('data-dir', '');
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -52,7 +54,7 @@ const rssAnonMiB = (pid: number): number => {
 };
 
 async function once(): Promise<{ ms: number; cpu: number; mainCpu: number; rssAnon: number }> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'vss-startup-'));
+  const dataDir = DATA_DIR || mkdtempSync(path.join(os.tmpdir(), 'vss-startup-'));
   const port = await freePort();
   const nodeArgs = ENTRY.endsWith('.ts') ? ['--import', 'tsx', ENTRY] : [ENTRY];
   const t0 = performance.now();
@@ -86,7 +88,7 @@ async function once(): Promise<{ ms: number; cpu: number; mainCpu: number; rssAn
   } finally {
     child.kill('SIGTERM');
     await exit;
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!DATA_DIR) rmSync(dataDir, { recursive: true, force: true });
   }
 }
 

@@ -16,6 +16,7 @@
 import fs from 'node:fs';
 import { writeFileDurably } from '../durable-file.ts';
 import type { VectorBlock, VectorMatrix } from './matrix.ts';
+import { IdSlotMap } from './id-slot-map.ts';
 
 const FORMAT = 'vss-vectors-f32-1';
 /** Rows per read when scanning: 8,192 x 384 x 4 bytes = 12.6 MB of scratch. */
@@ -61,7 +62,7 @@ export class FileMatrix implements VectorMatrix {
   #fd: number;
   /** slot -> row id; only [0, size) is meaningful. */
   #ids: Float64Array;
-  readonly #slotOf = new Map<number, number>();
+  readonly #slotOf: IdSlotMap;
   #size = 0;
   /** Reused by scans, which run to completion synchronously; a nested scan allocates its own. */
   #scratch: Float32Array | null = null;
@@ -80,6 +81,7 @@ export class FileMatrix implements VectorMatrix {
     this.#size = size;
     this.#budget = budget;
     if (budget.limit === 0) this.#blocks = null;
+    this.#slotOf = new IdSlotMap(size);
     for (let s = 0; s < size; s++) this.#slotOf.set(ids[s], s);
     if (this.#ensureCopy(size) && size > 0) {
       for (let s = 0; s < size; s += SCAN_ROWS) this.#readFile(this.#blocks![s / SCAN_ROWS], s, Math.min(SCAN_ROWS, size - s));
