@@ -25,7 +25,11 @@ async function main(): Promise<void> {
     () => undefined,
     (err: unknown) => ({ err }),
   );
-  const backend = await openStorage(config);
+  // Storage reports things (an index being rebuilt) before the app and its logger exist: those
+  // wait here until it does.
+  let storageLog: ((msg: string, err?: unknown) => void) | undefined;
+  const early: [string, unknown][] = [];
+  const backend = await openStorage(config, { log: (msg, err) => (storageLog ? storageLog(msg, err) : early.push([msg, err])) });
   metrics = new Metrics(backend.indexStatus?.bind(backend));
   const storage = metrics.instrument(backend);
   const deps = { config, storage, models };
@@ -33,6 +37,8 @@ async function main(): Promise<void> {
     metrics,
     logger: loggerOptions(config.logLevel),
   });
+  storageLog = (msg, err) => app.log.warn(err === undefined ? {} : { err }, msg);
+  for (const [msg, err] of early.splice(0)) storageLog(msg, err);
 
   await models.discover();
   const boot = await bootstrap(deps);

@@ -398,6 +398,11 @@ export class SegmentedAnn {
     return { ann, seq: m.seq };
   }
 
+  /** Whether `name` has a saved index (a manifest) in `dir`, usable or not. */
+  static hasSaved(dir: string, name: string): boolean {
+    return fs.existsSync(manifestPath(dir, name));
+  }
+
   /** Removes every saved file of `name` (its manifest first, so a crash leaves nothing half-named). */
   static removeFiles(dir: string, name: string): void {
     fs.rmSync(manifestPath(dir, name), { force: true });

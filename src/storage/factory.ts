@@ -2,11 +2,17 @@ import type { Config } from '../config/config.ts';
 import type { Storage } from './api.ts';
 import { openEmbeddedStorage } from './embedded/embedded-storage.ts';
 
+/** What the storage layer reports while it works (an index rebuilt, a helper thread gone). */
+export interface StorageHooks {
+  log?: (msg: string, err?: unknown) => void;
+}
+
 /** Config chooses the backend; nothing else in the code base names one. */
-export async function openStorage(config: Config): Promise<Storage> {
+export async function openStorage(config: Config, hooks: StorageHooks = {}): Promise<Storage> {
   switch (config.storage) {
     case 'embedded':
       return openEmbeddedStorage({
+        log: hooks.log,
         dataDir: config.dataDir,
         index: config.index,
         vectorMemoryBytes: config.vectorMemoryMb * 2 ** 20,

@@ -127,10 +127,13 @@ export class IndexKeeper {
   restore(t: TableState): void {
     this.#tables.set(t.meta.id, t);
     t.restoring = (async () => {
+      const saved = SegmentedAnn.hasSaved(this.#opts.dir, this.#name(t));
       const loaded = await SegmentedAnn.open(this.#opts.dir, this.#name(t), { dimension: t.meta.dimension, metric: t.meta.metric, tag: this.#opts.tag });
       if (this.#closed) return;
       if (loaded === null || loaded.seq > this.#src.currentSeq()) {
-        if (loaded !== null) this.#opts.log?.(`ANN index of table ${t.meta.id} is damaged or stale; rebuilding`);
+        // A rebuild of a big table takes minutes of slower (exact) searches: say why it happens.
+        if (loaded !== null) this.#opts.log?.(`ANN index of table ${t.meta.id} is ahead of the database; rebuilding`);
+        else if (saved) this.#opts.log?.(`ANN index of table ${t.meta.id} is damaged, incomplete or built with other graph parameters; rebuilding`);
         SegmentedAnn.removeFiles(this.#opts.dir, this.#name(t));
         this.#requeueAll(t);
         return;
