@@ -1,8 +1,9 @@
 /**
  * A second thread that searches some of a table's sealed graphs while the main thread searches the
- * others, so one query's graph walks use both cores (at 1M rows, four 250k-row graphs: ~6 ms on
- * one thread). The worker memory-maps the same graph files itself (usearch objects cannot cross
- * threads; the page cache is shared), so it never sees a graph before its file is complete.
+ * others, so one query's graph walks use both cores (at 1M rows, four 250k-row graphs of ~1 ms a
+ * walk: docs/PERFORMANCE.md). The worker memory-maps the same graph files itself (usearch objects
+ * cannot cross threads; the page cache is shared), so it never sees a graph before its file is
+ * complete.
  *
  * A search shares its graphs with the caller through a claim counter in shared memory: each
  * thread takes the next unclaimed graph until none is left (the caller stops at half while the

@@ -219,7 +219,7 @@ export class Vectors {
     this.#settings.onSearch?.();
 
     if (q.filter === undefined && this.#useAnn(t, q.candidates, metric, query)) {
-      // Stage 1: the graphs' candidates (half of them walked on the worker thread meanwhile),
+      // Stage 1: the graphs' candidates (walked on both threads, see SegmentedAnn.searchAsync),
       // plus the exact best of rows they do not hold yet.
       const ann = t.ann!;
       const fromAnn = this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
