@@ -18,7 +18,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startServer, type RunningServer } from '../test/server.ts';
-import { fmt, ingest, makeCentres, makeVectors, restart, rssMb, runQueries, textSearch, WIRE_ENCODINGS, type WireEncoding } from './workload.ts';
+import { filePmdMappedMb, fmt, ingest, makeCentres, makeVectors, restart, rssMb, runQueries, textSearch, WIRE_ENCODINGS, type WireEncoding } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -96,7 +96,7 @@ async function main() {
     const ingest = await load(server, centres);
     row(`ingest, acknowledged (${ENCODING === 'base64' ? 'vector_base64' : 'vector as JSON numbers'})`, `${Math.round(N / ingest.ackSeconds).toLocaleString('en')} vectors/s (${ingest.ackSeconds.toFixed(1)} s)`);
     row('ingest, until all indexed', `${ingest.indexedSeconds.toFixed(1)} s`);
-    row('server RssAnon after ingest', `${(await rssMb(server.child.pid!, 'RssAnon')).toFixed(0)} MB (RssFile ${(await rssMb(server.child.pid!, 'RssFile')).toFixed(0)} MB)`);
+    row('server RssAnon after ingest', `${(await rssMb(server.child.pid!, 'RssAnon')).toFixed(0)} MB (RssFile ${(await rssMb(server.child.pid!, 'RssFile')).toFixed(0)} MB, of mapped files in 2 MiB pages ${(await filePmdMappedMb(server.child.pid!)).toFixed(0)} MB)`);
 
     const qvecs = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
     const annBodies = qvecs.map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), initial_top_k: 100, final_top_k: 10 }));
@@ -146,6 +146,7 @@ async function main() {
     // long-running server answers from. Fresh queries, so no page of theirs was touched before.
     await waitIndexed(server);
     await new Promise((res) => setTimeout(res, 5000));
+    row('server file mappings in 2 MiB pages, settled after restart', `${(await filePmdMappedMb(server.child.pid!)).toFixed(0)} MB`);
     const settledQ = makeVectors(N + 3_000_000, QUERIES, DIM, centres).map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), initial_top_k: 100, final_top_k: 10 }));
     row('vector search, settled after restart, initial_top_k 100, concurrency 1', fmt(await runQueries(server, settledQ, 1)));
     if (DIM === 384) {

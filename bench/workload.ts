@@ -121,6 +121,13 @@ export async function rssMb(pid: number, field: 'RssAnon' | 'RssFile' | 'VmRSS')
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
+/** MB of the process's file mappings mapped in 2 MiB pages (see copyFileDigested in src/file-digest.ts). */
+export async function filePmdMappedMb(pid: number): Promise<number> {
+  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+  const m = /FilePmdMapped:\s+(\d+) kB/.exec(rollup);
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
 /**
  * Short text queries (uncached: each text is new) at concurrency 1 and 16. The bench tables hold
  * synthetic 384-d vectors, so these are valid (same dimension) though meaningless.

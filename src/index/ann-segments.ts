@@ -279,7 +279,7 @@ export class SegmentedAnn {
     const fresh = this.#sealed.filter((s) => s.saved === null);
     const writes = fresh.map((s) => {
       const file = `${name}-${process.pid}-${Date.now()}-${this.#generation++}.seg.usearch`;
-      return { s, file, graph: s.graph.writeFile(path.join(dir, file)), ids: writeIds(path.join(dir, file), s.ids) };
+      return { s, file, graph: s.graph.writeFile(path.join(dir, file), { forMapping: true }), ids: writeIds(path.join(dir, file), s.ids) };
     });
     let delta = this.#savedDelta;
     let deltaWrite: Promise<void> | null = null;

@@ -122,7 +122,12 @@ describe('AnnIndex', () => {
     const q = data.subarray(5 * d, 6 * d);
     const before = ann.search(q, 20);
     const file = path.join(dir, 'own.usearch');
-    await ann.writeFile(file);
+    const plain = path.join(dir, 'own-plain.usearch');
+    const digest = await ann.writeFile(file, { forMapping: true });
+    // The block copy holds exactly what usearch wrote, and no temp file is left behind.
+    assert.deepEqual(await ann.writeFile(plain), digest);
+    assert.deepEqual(await digestFile(file), digest);
+    assert.deepEqual((await fs.readdir(dir)).filter((f) => f.startsWith('own')).sort(), ['own-plain.usearch', 'own.usearch']);
     ann.becomeView(file);
     assert.ok(ann.viewed);
     assert.equal(ann.size, n);
