@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { runInThisContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
+import { LOWEST_PRIORITY_JS } from './thread-priority.ts';
 
 export interface FileDigest {
   bytes: number;
@@ -54,6 +55,7 @@ type RunTask = (task: Task, fsMod: typeof fs, createHashFn: typeof createHash, b
 
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
+${LOWEST_PRIORITY_JS}
 const { createHash } = require('node:crypto');
 const fs = require('node:fs');
 const runTask = ${TASK};

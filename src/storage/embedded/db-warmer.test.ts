@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,10 @@ function mappedResidentBytes(file: string): number {
   }
   return total;
 }
+
+/** The nice value of a thread, from its stat file (field 19). */
+const niceOf = (stat: string): number => Number(readFileSync(stat, 'utf8').split(') ')[1].split(' ')[16]);
+const threadNices = (): number[] => readdirSync('/proc/self/task').map((t) => niceOf(`/proc/self/task/${t}/stat`));
 
 async function filled(dataDir: string, mmapBytes: number): Promise<EmbeddedStorage> {
   const s = await openEmbeddedStorage({ dataDir, mmapBytes, index: { saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0 } });
@@ -71,6 +75,9 @@ describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /
       const busy = await warmer.warm().finally(() => clearInterval(searching));
       assert.equal(quiet.rows, 6_000);
       assert.equal(busy.rows, 6_000);
+      // Its thread runs at the lowest priority (thread-priority.ts), and only it: this thread does not.
+      assert.deepEqual(threadNices().filter((n) => n === 19).length, 1);
+      assert.notEqual(niceOf('/proc/thread-self/stat'), 19);
       assert.ok(busy.ms >= 50 * 20, `busy pass took ${busy.ms} ms`);
       assert.ok(quiet.ms * 3 < busy.ms, `quiet pass took ${quiet.ms} ms, busy ${busy.ms} ms`);
     } finally {

@@ -21,6 +21,7 @@
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
+import { LOWEST_PRIORITY_JS } from '../../thread-priority.ts';
 
 /** Rows per statement: a slice reads ~3 MB of 384-d vectors, so checkpoints are never held up long. */
 const SLICE_ROWS = 2_000;
@@ -34,6 +35,7 @@ const GROWTH_SHARE = 0.1;
 /** Plain JS: it runs as is under tsx and inside the bundle alike. */
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
+${LOWEST_PRIORITY_JS}
 const Database = require(workerData.sqlite);
 const db = new Database(workerData.file, { readonly: true, fileMustExist: true });
 const pause = new Int32Array(new SharedArrayBuffer(4));
