@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { cp, mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -153,6 +154,20 @@ describe('loading checks', () => {
     const dir = await copyModel('nosums');
     await unlink(path.join(dir, 'SHA256SUMS'));
     await assert.rejects(loadModel(path.dirname(dir), NAME), /SHA256SUMS/);
+  });
+
+  test('a config.json whose hidden size is not the graph\'s fails the load, naming both', async () => {
+    const dir = await copyModel('wrong-size');
+    const cfgFile = path.join(dir, 'config.json');
+    const cfg = JSON.parse(await readFile(cfgFile, 'utf8'));
+    cfg.hidden_size = 100;
+    const text = JSON.stringify(cfg, null, 2);
+    await writeFile(cfgFile, text);
+    // Re-sign it, so that only the size is wrong.
+    const sums = path.join(dir, 'SHA256SUMS');
+    const hash = createHash('sha256').update(text).digest('hex');
+    await writeFile(sums, (await readFile(sums, 'utf8')).replace(/^[0-9a-f]{64}(\s+\*?(?:\.\/)?config\.json)$/m, `${hash}$1`));
+    await assert.rejects(loadModel(path.dirname(dir), NAME), /onnx.model\.onnx.*100-dimensional/);
   });
 
   test('an intact copy loads', async () => {

@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { AutoModel, AutoTokenizer, env, Tensor } from '@huggingface/transformers';
+import { AutoTokenizer, env } from '@huggingface/transformers';
+import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { digestFiles } from '../file-digest.ts';
 
 /**
@@ -149,12 +150,16 @@ export async function verifyChecksums(dir: string): Promise<void> {
  * registries with different model folders cannot see each other's localModelPath. */
 let loadChain: Promise<unknown> = Promise.resolve();
 
-/** The two things used from the library: text to ids, and ids to hidden states. */
+/** What is used from the tokenizer library: text to ids. */
 interface TokenizerLike {
   encode(text: string, opts: { add_special_tokens: boolean }): number[];
   readonly pad_token_id?: number;
 }
-type Forward = (inputs: Record<string, Tensor>) => Promise<Record<string, { data: unknown; dims: readonly number[] } | undefined>>;
+/** Ids to hidden states: one model call, writing `last_hidden_state` into `output` (batch × seq × dimension floats). */
+type Forward = (inputs: Record<string, Tensor>, output: Tensor) => Promise<void>;
+
+/** The ONNX graph file transformers.js would pick for dtype fp32. */
+const ONNX_FILE = path.join('onnx', 'model.onnx');
 
 /**
  * Loads `<modelDir>/<name>/` after checking its SHA256SUMS. Throws an Error saying where it looked
@@ -176,15 +181,37 @@ async function load(modelDir: string, name: string, opts: LoadModelOptions): Pro
   env.allowLocalModels = true;
 
   const tokenizer = await AutoTokenizer.from_pretrained(name, { local_files_only: true });
-  const model = await AutoModel.from_pretrained(name, {
-    dtype: 'fp32',
-    device: 'cpu',
-    local_files_only: true,
-    session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 },
+  // The session is onnxruntime-node's own rather than transformers.js's AutoModel, so that each
+  // call writes into one reused output buffer: through AutoModel every call allocated ~50 KB of
+  // ArrayBuffers, and 1,000 short queries cost three mark-compact collections (none now;
+  // docs/PERFORMANCE.md). Same runtime, same graph, same optimisation level ('all' is its default).
+  const session = await InferenceSession.create(path.join(info.dir, ONNX_FILE), {
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
   });
-  // model(inputs) picks the inputs the ONNX graph declares (a model without token_type_ids is fine).
-  const forward = ((inputs) => model(inputs)) as Forward;
-  return new OnnxEmbeddingModel(info, tokenizer, forward, () => model.dispose());
+  if (!session.outputNames.includes('last_hidden_state')) {
+    await session.release();
+    throw new Error(`model "${name}": ${ONNX_FILE} has no last_hidden_state output (it has ${session.outputNames.join(', ')})`);
+  }
+  // Only the inputs the graph declares (a model without token_type_ids is fine).
+  const declared = new Set(session.inputNames);
+  const forward: Forward = async (inputs, output) => {
+    const feeds: Record<string, Tensor> = {};
+    for (const [k, v] of Object.entries(inputs)) if (declared.has(k)) feeds[k] = v;
+    await session.run(feeds, { last_hidden_state: output });
+  };
+  const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release());
+  // One call now: a graph whose hidden size is not config.json's fails the load, not a search,
+  // and the first query does not pay for onnxruntime's first-run allocations.
+  try {
+    await model.embed(['']);
+  } catch (e) {
+    await model.dispose();
+    throw new Error(`model "${name}": ${ONNX_FILE} does not give ${info.dimension}-dimensional token vectors as config.json says: ${(e as Error).message}`, { cause: e });
+  }
+  return model;
 }
 
 /**
@@ -216,6 +243,8 @@ class OnnxEmbeddingModel implements EmbeddingModel {
   private ids = new BigInt64Array(0);
   private mask = new BigInt64Array(0);
   private types = new BigInt64Array(0);
+  /** The model's output, reused the same way (read before the next call starts). */
+  private hidden = new Float32Array(0);
 
   constructor(
     info: ModelInfo,
@@ -284,18 +313,19 @@ class OnnxEmbeddingModel implements EmbeddingModel {
       mask.fill(1n, b * seq, b * seq + tokens[b]);
     }
     const dims = [batch, seq];
-    const out = await this.forward({
-      input_ids: new Tensor('int64', ids, dims),
-      attention_mask: new Tensor('int64', mask, dims),
-      token_type_ids: new Tensor('int64', this.types.subarray(0, size), dims),
-    });
-    const hidden = out.last_hidden_state;
-    if (!hidden || !(hidden.data instanceof Float32Array)) throw new Error(`model "${this.name}" returned no float32 last_hidden_state`);
-    const [ob, os, od] = hidden.dims;
-    if (ob !== batch || os !== seq || od !== this.dimension) {
-      throw new Error(`model "${this.name}" returned shape [${hidden.dims.join(', ')}], expected [${batch}, ${seq}, ${this.dimension}]`);
-    }
-    return { vectors: meanPoolNormalize(hidden.data, batch, seq, this.dimension, tokens), tokens };
+    const outSize = size * this.dimension;
+    if (this.hidden.length < outSize) this.hidden = new Float32Array(Math.max(outSize, this.hidden.length * 2));
+    const hidden = this.hidden.subarray(0, outSize);
+    // onnxruntime checks the given output's shape against what the graph computes and fails the call otherwise.
+    await this.forward(
+      {
+        input_ids: new Tensor('int64', ids, dims),
+        attention_mask: new Tensor('int64', mask, dims),
+        token_type_ids: new Tensor('int64', this.types.subarray(0, size), dims),
+      },
+      new Tensor('float32', hidden, [batch, seq, this.dimension]),
+    );
+    return { vectors: meanPoolNormalize(hidden, batch, seq, this.dimension, tokens), tokens };
   }
 
   async dispose(): Promise<void> {
