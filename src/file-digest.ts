@@ -79,6 +79,8 @@ async function runTasks(tasks: Task[]): Promise<(FileDigest | Error)[]> {
       worker.once('exit', () => reject(new Error('digest worker exited without an answer')));
     });
   } catch {
+    // No thread to be had (the process is out of threads or memory): the same code here, which
+    // holds the event loop while it reads. Rare, and a stall beats failing an index open or a seal.
     const runTask = runInThisContext(TASK) as RunTask;
     return tasks.map((t) => {
       try {
