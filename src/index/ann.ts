@@ -129,8 +129,8 @@ export class AnnIndex {
    * returns its digest. The snapshot is taken before this returns, so later changes to the graph
    * are not in the file. `forMapping`: the file will be memory-mapped (a sealed segment's view),
    * so usearch's output, written a node at a time, is copied in large blocks and the copy kept
-   * (copyFileDigested: the walks of the map then miss the TLB far less). Its own pages never
-   * need to reach the disk: the temp file is removed without an fsync.
+   * (copyFileDigested: the walks of the map then miss the TLB far less). usearch's own output
+   * is never fsynced: the `finally` below removes it, so its pages need not reach the disk.
    */
   writeFile(file: string, opts: { forMapping?: boolean } = {}): Promise<FileDigest> {
     const tmpName = () => `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
@@ -148,7 +148,6 @@ export class AnnIndex {
         let digest: FileDigest;
         if (copy) {
           digest = await copyFileDigested(tmp, copy);
-          await fs.rm(tmp, { force: true });
         } else {
           await fsyncPath(tmp);
           digest = await digestFile(tmp);
