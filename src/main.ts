@@ -9,8 +9,11 @@ import { buildApp } from './http/app.ts';
 import { loggerOptions } from './http/logging.ts';
 import { bootstrap } from './service/bootstrap.ts';
 import { openStorage } from './storage/factory.ts';
+import { tuneV8Heap } from './v8-heap.ts';
 
 async function main(): Promise<void> {
+  // Before anything allocates much: V8's own heap sizing sets off a mark-compact every few hundred ms once a server only serves (v8-heap.ts).
+  tuneV8Heap();
   const config = loadConfig(process.env);
   // Metrics need the storage backend, which opens after the model starts loading; no batch can
   // run before they exist (the model answers requests only, and the server is not listening yet).
