@@ -107,17 +107,22 @@ describe('SegmentedAnn', () => {
     ann.add(Array.from({ length: 1000 }, (_, i) => i), data.subarray(0, 1000 * d));
     ann.seal();
     ann.add(Array.from({ length: 1000 }, (_, i) => 1000 + i), data.subarray(1000 * d, 2000 * d));
-    await ann.save(sub, '7', 41, 'db');
+    assert.equal(await ann.save(sub, '7', 41, 'db'), 1, 'the sealed segment waits in memory');
     ann.seal();
     ann.add(Array.from({ length: 500 }, (_, i) => 2000 + i), data.subarray(2000 * d, 2500 * d));
     ann.remove([3, 1003, 2003]);
-    await ann.save(sub, '7', 42, 'db');
+    assert.equal(await ann.save(sub, '7', 42, 'db'), 2);
+    const qs = Array.from({ length: 10 }, (_, i) => data.subarray((i * 97) * d, (i * 97) * d + d));
+    const inMemory = qs.map((q) => ann.search(q, 20));
+    assert.equal(ann.viewSaved(), 2);
+    assert.equal(ann.unviewed, 0);
+    assert.equal(ann.viewSaved(), 0, 'only once');
     const files = await fs.readdir(sub);
     assert.equal(files.filter((f) => f.endsWith('.seg.usearch')).length, 2);
     assert.equal(files.filter((f) => f.endsWith('.delta.usearch')).length, 1, 'the first delta file is gone');
 
-    const qs = Array.from({ length: 10 }, (_, i) => data.subarray((i * 97) * d, (i * 97) * d + d));
     const before = qs.map((q) => ann.search(q, 20));
+    assert.deepEqual(before, inMemory, 'the mapped files answer as the graphs in memory did');
     const opened = await SegmentedAnn.open(sub, '7', { dimension: d, metric: 'euclidean', tag: 'db' });
     assert.ok(opened);
     assert.equal(opened.seq, 42);
@@ -151,6 +156,11 @@ describe('SegmentedAnn', () => {
       for (const q of qs) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
       assert.equal(worker.searches, 0);
       await ann.save(sub, '1', 1, 'db');
+      // Saved but still in memory: nothing to share yet.
+      for (const q of qs.slice(0, 3)) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
+      assert.equal(worker.searches, 0);
+      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(ann.viewSaved(), 4);
       ann.shareWith(worker);
       // Until the worker has read the new graphs through, searches stay here (they would queue behind that).
       assert.equal(worker.syncing, true);
@@ -176,6 +186,7 @@ describe('SegmentedAnn', () => {
     const sub = path.join(dir, 'busy');
     const { ann, data } = fourSegments(8);
     await ann.save(sub, '1', 1, 'db');
+    ann.viewSaved();
     const worker = new GraphWorker();
     try {
       ann.shareWith(worker);

@@ -270,9 +270,9 @@ export class SegmentedAnn {
 
   /**
    * Writes what changed since the last save and then the manifest, under `dir` with file names
-   * starting `name`. New sealed segments become memory-mapped views of their files afterwards.
+   * starting `name`. New sealed segments stay in memory until viewSaved() maps their files.
    * The snapshot is taken synchronously, so `seq` must be what the graphs cover at the call.
-   * Returns how many segments became memory-mapped views.
+   * Returns how many saved segments wait for viewSaved().
    */
   async save(dir: string, name: string, seq: number, tag: string): Promise<number> {
     await fsp.mkdir(dir, { recursive: true });
@@ -327,15 +327,39 @@ export class SegmentedAnn {
     };
     await writeFileDurably(manifestPath(dir, name), JSON.stringify(manifest));
     this.#savedDelta = delta;
-    let viewed = 0;
-    for (const w of writes) {
-      if (this.#sealed.includes(w.s) && !w.s.graph.viewed) {
-        w.s.graph.becomeView(path.join(dir, w.file));
-        viewed++;
-      }
-    }
     await removeUnnamed(dir, name, manifest);
-    return viewed;
+    return this.unviewed;
+  }
+
+  /** Sealed segments not written to a file yet (sealed after the last save began). */
+  get unsaved(): number {
+    let n = 0;
+    for (const s of this.#sealed) if (s.saved === null) n++;
+    return n;
+  }
+
+  /** Sealed segments written to their files but still searched from memory, until viewSaved(). */
+  get unviewed(): number {
+    let n = 0;
+    for (const s of this.#sealed) if (s.path !== null && !s.graph.viewed) n++;
+    return n;
+  }
+
+  /**
+   * Swaps every saved in-memory segment for a memory-mapped view of its file (usearch frees the
+   * memory copy) and returns how many. Until then the segment is searched from memory on the
+   * calling thread, and not shared with a worker (see shareWith). It holds the thread for a while
+   * (usearch's view visits every node: ~35 ms for a 250k-row graph at 1M), and a worker told
+   * about the new file then spends ~100 ms reading it through, so callers choose the moment.
+   */
+  viewSaved(): number {
+    let n = 0;
+    for (const s of this.#sealed) {
+      if (s.path === null || s.graph.viewed) continue;
+      s.graph.becomeView(s.path);
+      n++;
+    }
+    return n;
   }
 
   /**

@@ -253,6 +253,53 @@ describe('embedded storage', () => {
     }
   });
 
+  it('keeps the segment sealed at the end of a bulk load in memory while searches come, and maps it once they pause or its deadline passes', async () => {
+    const d = 16;
+    const vectors = clustered(3000, d, 9, 30);
+    const qs = clustered(20, d, 10, 30);
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    for (const [name, deadlineMs] of [['quiet', 60_000], ['deadline', 1_000]] as const) {
+      const s = await openEmbeddedStorage({ dataDir: path.join(dir, `view-${name}`), index: { ...indexOpts(100, 1000), viewDeadlineMs: deadlineMs } });
+      let searching: NodeJS.Timeout | undefined;
+      try {
+        await s.createKeyspace({ name: 'ks', owner: null });
+        await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'cosine', model: null });
+        const ask = () => Promise.all(qs.map((vector) => s.search('ks', 't', { vector, metric: 'cosine', candidates: 100, limit: 10 })));
+        const status = () => s.indexStatus()[0];
+        // Searches every few ms from before the load ends: never the 50 ms quiet moment.
+        searching = setInterval(() => void ask(), 5);
+        await ingest(s, 'ks', 't', rowsOf(vectors));
+        await s.whenIndexed();
+        const t0 = Date.now();
+        while (status().segments < 3 || status().inMemorySegments === 0) {
+          assert.ok(Date.now() - t0 < 10_000, `the last segment was not kept in memory: ${JSON.stringify(status())}`);
+          await sleep(5);
+        }
+        await sleep(100); // its save is over by now
+        const held = status().inMemorySegments;
+        const inMemory = await ask();
+        if (name === 'quiet') {
+          await sleep(300);
+          assert.equal(status().inMemorySegments, held, 'not mapped while searches keep coming');
+          clearInterval(searching);
+          await sleep(300);
+          assert.equal(status().inMemorySegments, 0, 'mapped in the pause');
+        } else {
+          while (status().inMemorySegments > 0) {
+            assert.ok(Date.now() - t0 < 5_000, 'mapped by its deadline though searches never paused');
+            await sleep(20);
+          }
+          assert.ok(Date.now() - t0 >= 500, 'not before its deadline');
+          clearInterval(searching);
+        }
+        assertSameAnswers(await ask(), inMemory);
+      } finally {
+        clearInterval(searching);
+        await s.close();
+      }
+    }
+  });
+
   it('ANN answers carry the same metadata, text and vector as exact ones, and only their own table', async () => {
     const dataDir = path.join(dir, 'ann-fields');
     const d = 16;

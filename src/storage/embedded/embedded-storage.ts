@@ -28,7 +28,7 @@ import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {
   dataDir: string;
-  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number };
+  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; viewDeadlineMs?: number };
   /** Search half of a table's sealed graphs on a worker thread (default true). */
   searchWorker?: boolean;
   /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */
@@ -52,6 +52,8 @@ export interface IndexStatus {
   savedSeq: number;
   /** Sealed ANN graph segments. */
   segments: number;
+  /** Of those, saved but still searched from memory until a quiet moment (see index-upkeep.ts). */
+  inMemorySegments: number;
 }
 
 export interface EmbeddedStorage extends Storage {

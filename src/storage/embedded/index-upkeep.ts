@@ -33,6 +33,16 @@ const BUSY_WINDOW_MS = 250;
  * moments: when no search or write came within WARM_QUIET_MS.
  */
 const WARM_QUIET_MS = 50;
+/**
+ * A sealed segment is written to its file at once but keeps being searched from memory until a
+ * quiet moment (as for the warm-up above), at most this long: swapping it for a mapped view holds
+ * the main thread ~35 ms at 1M rows, and the search worker then reads the file through for
+ * ~100 ms, during which this thread walks every graph alone. Right after a bulk load that put
+ * searches at 12-35 ms against 3-4 ms (docs/PERFORMANCE.md). A table with rows waiting for
+ * indexing maps its saved segments at once: that is a bulk load, with memory to free and no
+ * search latency to protect.
+ */
+export const VIEW_DEADLINE_MS = 5_000;
 /** A sealed segment with this share of dead rows is retired: its live rows are re-indexed. */
 const RETIRE_DEAD_SHARE = 0.3;
 
@@ -62,6 +72,8 @@ export class TableState {
   rebuilt = false;
   /** Mapped graphs may want prefaulting (see WARM_QUIET_MS). */
   toWarm = false;
+  /** When saved segments still searched from memory must be swapped for their files, quiet or not (VIEW_DEADLINE_MS). */
+  viewBy = Infinity;
 
   constructor(meta: TableMeta, matrix: VectorMatrix) {
     this.meta = meta;
@@ -90,6 +102,8 @@ export interface UpkeepOptions {
   exactBelowRows: number;
   /** Rows per sealed ANN segment. */
   segmentRows: number;
+  /** How long a saved segment may stay in memory waiting for a quiet moment (default VIEW_DEADLINE_MS). */
+  viewDeadlineMs?: number;
   /** The database's id, stored with each index so that one never serves another database. */
   tag: string;
   /** The thread that searches some graphs; told about new mapped graphs as they appear. */
@@ -201,7 +215,7 @@ export class IndexKeeper {
     });
   }
 
-  status(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; savedSeq: number; segments: number }[] {
+  status(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; savedSeq: number; segments: number; inMemorySegments: number }[] {
     return [...this.#tables.values()].map((t) => {
       const big = t.matrix.size >= this.#opts.exactBelowRows;
       return {
@@ -213,6 +227,7 @@ export class IndexKeeper {
         pending: !big ? 0 : t.restoring ? t.matrix.size : t.pending.size,
         savedSeq: t.savedSeq,
         segments: t.ann?.stats().segments ?? 0,
+        inMemorySegments: t.ann?.unviewed ?? 0,
       };
     });
   }
@@ -277,6 +292,7 @@ export class IndexKeeper {
     const t = tables[this.#cursor++ % tables.length];
     const started = performance.now();
     const ann = (t.ann ??= SegmentedAnn.create(t.meta.dimension, t.meta.metric));
+    if (ann.unviewed > 0) this.#view(t);
     // Never past a segment's end, so a delta holds at most segmentRows rows.
     const room = Math.max(1, this.#opts.segmentRows - ann.deltaSize);
     const ids: number[] = [];
@@ -306,13 +322,29 @@ export class IndexKeeper {
     this.#lastSearch = performance.now();
   }
 
-  /** Prefaults one mapped graph of a table that wants it, in a quiet moment (nothing to index, no recent request). */
+  /**
+   * In a quiet moment (nothing to index, no recent request): swaps a table's saved in-memory
+   * segments for their files, or else prefaults one mapped graph that wants it. The swap also
+   * happens once its deadline passes, quiet or not.
+   */
   #warm(): void {
-    const t = [...this.#tables.values()].find((x) => x.toWarm && x.ann !== null && x.restoring === null);
-    if (!t) return;
-    const quiet = performance.now() - Math.max(this.#lastSearch, this.#lastWrite) >= WARM_QUIET_MS;
-    if (quiet && !t.ann!.prefaultNext()) t.toWarm = false;
+    const now = performance.now();
+    const quiet = now - Math.max(this.#lastSearch, this.#lastWrite) >= WARM_QUIET_MS;
+    const live = [...this.#tables.values()].filter((x) => x.ann !== null && x.restoring === null);
+    const toView = live.find((x) => x.ann!.unviewed > 0);
+    const toWarm = live.find((x) => x.toWarm);
+    if (!toView && !toWarm) return;
+    if (toView && (quiet || now >= toView.viewBy)) this.#view(toView);
+    else if (toWarm && quiet && !toWarm.ann!.prefaultNext()) toWarm.toWarm = false;
     setTimeout(() => this.#schedule(), quiet ? 1 : WARM_QUIET_MS);
+  }
+
+  /** Maps the table's saved segments from their files and tells the worker (see VIEW_DEADLINE_MS). */
+  #view(t: TableState): void {
+    t.viewBy = Infinity;
+    if (t.ann === null || t.ann.viewSaved() === 0) return;
+    t.toWarm = true;
+    if (this.#opts.worker) t.ann.shareWith(this.#opts.worker);
   }
 
   /** Hands the live rows of mostly-dead segments back for re-indexing, and drops empty segments. */
@@ -355,14 +387,17 @@ export class IndexKeeper {
     const seq = t.coveredSeq(this.#src.currentSeq());
     const changes = t.changes;
     t.changes = 0;
+    let saved = false;
     t.saving = (async () => {
       try {
-        const viewed = await ann.save(this.#opts.dir, this.#name(t), seq, this.#opts.tag);
+        const unviewed = await ann.save(this.#opts.dir, this.#name(t), seq, this.#opts.tag);
+        saved = true;
         if (t.ann === ann) {
           t.savedSeq = seq;
-          if (viewed > 0) {
-            t.toWarm = true;
-            if (this.#opts.worker) ann.shareWith(this.#opts.worker);
+          if (unviewed > 0) {
+            // Rows still waiting means a bulk load: no search latency to protect, memory to free.
+            if (t.pending.size > 0) this.#view(t);
+            else t.viewBy = Math.min(t.viewBy, performance.now() + (this.#opts.viewDeadlineMs ?? VIEW_DEADLINE_MS));
             this.#schedule();
           }
         }
@@ -372,6 +407,8 @@ export class IndexKeeper {
       } finally {
         t.saving = null;
       }
+      // A segment sealed while this save ran was not in it: write it now rather than at the next timed save.
+      if (saved && t.ann === ann && ann.unsaved > 0 && !this.#closed) void this.#save(t);
     })();
     return t.saving;
   }
