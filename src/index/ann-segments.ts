@@ -331,6 +331,13 @@ export class SegmentedAnn {
     return this.unviewed;
   }
 
+  /** Sealed segments searched from memory: not written to a file yet, or not mapped from it yet. */
+  get inMemory(): number {
+    let n = 0;
+    for (const s of this.#sealed) if (!s.graph.viewed) n++;
+    return n;
+  }
+
   /** Sealed segments not written to a file yet (sealed after the last save began). */
   get unsaved(): number {
     let n = 0;

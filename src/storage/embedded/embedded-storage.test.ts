@@ -253,45 +253,51 @@ describe('embedded storage', () => {
     }
   });
 
-  it('keeps the segment sealed at the end of a bulk load in memory while searches come, and maps it once they pause or its deadline passes', async () => {
+  it('keeps the segment sealed at the end of a bulk load in memory while searches come, and saves and maps it once they pause or its deadline passes', async () => {
     const d = 16;
-    const vectors = clustered(3000, d, 9, 30);
+    const rows = rowsOf(clustered(3000, d, 9, 30));
     const qs = clustered(20, d, 10, 30);
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     for (const [name, deadlineMs] of [['quiet', 60_000], ['deadline', 1_000]] as const) {
-      const s = await openEmbeddedStorage({ dataDir: path.join(dir, `view-${name}`), index: { ...indexOpts(100, 1000), viewDeadlineMs: deadlineMs } });
+      const dataDir = path.join(dir, `view-${name}`);
+      const s = await openEmbeddedStorage({ dataDir, index: { ...indexOpts(100, 1000), viewDeadlineMs: deadlineMs } });
       let searching: NodeJS.Timeout | undefined;
       try {
         await s.createKeyspace({ name: 'ks', owner: null });
         await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'cosine', model: null });
         const ask = () => Promise.all(qs.map((vector) => s.search('ks', 't', { vector, metric: 'cosine', candidates: 100, limit: 10 })));
         const status = () => s.indexStatus()[0];
-        // Searches every few ms from before the load ends: never the 50 ms quiet moment.
-        searching = setInterval(() => void ask(), 5);
-        await ingest(s, 'ks', 't', rowsOf(vectors));
+        const segmentFiles = async () => (await fs.readdir(path.join(dataDir, 'indexes'))).filter((f) => f.endsWith('.seg.usearch')).length;
+        const until = async (what: string, done: () => boolean, ms: number) => {
+          const t0 = Date.now();
+          while (!done()) {
+            assert.ok(Date.now() - t0 < ms, `${what}: ${JSON.stringify(status())}`);
+            await sleep(10);
+          }
+        };
+        // Two segments, settled with nobody searching.
+        await ingest(s, 'ks', 't', rows.slice(0, 2000));
         await s.whenIndexed();
-        const t0 = Date.now();
-        while (status().segments < 3 || status().inMemorySegments === 0) {
-          assert.ok(Date.now() - t0 < 10_000, `the last segment was not kept in memory: ${JSON.stringify(status())}`);
-          await sleep(5);
-        }
-        await sleep(100); // its save is over by now
-        const held = status().inMemorySegments;
+        await until('the first two segments settle', () => status().segments === 2 && status().inMemorySegments === 0, 10_000);
+        // Searches every few ms from now on (never the 50 ms quiet moment); one more batch seals the third.
+        searching = setInterval(() => void ask(), 5);
+        await ingest(s, 'ks', 't', rows.slice(2000));
+        await s.whenIndexed();
+        await until('the third segment is sealed', () => status().segments === 3, 10_000);
+        const sealedAt = Date.now();
+        await sleep(300);
+        assert.equal(status().inMemorySegments, 1, 'still searched from memory');
+        assert.equal(await segmentFiles(), 2, 'not even written');
         const inMemory = await ask();
         if (name === 'quiet') {
-          await sleep(300);
-          assert.equal(status().inMemorySegments, held, 'not mapped while searches keep coming');
           clearInterval(searching);
-          await sleep(300);
-          assert.equal(status().inMemorySegments, 0, 'mapped in the pause');
+          await until('saved and mapped in the pause', () => status().inMemorySegments === 0, 2_000);
         } else {
-          while (status().inMemorySegments > 0) {
-            assert.ok(Date.now() - t0 < 5_000, 'mapped by its deadline though searches never paused');
-            await sleep(20);
-          }
-          assert.ok(Date.now() - t0 >= 500, 'not before its deadline');
+          await until('saved and mapped by its deadline though searches never paused', () => status().inMemorySegments === 0, 5_000);
+          assert.ok(Date.now() - sealedAt >= 500, 'not before its deadline');
           clearInterval(searching);
         }
+        assert.equal(await segmentFiles(), 3);
         assertSameAnswers(await ask(), inMemory);
       } finally {
         clearInterval(searching);

@@ -34,13 +34,15 @@ const BUSY_WINDOW_MS = 250;
  */
 const WARM_QUIET_MS = 50;
 /**
- * A sealed segment is written to its file at once but keeps being searched from memory until a
- * quiet moment (as for the warm-up above), at most this long: swapping it for a mapped view holds
- * the main thread ~35 ms at 1M rows, and the search worker then reads the file through for
- * ~100 ms, during which this thread walks every graph alone. Right after a bulk load that put
- * searches at 12-35 ms against 3-4 ms (docs/PERFORMANCE.md). A table with rows waiting for
- * indexing maps its saved segments at once: that is a bulk load, with memory to free and no
- * search latency to protect.
+ * A segment sealed with no rows left to index (the last one of a bulk load) is written to its
+ * file and swapped for a mapped view of it in quiet moments (as for the warm-up above), at most
+ * this long after the seal, and searched from memory meanwhile. Each step takes the cores from
+ * searches: usearch's save holds the main thread (~150 ms for a 250k-row graph), the block copy
+ * and hash fill the shared cache for ~1 s, the swap holds the main thread ~35 ms (usearch's view
+ * visits every node), and the worker then reads the file through for ~100 ms while this thread
+ * walks every graph alone. Right after a bulk load of 1M rows that put searches at 12-35 ms
+ * against 3-4 ms (docs/PERFORMANCE.md). With rows still waiting (a bulk load going on) it is all
+ * done at once: memory to free, no search latency to protect.
  */
 export const VIEW_DEADLINE_MS = 5_000;
 /** A sealed segment with this share of dead rows is retired: its live rows are re-indexed. */
@@ -72,8 +74,8 @@ export class TableState {
   rebuilt = false;
   /** Mapped graphs may want prefaulting (see WARM_QUIET_MS). */
   toWarm = false;
-  /** When saved segments still searched from memory must be swapped for their files, quiet or not (VIEW_DEADLINE_MS). */
-  viewBy = Infinity;
+  /** When sealed segments still searched from memory must be saved and mapped, quiet or not (VIEW_DEADLINE_MS). */
+  settleBy = Infinity;
 
   constructor(meta: TableMeta, matrix: VectorMatrix) {
     this.meta = meta;
@@ -227,7 +229,7 @@ export class IndexKeeper {
         pending: !big ? 0 : t.restoring ? t.matrix.size : t.pending.size,
         savedSeq: t.savedSeq,
         segments: t.ann?.stats().segments ?? 0,
-        inMemorySegments: t.ann?.unviewed ?? 0,
+        inMemorySegments: t.ann?.inMemory ?? 0,
       };
     });
   }
@@ -292,7 +294,9 @@ export class IndexKeeper {
     const t = tables[this.#cursor++ % tables.length];
     const started = performance.now();
     const ann = (t.ann ??= SegmentedAnn.create(t.meta.dimension, t.meta.metric));
-    if (ann.unviewed > 0) this.#view(t);
+    // Rows to index: the sealed segments waiting for a quiet moment need not wait.
+    if (ann.unsaved > 0 && t.saving === null) void this.#save(t);
+    else if (ann.unviewed > 0) this.#view(t);
     // Never past a segment's end, so a delta holds at most segmentRows rows.
     const room = Math.max(1, this.#opts.segmentRows - ann.deltaSize);
     const ids: number[] = [];
@@ -306,8 +310,12 @@ export class IndexKeeper {
     this.#changed(t, ids.length);
     if (ann.deltaSize >= this.#opts.segmentRows) {
       ann.seal();
-      // Written and memory-mapped at once, so the in-memory copy does not linger.
-      if (t.saving === null) void this.#save(t);
+      t.changes++; // so that a timed save or the one at close writes it even if nothing else changes
+      // During a bulk load written and mapped at once, so the in-memory copy does not linger;
+      // the load's last one in quiet moments (VIEW_DEADLINE_MS).
+      if (t.pending.size > 0) {
+        if (t.saving === null) void this.#save(t);
+      } else this.#settleLater(t);
     }
 
     const took = Math.max(0.1, performance.now() - started);
@@ -323,26 +331,38 @@ export class IndexKeeper {
   }
 
   /**
-   * In a quiet moment (nothing to index, no recent request): swaps a table's saved in-memory
-   * segments for their files, or else prefaults one mapped graph that wants it. The swap also
-   * happens once its deadline passes, quiet or not.
+   * In a quiet moment (nothing to index, no recent request): saves a table's sealed in-memory
+   * segments, or swaps saved ones for their files, or else prefaults one mapped graph that wants
+   * it. The first two also happen once their deadline passes, quiet or not (VIEW_DEADLINE_MS).
    */
   #warm(): void {
     const now = performance.now();
     const quiet = now - Math.max(this.#lastSearch, this.#lastWrite) >= WARM_QUIET_MS;
     const live = [...this.#tables.values()].filter((x) => x.ann !== null && x.restoring === null);
-    const toView = live.find((x) => x.ann!.unviewed > 0);
+    const toSettle = live.find((x) => x.settleBy < Infinity && (quiet || now >= x.settleBy));
     const toWarm = live.find((x) => x.toWarm);
-    if (!toView && !toWarm) return;
-    if (toView && (quiet || now >= toView.viewBy)) this.#view(toView);
-    else if (toWarm && quiet && !toWarm.ann!.prefaultNext()) toWarm.toWarm = false;
-    setTimeout(() => this.#schedule(), quiet ? 1 : WARM_QUIET_MS);
+    if (!toWarm && !live.some((x) => x.settleBy < Infinity)) return;
+    let acted = true;
+    if (toSettle && toSettle.ann!.inMemory === 0) toSettle.settleBy = Infinity; // dropped meanwhile
+    else if (toSettle && toSettle.ann!.unsaved > 0 && toSettle.saving === null) void this.#save(toSettle);
+    else if (toSettle && toSettle.ann!.unviewed > 0) this.#view(toSettle);
+    else if (toWarm && quiet) {
+      if (!toWarm.ann!.prefaultNext()) toWarm.toWarm = false;
+    } else acted = false; // nothing to do yet (not quiet, or a save under way)
+    setTimeout(() => this.#schedule(), quiet && acted ? 1 : WARM_QUIET_MS);
+  }
+
+  /** Sealed segments of `t` in memory get saved and mapped in a quiet moment, or at their deadline. */
+  #settleLater(t: TableState): void {
+    t.settleBy = Math.min(t.settleBy, performance.now() + (this.#opts.viewDeadlineMs ?? VIEW_DEADLINE_MS));
   }
 
   /** Maps the table's saved segments from their files and tells the worker (see VIEW_DEADLINE_MS). */
   #view(t: TableState): void {
-    t.viewBy = Infinity;
-    if (t.ann === null || t.ann.viewSaved() === 0) return;
+    if (t.ann === null) return;
+    const viewed = t.ann.viewSaved();
+    if (t.ann.inMemory === 0) t.settleBy = Infinity;
+    if (viewed === 0) return;
     t.toWarm = true;
     if (this.#opts.worker) t.ann.shareWith(this.#opts.worker);
   }
@@ -397,18 +417,25 @@ export class IndexKeeper {
           if (unviewed > 0) {
             // Rows still waiting means a bulk load: no search latency to protect, memory to free.
             if (t.pending.size > 0) this.#view(t);
-            else t.viewBy = Math.min(t.viewBy, performance.now() + (this.#opts.viewDeadlineMs ?? VIEW_DEADLINE_MS));
+            else this.#settleLater(t);
             this.#schedule();
           }
         }
       } catch (e) {
         t.changes += changes;
+        t.settleBy = Infinity; // the timed saves retry, not every quiet moment
         this.#opts.log?.(`saving the ANN index of table ${t.meta.id} failed`, e);
       } finally {
         t.saving = null;
       }
-      // A segment sealed while this save ran was not in it: write it now rather than at the next timed save.
-      if (saved && t.ann === ann && ann.unsaved > 0 && !this.#closed) void this.#save(t);
+      // A segment sealed while this save ran was not in it: written now during a bulk load, else in a quiet moment.
+      if (saved && t.ann === ann && ann.unsaved > 0 && !this.#closed) {
+        if (t.pending.size > 0) void this.#save(t);
+        else {
+          this.#settleLater(t);
+          this.#schedule();
+        }
+      }
     })();
     return t.saving;
   }
