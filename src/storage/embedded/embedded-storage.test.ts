@@ -291,7 +291,7 @@ describe('embedded storage', () => {
         const inMemory = await ask();
         if (name === 'quiet') {
           clearInterval(searching);
-          await until('saved and mapped in the pause', () => status().inMemorySegments === 0, 2_000);
+          await until('saved and mapped in the pause', () => status().inMemorySegments === 0, 4_000);
         } else {
           await until('saved and mapped by its deadline though searches never paused', () => status().inMemorySegments === 0, 5_000);
           assert.ok(Date.now() - sealedAt >= 500, 'not before its deadline');

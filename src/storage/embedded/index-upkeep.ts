@@ -35,7 +35,7 @@ const BUSY_WINDOW_MS = 250;
 const WARM_QUIET_MS = 50;
 /**
  * A segment sealed with no rows left to index (the last one of a bulk load) is written to its
- * file and swapped for a mapped view of it in quiet moments (as for the warm-up above), at most
+ * file and swapped for a mapped view of it in quiet moments (SETTLE_QUIET_MS below), at most
  * this long after the seal, and searched from memory meanwhile. Each step takes the cores from
  * searches: usearch's save holds the main thread (~150 ms for a 250k-row graph), the block copy
  * and hash fill the shared cache for ~1 s, the swap holds the main thread ~35 ms (usearch's view
@@ -45,6 +45,11 @@ const WARM_QUIET_MS = 50;
  * done at once: memory to free, no search latency to protect.
  */
 export const VIEW_DEADLINE_MS = 5_000;
+/**
+ * The quiet that settling such a segment waits for: longer than the warm-up's, since the work
+ * lasts ~1.3 s at 1M rows; 50 ms without a request is only the gap between a client's polls.
+ */
+const SETTLE_QUIET_MS = 1_000;
 /** A sealed segment with this share of dead rows is retired: its live rows are re-indexed. */
 const RETIRE_DEAD_SHARE = 0.3;
 
@@ -337,9 +342,10 @@ export class IndexKeeper {
    */
   #warm(): void {
     const now = performance.now();
-    const quiet = now - Math.max(this.#lastSearch, this.#lastWrite) >= WARM_QUIET_MS;
+    const idleMs = now - Math.max(this.#lastSearch, this.#lastWrite);
+    const quiet = idleMs >= WARM_QUIET_MS;
     const live = [...this.#tables.values()].filter((x) => x.ann !== null && x.restoring === null);
-    const toSettle = live.find((x) => x.settleBy < Infinity && (quiet || now >= x.settleBy));
+    const toSettle = live.find((x) => x.settleBy < Infinity && (idleMs >= SETTLE_QUIET_MS || now >= x.settleBy));
     const toWarm = live.find((x) => x.toWarm);
     if (!toWarm && !live.some((x) => x.settleBy < Infinity)) return;
     let acted = true;
