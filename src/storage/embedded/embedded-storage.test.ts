@@ -260,7 +260,7 @@ describe('embedded storage', () => {
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     for (const [name, deadlineMs] of [['quiet', 60_000], ['deadline', 1_000]] as const) {
       const dataDir = path.join(dir, `view-${name}`);
-      const s = await openEmbeddedStorage({ dataDir, index: { ...indexOpts(100, 1000), viewDeadlineMs: deadlineMs } });
+      const s = await openEmbeddedStorage({ dataDir, index: { ...indexOpts(100, 1000), settleDeadlineMs: deadlineMs } });
       let searching: NodeJS.Timeout | undefined;
       try {
         await s.createKeyspace({ name: 'ks', owner: null });

@@ -28,7 +28,7 @@ import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {
   dataDir: string;
-  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; viewDeadlineMs?: number };
+  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number };
   /** Search half of a table's sealed graphs on a worker thread (default true). */
   searchWorker?: boolean;
   /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */

@@ -44,7 +44,7 @@ const WARM_QUIET_MS = 50;
  * against 3-4 ms (docs/PERFORMANCE.md). With rows still waiting (a bulk load going on) it is all
  * done at once: memory to free, no search latency to protect.
  */
-export const VIEW_DEADLINE_MS = 5_000;
+const SETTLE_DEADLINE_MS = 5_000;
 /**
  * The quiet that settling such a segment waits for: longer than the warm-up's, since the work
  * lasts ~1.3 s at 1M rows; 50 ms without a request is only the gap between a client's polls.
@@ -79,7 +79,7 @@ export class TableState {
   rebuilt = false;
   /** Mapped graphs may want prefaulting (see WARM_QUIET_MS). */
   toWarm = false;
-  /** When sealed segments still searched from memory must be saved and mapped, quiet or not (VIEW_DEADLINE_MS). */
+  /** When sealed segments still searched from memory must be saved and mapped, quiet or not (SETTLE_DEADLINE_MS). */
   settleBy = Infinity;
 
   constructor(meta: TableMeta, matrix: VectorMatrix) {
@@ -109,8 +109,8 @@ export interface UpkeepOptions {
   exactBelowRows: number;
   /** Rows per sealed ANN segment. */
   segmentRows: number;
-  /** How long a saved segment may stay in memory waiting for a quiet moment (default VIEW_DEADLINE_MS). */
-  viewDeadlineMs?: number;
+  /** How long a sealed segment may stay in memory waiting for a quiet moment to be saved and mapped (default SETTLE_DEADLINE_MS). */
+  settleDeadlineMs?: number;
   /** The database's id, stored with each index so that one never serves another database. */
   tag: string;
   /** The thread that searches some graphs; told about new mapped graphs as they appear. */
@@ -317,7 +317,7 @@ export class IndexKeeper {
       ann.seal();
       t.changes++; // so that a timed save or the one at close writes it even if nothing else changes
       // During a bulk load written and mapped at once, so the in-memory copy does not linger;
-      // the load's last one in quiet moments (VIEW_DEADLINE_MS).
+      // the load's last one in quiet moments (SETTLE_DEADLINE_MS).
       if (t.pending.size > 0) {
         if (t.saving === null) void this.#save(t);
       } else this.#settleLater(t);
@@ -338,7 +338,7 @@ export class IndexKeeper {
   /**
    * In a quiet moment (nothing to index, no recent request): saves a table's sealed in-memory
    * segments, or swaps saved ones for their files, or else prefaults one mapped graph that wants
-   * it. The first two also happen once their deadline passes, quiet or not (VIEW_DEADLINE_MS).
+   * it. The first two also happen once their deadline passes, quiet or not (SETTLE_DEADLINE_MS).
    */
   #warm(): void {
     const now = performance.now();
@@ -360,10 +360,10 @@ export class IndexKeeper {
 
   /** Sealed segments of `t` in memory get saved and mapped in a quiet moment, or at their deadline. */
   #settleLater(t: TableState): void {
-    t.settleBy = Math.min(t.settleBy, performance.now() + (this.#opts.viewDeadlineMs ?? VIEW_DEADLINE_MS));
+    t.settleBy = Math.min(t.settleBy, performance.now() + (this.#opts.settleDeadlineMs ?? SETTLE_DEADLINE_MS));
   }
 
-  /** Maps the table's saved segments from their files and tells the worker (see VIEW_DEADLINE_MS). */
+  /** Maps the table's saved segments from their files and tells the worker (see SETTLE_DEADLINE_MS). */
   #view(t: TableState): void {
     if (t.ann === null) return;
     const viewed = t.ann.viewSaved();
