@@ -272,9 +272,8 @@ export class SegmentedAnn {
    * Writes what changed since the last save and then the manifest, under `dir` with file names
    * starting `name`. New sealed segments stay in memory until viewSaved() maps their files.
    * The snapshot is taken synchronously, so `seq` must be what the graphs cover at the call.
-   * Returns how many saved segments wait for viewSaved().
    */
-  async save(dir: string, name: string, seq: number, tag: string): Promise<number> {
+  async save(dir: string, name: string, seq: number, tag: string): Promise<void> {
     await fsp.mkdir(dir, { recursive: true });
     const fresh = this.#sealed.filter((s) => s.saved === null);
     const writes = fresh.map((s) => {
@@ -328,7 +327,6 @@ export class SegmentedAnn {
     await writeFileDurably(manifestPath(dir, name), JSON.stringify(manifest));
     this.#savedDelta = delta;
     await removeUnnamed(dir, name, manifest);
-    return this.unviewed;
   }
 
   /** Sealed segments searched from memory: not written to a file yet, or not mapped from it yet. */

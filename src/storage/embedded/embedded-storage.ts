@@ -52,7 +52,7 @@ export interface IndexStatus {
   savedSeq: number;
   /** Sealed ANN graph segments. */
   segments: number;
-  /** Of those, saved but still searched from memory until a quiet moment (see index-upkeep.ts). */
+  /** Of those, still searched from memory: not yet written to their files or mapped from them (see index-upkeep.ts). */
   inMemorySegments: number;
 }
 

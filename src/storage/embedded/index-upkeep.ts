@@ -299,7 +299,7 @@ export class IndexKeeper {
     const t = tables[this.#cursor++ % tables.length];
     const started = performance.now();
     const ann = (t.ann ??= SegmentedAnn.create(t.meta.dimension, t.meta.metric));
-    // Rows to index: the sealed segments waiting for a quiet moment need not wait.
+    // Rows to index (a bulk load): sealed segments still in memory need not wait (SETTLE_DEADLINE_MS).
     if (ann.unsaved > 0 && t.saving === null) void this.#save(t);
     else if (ann.unviewed > 0) this.#view(t);
     // Never past a segment's end, so a delta holds at most segmentRows rows.
@@ -316,11 +316,8 @@ export class IndexKeeper {
     if (ann.deltaSize >= this.#opts.segmentRows) {
       ann.seal();
       t.changes++; // so that a timed save or the one at close writes it even if nothing else changes
-      // During a bulk load written and mapped at once, so the in-memory copy does not linger;
-      // the load's last one in quiet moments (SETTLE_DEADLINE_MS).
-      if (t.pending.size > 0) {
-        if (t.saving === null) void this.#save(t);
-      } else this.#settleLater(t);
+      // With rows left, the next slice saves it; the load's last one waits for a quiet moment.
+      if (!this.#needsIndex(t)) this.#settleLater(t);
     }
 
     const took = Math.max(0.1, performance.now() - started);
@@ -416,17 +413,9 @@ export class IndexKeeper {
     let saved = false;
     t.saving = (async () => {
       try {
-        const unviewed = await ann.save(this.#opts.dir, this.#name(t), seq, this.#opts.tag);
+        await ann.save(this.#opts.dir, this.#name(t), seq, this.#opts.tag);
         saved = true;
-        if (t.ann === ann) {
-          t.savedSeq = seq;
-          if (unviewed > 0) {
-            // Rows still waiting means a bulk load: no search latency to protect, memory to free.
-            if (t.pending.size > 0) this.#view(t);
-            else this.#settleLater(t);
-            this.#schedule();
-          }
-        }
+        if (t.ann === ann) t.savedSeq = seq;
       } catch (e) {
         t.changes += changes;
         t.settleBy = Infinity; // the timed saves retry, not every quiet moment
@@ -434,13 +423,11 @@ export class IndexKeeper {
       } finally {
         t.saving = null;
       }
-      // A segment sealed while this save ran was not in it: written now during a bulk load, else in a quiet moment.
-      if (saved && t.ann === ann && ann.unsaved > 0 && !this.#closed) {
-        if (t.pending.size > 0) void this.#save(t);
-        else {
-          this.#settleLater(t);
-          this.#schedule();
-        }
+      // Segments it wrote wait to be mapped, and one sealed while it ran to be written: by the next
+      // slice if rows wait for indexing, else in a quiet moment.
+      if (saved && t.ann === ann && ann.inMemory > 0 && !this.#closed) {
+        if (!this.#needsIndex(t)) this.#settleLater(t);
+        this.#schedule();
       }
     })();
     return t.saving;
