@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { copyFileDigested, digestFile, digestFiles } from './file-digest.ts';
+import { copyFileDigested, digestFile, digestFiles, newYieldSignal } from './file-digest.ts';
 
 describe('file digests', () => {
   let dir: string;
@@ -35,6 +35,30 @@ describe('file digests', () => {
     assert.deepEqual(await copyFileDigested(from, to), { bytes: data.length, sha256 });
     assert.ok((await fs.readFile(to)).equals(data));
     assert.deepEqual(await digestFile(to), { bytes: data.length, sha256 });
+  });
+
+  it('copies and digests with rests while searches move the signal, the same bytes', async () => {
+    const from = path.join(dir, 'busy-from.bin');
+    await fs.writeFile(from, data);
+    const signal = newYieldSignal();
+    assert.deepEqual(await copyFileDigested(from, path.join(dir, 'idle.bin'), { yieldTo: signal, restMs: 5 }), { bytes: data.length, sha256 });
+    assert.equal(signal[1], 0, 'no search, so no rest');
+    // A "search" every 2 ms: the copy sees the count move after every block (each rests 5 ms).
+    const searching = setInterval(() => Atomics.add(signal, 0, 1), 2);
+    const to = path.join(dir, 'busy.bin');
+    const copied = await copyFileDigested(from, to, { yieldTo: signal, restMs: 5 }).finally(() => clearInterval(searching));
+    assert.deepEqual(copied, { bytes: data.length, sha256 });
+    assert.ok((await fs.readFile(to)).equals(data));
+    // 17 MiB: an 8 MiB block, then 2 MiB blocks once the count moved: more rests than 8 MiB blocks could give.
+    assert.ok(signal[1] >= 4, `rests: ${signal[1]}`);
+    // A search between the call and the thread's start counts too: the one block of a small file rests.
+    const small = path.join(dir, 'small.bin');
+    await fs.writeFile(small, data.subarray(0, 1000));
+    const before = signal[1];
+    const digesting = digestFile(small, { yieldTo: signal });
+    Atomics.add(signal, 0, 1);
+    assert.equal((await digesting).bytes, 1000);
+    assert.equal(signal[1], before + 1);
   });
 
   it('never copies over an existing file', async () => {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { SegmentedAnn } from './ann-segments.ts';
 import { GraphWorker, newGraphClaims } from './graph-worker.ts';
 import { ANN_PARAMS } from './ann.ts';
+import { newYieldSignal } from '../file-digest.ts';
 import { usearchMetric } from './exact.ts';
 
 function rng(seed: number): () => number {
@@ -112,7 +113,10 @@ describe('SegmentedAnn', () => {
     ann.seal();
     ann.add(Array.from({ length: 500 }, (_, i) => 2000 + i), data.subarray(2000 * d, 2500 * d));
     ann.remove([3, 1003, 2003]);
-    await ann.save(sub, '7', 42, 'db');
+    const signal = newYieldSignal();
+    const searching = setInterval(() => Atomics.add(signal, 0, 1), 1); // searches while it saves
+    await ann.save(sub, '7', 42, 'db', { yieldTo: signal }).finally(() => clearInterval(searching));
+    assert.ok(signal[1] >= 1, 'the copies gave way to the searches');
     assert.equal(ann.unviewed, 2);
     const qs = Array.from({ length: 10 }, (_, i) => data.subarray((i * 97) * d, (i * 97) * d + d));
     const inMemory = qs.map((q) => ann.search(q, 20));

@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileDurably } from '../durable-file.ts';
-import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
+import { digestBytes, digestFiles, type FileDigest, type YieldSignal } from '../file-digest.ts';
 import { ANN_PARAMS, AnnIndex } from './ann.ts';
 import { usearchMetric } from './exact.ts';
 import { claimGraph, newGraphClaims, type GraphWorker } from './graph-worker.ts';
@@ -272,13 +272,14 @@ export class SegmentedAnn {
    * Writes what changed since the last save and then the manifest, under `dir` with file names
    * starting `name`. New sealed segments stay in memory until viewSaved() maps their files.
    * The snapshot is taken synchronously, so `seq` must be what the graphs cover at the call.
+   * `yieldTo`: the files' copies and hashes give way to searches while they move its count.
    */
-  async save(dir: string, name: string, seq: number, tag: string): Promise<void> {
+  async save(dir: string, name: string, seq: number, tag: string, opts: { yieldTo?: YieldSignal } = {}): Promise<void> {
     await fsp.mkdir(dir, { recursive: true });
     const fresh = this.#sealed.filter((s) => s.saved === null);
     const writes = fresh.map((s) => {
       const file = `${name}-${process.pid}-${Date.now()}-${this.#generation++}.seg.usearch`;
-      return { s, file, graph: s.graph.writeFile(path.join(dir, file), { forMapping: true }), ids: writeIds(path.join(dir, file), s.ids) };
+      return { s, file, graph: s.graph.writeFile(path.join(dir, file), { forMapping: true, yieldTo: opts.yieldTo }), ids: writeIds(path.join(dir, file), s.ids) };
     });
     let delta = this.#savedDelta;
     let deltaWrite: Promise<void> | null = null;
@@ -288,7 +289,7 @@ export class SegmentedAnn {
       else {
         const file = `${name}-${process.pid}-${Date.now()}-${this.#generation++}.delta.usearch`;
         const size = this.#delta.size;
-        const graph = this.#delta.writeFile(path.join(dir, file));
+        const graph = this.#delta.writeFile(path.join(dir, file), { yieldTo: opts.yieldTo });
         const ids = writeIds(path.join(dir, file), Float64Array.from(this.#deltaKeys));
         deltaWrite = Promise.all([graph, ids]).then(([digest, idsDigest]) => {
           delta = { file, size, digest, idsDigest };

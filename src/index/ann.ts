@@ -18,7 +18,7 @@ import { Index, ScalarKind } from 'usearch';
 import { usearchMetric } from './exact.ts';
 import type { Metric } from './metric.ts';
 import { fsyncDir, fsyncPath } from '../durable-file.ts';
-import { copyFileDigested, digestFile, type FileDigest } from '../file-digest.ts';
+import { copyFileDigested, digestFile, type FileDigest, type YieldSignal } from '../file-digest.ts';
 
 export type { FileDigest };
 
@@ -131,8 +131,9 @@ export class AnnIndex {
    * so usearch's output, written a node at a time, is copied in large blocks and the copy kept
    * (copyFileDigested: the walks of the map then miss the TLB far less). usearch's own output
    * is never fsynced: the `finally` below removes it, so its pages need not reach the disk.
+   * `yieldTo`: the copy or hash goes slowly while searches move its count.
    */
-  writeFile(file: string, opts: { forMapping?: boolean } = {}): Promise<FileDigest> {
+  writeFile(file: string, opts: { forMapping?: boolean; yieldTo?: YieldSignal } = {}): Promise<FileDigest> {
     const tmpName = () => `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     const tmp = tmpName();
     try {
@@ -147,10 +148,10 @@ export class AnnIndex {
       try {
         let digest: FileDigest;
         if (copy) {
-          digest = await copyFileDigested(tmp, copy);
+          digest = await copyFileDigested(tmp, copy, { yieldTo: opts.yieldTo });
         } else {
           await fsyncPath(tmp);
-          digest = await digestFile(tmp);
+          digest = await digestFile(tmp, { yieldTo: opts.yieldTo });
         }
         await fs.rename(copy ?? tmp, file);
         await fsyncDir(path.dirname(file));

@@ -13,6 +13,7 @@
  * matrix and dropped from the graphs.
  */
 import { SegmentedAnn } from '../../index/ann-segments.ts';
+import { newYieldSignal } from '../../file-digest.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
@@ -38,11 +39,11 @@ const WARM_QUIET_MS = 50;
  * file and swapped for a mapped view of it in quiet moments (SETTLE_QUIET_MS below), at most
  * this long after the seal, and searched from memory meanwhile. Each step takes the cores from
  * searches: usearch's save holds the main thread (~150 ms for a 250k-row graph), the block copy
- * and hash fill the shared cache for ~1 s, the swap holds the main thread ~35 ms (usearch's view
+ * and hash take ~1 s of a core flat out (they give way to searches that come meanwhile, see
+ * copyFileDigested, and then last ~6 s), the swap holds the main thread ~35 ms (usearch's view
  * visits every node), and the worker then reads the file through for ~100 ms while this thread
- * walks every graph alone. Right after a bulk load of 1M rows that put searches at 12-35 ms
- * against 3-4 ms (docs/PERFORMANCE.md). With rows still waiting (a bulk load going on) it is all
- * done at once: memory to free, no search latency to protect.
+ * walks every graph alone. With rows still waiting (a bulk load going on) it is all done at once:
+ * memory to free, no search latency to protect.
  */
 const SETTLE_DEADLINE_MS = 5_000;
 /**
@@ -131,6 +132,8 @@ export class IndexKeeper {
   #lastWrite = -Infinity;
   #lastSearch = -Infinity;
   #lastSliceMs = 0;
+  /** Searches so far, shared with the thread that copies and hashes saved graphs: it gives way while they run. */
+  readonly #searches = newYieldSignal();
 
   constructor(opts: UpkeepOptions, src: IndexSource) {
     this.#opts = opts;
@@ -327,9 +330,10 @@ export class IndexKeeper {
     this.#schedule();
   }
 
-  /** A search ran: warm-up stays out of its way (searches warm the graphs themselves). */
+  /** A search ran: warm-up and settling wait for a quiet moment, and copies of saved graphs slow down. */
   searched(): void {
     this.#lastSearch = performance.now();
+    Atomics.add(this.#searches, 0, 1);
   }
 
   /**
@@ -413,7 +417,7 @@ export class IndexKeeper {
     let saved = false;
     t.saving = (async () => {
       try {
-        await ann.save(this.#opts.dir, this.#name(t), seq, this.#opts.tag);
+        await ann.save(this.#opts.dir, this.#name(t), seq, this.#opts.tag, { yieldTo: this.#searches });
         saved = true;
         if (t.ann === ann) t.savedSeq = seq;
       } catch (e) {
