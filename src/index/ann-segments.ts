@@ -344,6 +344,13 @@ export class SegmentedAnn {
     return n;
   }
 
+  /** Sealed segments mapped from their files whose pages this thread has not walked through yet (prefaultNext). */
+  get cold(): number {
+    let n = 0;
+    for (const s of this.#sealed) if (s.graph.viewed && !s.prefaulted) n++;
+    return n;
+  }
+
   /** Sealed segments written to their files but still searched from memory, until viewSaved(). */
   get unviewed(): number {
     let n = 0;

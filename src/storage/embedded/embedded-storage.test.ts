@@ -295,6 +295,7 @@ describe('embedded storage', () => {
         } else {
           await until('saved and mapped by its deadline though searches never paused', () => status().inMemorySegments === 0, 5_000);
           assert.ok(Date.now() - sealedAt >= 500, 'not before its deadline');
+          assert.equal(status().coldSegments, 0, 'walked through as it was mapped, not left to the searches to fault in');
           clearInterval(searching);
         }
         assert.equal(await segmentFiles(), 3);
@@ -303,6 +304,19 @@ describe('embedded storage', () => {
         clearInterval(searching);
         await s.close();
       }
+    }
+    // Reopened while searches keep coming: the graphs opened at start are walked through by their deadline.
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'view-deadline'), index: indexOpts(100, 1000) });
+    const searching = setInterval(() => void Promise.all(qs.map((vector) => s.search('ks', 't', { vector, metric: 'cosine', candidates: 100, limit: 10 }))), 5);
+    try {
+      const t0 = Date.now();
+      while (!(s.indexStatus()[0].segments === 3 && s.indexStatus()[0].coldSegments === 0)) {
+        assert.ok(Date.now() - t0 < 8_000, `graphs opened at start still cold: ${JSON.stringify(s.indexStatus()[0])}`);
+        await sleep(10);
+      }
+    } finally {
+      clearInterval(searching);
+      await s.close();
     }
   });
 

@@ -54,6 +54,8 @@ export interface IndexStatus {
   segments: number;
   /** Of those, still searched from memory: not yet written to their files or mapped from them (see index-upkeep.ts). */
   inMemorySegments: number;
+  /** Of the others, mapped but not walked through once yet, so searches fault their pages in (see index-upkeep.ts). */
+  coldSegments: number;
 }
 
 export interface EmbeddedStorage extends Storage {

@@ -29,11 +29,16 @@ const BUSY_INDEX_SHARE = 0.5;
 const BUSY_WINDOW_MS = 250;
 /**
  * Memory-mapped graphs fault their pages in on first touch, which in a VM costs microseconds a
- * page: the first few hundred searches after a start or a seal walked the graphs ~10-40 % slower.
- * So new mapped graphs are walked once, sequentially (~75 ms per 250k-row graph), in quiet
- * moments: when no search or write came within WARM_QUIET_MS.
+ * page, and every thread's map of a graph is its own. A graph the main thread had mapped but not
+ * walked through took seconds of searches to warm: right after a 1M bulk load, whose graphs were
+ * mapped while it indexed, the main thread took ~1,500 page faults per 100 ms of searching at
+ * first, and searches ran at p50 7.4 against 5.2 ms once the faults had died down (~8 s later).
+ * So a graph is walked once, sequentially (~75 ms per 250k-row graph on this thread), as soon as a
+ * seal maps it, and graphs opened at start in quiet moments (no search or write within
+ * WARM_QUIET_MS), or one at a time once WARM_DEADLINE_MS has passed if searches keep coming.
  */
 const WARM_QUIET_MS = 50;
+const WARM_DEADLINE_MS = 2_000;
 /**
  * A segment sealed with no rows left to index (the last one of a bulk load) is written to its
  * file and swapped for a mapped view of it in quiet moments (SETTLE_QUIET_MS below), at most
@@ -78,8 +83,8 @@ export class TableState {
   restoring: Promise<void> | null = null;
   /** Set once the index was found inconsistent and rebuilt, so a bug cannot make it loop. */
   rebuilt = false;
-  /** Mapped graphs may want prefaulting (see WARM_QUIET_MS). */
-  toWarm = false;
+  /** When mapped graphs opened at start must be prefaulted, quiet or not (Infinity: none wants it; see WARM_QUIET_MS). */
+  warmBy = Infinity;
   /** When sealed segments still searched from memory must be saved and mapped, quiet or not (SETTLE_DEADLINE_MS). */
   settleBy = Infinity;
 
@@ -170,7 +175,7 @@ export class IndexKeeper {
       t.pending = new Map();
       for (const r of this.#src.rowsSince(t.meta.id, loaded.seq)) t.pending.set(r.id, r.seq);
       t.changes += 1;
-      t.toWarm = t.ann.stats().segments > 0;
+      if (t.ann.stats().segments > 0) t.warmBy = performance.now() + WARM_DEADLINE_MS;
       if (this.#opts.worker) t.ann.shareWith(this.#opts.worker);
     })()
       .catch((e: unknown) => {
@@ -225,7 +230,7 @@ export class IndexKeeper {
     });
   }
 
-  status(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; savedSeq: number; segments: number; inMemorySegments: number }[] {
+  status(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; savedSeq: number; segments: number; inMemorySegments: number; coldSegments: number }[] {
     return [...this.#tables.values()].map((t) => {
       const big = t.matrix.size >= this.#opts.exactBelowRows;
       return {
@@ -238,6 +243,7 @@ export class IndexKeeper {
         savedSeq: t.savedSeq,
         segments: t.ann?.stats().segments ?? 0,
         inMemorySegments: t.ann?.inMemory ?? 0,
+        coldSegments: t.ann?.cold ?? 0,
       };
     });
   }
@@ -339,7 +345,8 @@ export class IndexKeeper {
   /**
    * In a quiet moment (nothing to index, no recent request): saves a table's sealed in-memory
    * segments, or swaps saved ones for their files, or else prefaults one mapped graph that wants
-   * it. The first two also happen once their deadline passes, quiet or not (SETTLE_DEADLINE_MS).
+   * it. Each also happens once its deadline passes, quiet or not (SETTLE_DEADLINE_MS,
+   * WARM_DEADLINE_MS).
    */
   #warm(): void {
     const now = performance.now();
@@ -347,14 +354,14 @@ export class IndexKeeper {
     const quiet = idleMs >= WARM_QUIET_MS;
     const live = [...this.#tables.values()].filter((x) => x.ann !== null && x.restoring === null);
     const toSettle = live.find((x) => x.settleBy < Infinity && (idleMs >= SETTLE_QUIET_MS || now >= x.settleBy));
-    const toWarm = live.find((x) => x.toWarm);
+    const toWarm = live.find((x) => x.warmBy < Infinity);
     if (!toWarm && !live.some((x) => x.settleBy < Infinity)) return;
     let acted = true;
     if (toSettle && toSettle.ann!.inMemory === 0) toSettle.settleBy = Infinity; // dropped meanwhile
     else if (toSettle && toSettle.ann!.unsaved > 0 && toSettle.saving === null) void this.#save(toSettle);
     else if (toSettle && toSettle.ann!.unviewed > 0) this.#view(toSettle);
-    else if (toWarm && quiet) {
-      if (!toWarm.ann!.prefaultNext()) toWarm.toWarm = false;
+    else if (toWarm && (quiet || now >= toWarm.warmBy)) {
+      if (!toWarm.ann!.prefaultNext()) toWarm.warmBy = Infinity;
     } else acted = false; // nothing to do yet (not quiet, or a save under way)
     setTimeout(() => this.#schedule(), quiet && acted ? 1 : WARM_QUIET_MS);
   }
@@ -364,13 +371,17 @@ export class IndexKeeper {
     t.settleBy = Math.min(t.settleBy, performance.now() + (this.#opts.settleDeadlineMs ?? SETTLE_DEADLINE_MS));
   }
 
-  /** Maps the table's saved segments from their files and tells the worker (see SETTLE_DEADLINE_MS). */
+  /**
+   * Maps the table's saved segments from their files, walks them through once (WARM_QUIET_MS),
+   * and tells the worker (see SETTLE_DEADLINE_MS).
+   */
   #view(t: TableState): void {
     if (t.ann === null) return;
     const viewed = t.ann.viewSaved();
     if (t.ann.inMemory === 0) t.settleBy = Infinity;
     if (viewed === 0) return;
-    t.toWarm = true;
+    while (t.ann.prefaultNext());
+    t.warmBy = Infinity;
     if (this.#opts.worker) t.ann.shareWith(this.#opts.worker);
   }
 
