@@ -1,9 +1,10 @@
 /**
  * Background worker threads (the database warm-up pass, file digests and copies) lower their own
- * CPU priority to nice 19 when they start. On two cores a search walks its graphs on both, so a
- * background slice that holds a core when a search arrives used to add its whole length to that
- * search; at nice 19 the scheduler gives the core to the search thread as soon as it wakes, and
- * the background work still gets every idle cycle.
+ * CPU priority to nice 19 when they start, so the scheduler prefers the search threads and the
+ * background work still gets every idle cycle. It is not enough on its own: on two cores a search
+ * walks its graphs on both, and a busy third thread slowed searches at 1M by ~1-2 ms at p50
+ * whether it ran at nice 19 or SCHED_IDLE (docs/PERFORMANCE.md), so both passes also rest while
+ * searches run (db-warmer.ts, file-digest.ts).
  *
  * Plain JS for the workers' eval'd sources. Linux only: a thread's own id is read from
  * /proc/thread-self, and setpriority(2) on a thread id applies to that thread alone. Elsewhere, or
