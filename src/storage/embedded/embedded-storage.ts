@@ -54,7 +54,7 @@ export interface IndexStatus {
   segments: number;
   /** Of those, still searched from memory: not yet written to their files or mapped from them (see index-upkeep.ts). */
   inMemorySegments: number;
-  /** Of the others, mapped but not walked through once yet, so searches fault their pages in (see index-upkeep.ts). */
+  /** Sealed segments mapped from their files but not yet read through once on the main thread, so searches fault their pages in (see index-upkeep.ts). */
   coldSegments: number;
 }
 

@@ -29,13 +29,13 @@ const BUSY_INDEX_SHARE = 0.5;
 const BUSY_WINDOW_MS = 250;
 /**
  * Memory-mapped graphs fault their pages in on first touch, which in a VM costs microseconds a
- * page, and every thread's map of a graph is its own. A graph the main thread had mapped but not
- * walked through took seconds of searches to warm: right after a 1M bulk load, whose graphs were
- * mapped while it indexed, the main thread took ~1,500 page faults per 100 ms of searching at
- * first, and searches ran at p50 7.4 against 5.2 ms once the faults had died down (~8 s later).
- * So a graph is walked once, sequentially (~75 ms per 250k-row graph on this thread), as soon as a
- * seal maps it, and graphs opened at start in quiet moments (no search or write within
- * WARM_QUIET_MS), or one at a time once WARM_DEADLINE_MS has passed if searches keep coming.
+ * page, and every thread's map of a graph is its own: the first few hundred searches after a
+ * start walked the graphs ~10-40 % slower. So the main thread walks each graph once,
+ * sequentially (~75 ms per 250k-row graph): as soon as a seal maps it, and graphs opened at
+ * start in quiet moments (no search or write within WARM_QUIET_MS) or, if searches keep coming,
+ * one at a time from WARM_DEADLINE_MS on. (Graphs mapped by the seals of a bulk load used to
+ * wait for a quiet moment too, which never came while the index caught up or searches streamed
+ * in, so the main thread's maps of them stayed cold.)
  */
 const WARM_QUIET_MS = 50;
 const WARM_DEADLINE_MS = 2_000;
