@@ -4,7 +4,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { copyFileDigested, digestFile, digestFiles, newYieldSignal } from './file-digest.ts';
+import { copyFileDigested, digestFile, digestFiles } from './file-digest.ts';
+import { newYieldSignal } from './yield-signal.ts';
 
 describe('file digests', () => {
   let dir: string;

@@ -10,18 +10,12 @@ import fs from 'node:fs';
 import { runInThisContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { LOWEST_PRIORITY_JS } from './thread-priority.ts';
+import type { YieldSignal } from './yield-signal.ts';
 
 export interface FileDigest {
   bytes: number;
   sha256: string;
 }
-
-/**
- * Shared counters between the foreground and background passes over files: slot 0 counts
- * searches (the foreground moves it), slot 1 the rests background passes took for them.
- */
-export type YieldSignal = Int32Array;
-export const newYieldSignal = (): YieldSignal => new Int32Array(new SharedArrayBuffer(8));
 
 /**
  * One file to digest, and where to copy it to on the way (a new file, fsynced) if anywhere.
@@ -66,14 +60,12 @@ const TASK = `(task, fs, createHash, block, busyBlock, canRest) => {
       hash.update(buf.subarray(0, n));
       if (dst >= 0) for (let w = 0; w < n; ) w += fs.writeSync(dst, buf, w, n - w, bytes + w);
       bytes += n;
-      if (busy) {
-        const now = Atomics.load(busy, 0);
-        size = now === seen ? block : busyBlock;
-        if (now !== seen) {
-          seen = now;
-          Atomics.add(busy, 1, 1);
-          Atomics.wait(pause, 0, 0, task.restMs);
-        }
+      const now = busy ? Atomics.load(busy, 0) : seen;
+      size = now === seen ? block : busyBlock;
+      if (now !== seen) {
+        seen = now;
+        Atomics.add(busy, 1, 1);
+        Atomics.wait(pause, 0, 0, task.restMs);
       }
     }
     if (dst >= 0) fs.fsyncSync(dst);

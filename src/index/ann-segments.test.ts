@@ -6,7 +6,7 @@ import path from 'node:path';
 import { SegmentedAnn } from './ann-segments.ts';
 import { GraphWorker, newGraphClaims } from './graph-worker.ts';
 import { ANN_PARAMS } from './ann.ts';
-import { newYieldSignal } from '../file-digest.ts';
+import { newYieldSignal } from '../yield-signal.ts';
 import { usearchMetric } from './exact.ts';
 
 function rng(seed: number): () => number {

@@ -18,7 +18,8 @@ import { Index, ScalarKind } from 'usearch';
 import { usearchMetric } from './exact.ts';
 import type { Metric } from './metric.ts';
 import { fsyncDir, fsyncPath } from '../durable-file.ts';
-import { copyFileDigested, digestFile, type FileDigest, type YieldSignal } from '../file-digest.ts';
+import { copyFileDigested, digestFile, type FileDigest } from '../file-digest.ts';
+import type { YieldSignal } from '../yield-signal.ts';
 
 export type { FileDigest };
 

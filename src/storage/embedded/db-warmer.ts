@@ -12,7 +12,7 @@
  * The walk runs on a worker thread with its own read-only connection (its own map of the file),
  * which stays open so the pages stay mapped. Nothing blocks the event loop, and the pass rests as
  * long as it works, so it never takes more than half a core. While searches are being served
- * (`searched()` since its last slice) it reads one slice per BUSY_REST_MS, a few per cent of a
+ * (the search count moved since its last slice) it reads one slice per BUSY_REST_MS, a few per cent of a
  * core: on two cores a search walks its graphs on both, and any third thread makes it wait.
  * A pass runs after start and again when the file has grown by a tenth and then stopped growing
  * (a bulk load finished). Only the first `mmapBytes` of the file can be mapped (SQLite caps its
@@ -22,6 +22,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { LOWEST_PRIORITY_JS } from '../../thread-priority.ts';
+import type { YieldSignal } from '../../yield-signal.ts';
 
 /** Rows per statement: a slice reads ~3 MB of 384-d vectors, so checkpoints are never held up long. */
 const SLICE_ROWS = 2_000;
@@ -61,6 +62,7 @@ parentPort.on('message', () => {
         const now = Atomics.load(searches, 0);
         const busy = now !== seen;
         seen = now;
+        if (busy) Atomics.add(searches, 1, 1);
         Atomics.wait(pause, 0, 0, busy ? workerData.busyRestMs : performance.now() - t0);
       }
     }
@@ -86,19 +88,17 @@ export class DbWarmer {
   #pending = 0;
   #warmedSize = 0;
   #lastSize = -1;
-  /** Searches so far (the thread compares it between slices). */
-  readonly #searches = new Int32Array(new SharedArrayBuffer(4));
-
   /**
-   * Starts warming `file` (a no-op when mmapBytes is 0: nothing would stay mapped). `tuning` is for
-   * tests: rows per slice, and the rest between slices while searches run.
+   * Starts warming `file` (a no-op when mmapBytes is 0: nothing would stay mapped). A pass under
+   * way slows down to a slice per BUSY_REST_MS while `searches` moves. `tuning` is for tests: rows
+   * per slice, and the rest between slices while searches run.
    */
-  constructor(file: string, mmapBytes: number, log?: (msg: string, err?: unknown) => void, tuning: { sliceRows?: number; busyRestMs?: number } = {}) {
+  constructor(file: string, mmapBytes: number, searches: YieldSignal, log?: (msg: string, err?: unknown) => void, tuning: { sliceRows?: number; busyRestMs?: number } = {}) {
     this.#file = file;
     if (mmapBytes <= 0) return;
     try {
       const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-      const workerData = { sqlite, file, mmapBytes, sliceRows: tuning.sliceRows ?? SLICE_ROWS, busyRestMs: tuning.busyRestMs ?? BUSY_REST_MS, searches: this.#searches };
+      const workerData = { sqlite, file, mmapBytes, sliceRows: tuning.sliceRows ?? SLICE_ROWS, busyRestMs: tuning.busyRestMs ?? BUSY_REST_MS, searches };
       this.#worker = new Worker(WORKER, { eval: true, workerData, execArgv: [] });
       this.#worker.unref();
       const fail = (e?: unknown) => {
@@ -115,11 +115,6 @@ export class DbWarmer {
     this.#timer = setInterval(() => this.#check(), CHECK_MS);
     this.#timer.unref();
     void this.warm();
-  }
-
-  /** Says a search ran: a pass under way slows down to a slice per BUSY_REST_MS. */
-  searched(): void {
-    Atomics.add(this.#searches, 0, 1);
   }
 
   /** A pass over the searched tables that starts after any pass under way; resolves when it is done. */

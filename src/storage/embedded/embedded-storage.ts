@@ -24,6 +24,7 @@ import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
+import { newYieldSignal } from '../../yield-signal.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {
@@ -99,8 +100,10 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
 
   // One query's graph walks on both cores (see graph-worker.ts); `searchWorker: false` keeps them here.
   const worker = opts.searchWorker === false ? null : new GraphWorker();
+  // Moved by every search; background passes over files rest while it moves (see yield-signal.ts).
+  const searches = newYieldSignal();
   const keeper = new IndexKeeper(
-    { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log, worker },
+    { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log, worker, searches },
     sqlIndexSource(db, seq),
   );
   const vectorDir = path.join(dataDir, 'vectors');
@@ -119,9 +122,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     return m;
   };
   const catalog = new Catalog(db, keeper, opts.defaultReplication ?? 'local', matrixFor);
-  // Made once the tables are open; searches before that have nothing to slow down.
-  let warmer: DbWarmer | null = null;
-  const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows, worker, onSearch: () => warmer?.searched() });
+  const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows, worker });
   const accounts = new Accounts(db);
   const metadata = new MetadataRecords(db);
   const files = new Files(db, vectors, path.join(dataDir, 'files'), () => closing === null);
@@ -144,7 +145,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     throw mapStorageError(e);
   }
   keeper.start();
-  warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, opts.log);
+  const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, searches, opts.log);
 
   let closing: Promise<void> | null = null;
   /** Runs a synchronous body as an async method, refusing after close and mapping driver errors. */

@@ -13,10 +13,10 @@
  * matrix and dropped from the graphs.
  */
 import { SegmentedAnn } from '../../index/ann-segments.ts';
-import { newYieldSignal } from '../../file-digest.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
+import { newYieldSignal, type YieldSignal } from '../../yield-signal.ts';
 
 /** Target duration of one indexing slice: long enough to amortise, short enough for latency. */
 const SLICE_MS = 15;
@@ -119,6 +119,8 @@ export interface UpkeepOptions {
   settleDeadlineMs?: number;
   /** The database's id, stored with each index so that one never serves another database. */
   tag: string;
+  /** Moved on every search (searched()); copies and hashes of saved graphs rest while it moves. */
+  searches?: YieldSignal;
   /** The thread that searches some graphs; told about new mapped graphs as they appear. */
   worker?: GraphWorker | null;
   log?: (msg: string, err?: unknown) => void;
@@ -137,12 +139,12 @@ export class IndexKeeper {
   #lastWrite = -Infinity;
   #lastSearch = -Infinity;
   #lastSliceMs = 0;
-  /** Searches so far, shared with the thread that copies and hashes saved graphs: it gives way while they run. */
-  readonly #searches = newYieldSignal();
+  readonly #searches: YieldSignal;
 
   constructor(opts: UpkeepOptions, src: IndexSource) {
     this.#opts = opts;
     this.#src = src;
+    this.#searches = opts.searches ?? newYieldSignal();
   }
 
   #name(t: TableState): string {

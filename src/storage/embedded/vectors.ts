@@ -34,8 +34,6 @@ export interface VectorSettings {
   exactBelowRows: number;
   /** Searches some sealed graphs on a second thread (null: all on this one). */
   worker: GraphWorker | null;
-  /** Told of every search (background work slows down meanwhile). */
-  onSearch?: () => void;
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
@@ -216,7 +214,6 @@ export class Vectors {
     const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
     if (!(limit >= 1)) return [];
     this.#keeper.searched();
-    this.#settings.onSearch?.();
 
     if (q.filter === undefined && this.#useAnn(t, q.candidates, metric, query)) {
       // Stage 1: the graphs' candidates (walked on both threads, see SegmentedAnn.searchAsync),
