@@ -41,7 +41,8 @@ describe('file digests', () => {
   it('copies and digests with rests while searches move the signal, the same bytes', async () => {
     const from = path.join(dir, 'busy-from.bin');
     await fs.writeFile(from, data);
-    const signal = newYieldSignal();
+    // No patience: one rest per block whatever the searches do (the next test waits for gaps).
+    const signal = newYieldSignal(0);
     assert.deepEqual(await copyFileDigested(from, path.join(dir, 'idle.bin'), { yieldTo: signal, restMs: 5 }), { bytes: data.length, sha256 });
     assert.equal(signal[1], 0, 'no search, so no rest');
     // A "search" every 2 ms: the copy sees the count move after every block (each rests 5 ms).
@@ -50,7 +51,7 @@ describe('file digests', () => {
     const copied = await copyFileDigested(from, to, { yieldTo: signal, restMs: 5 }).finally(() => clearInterval(searching));
     assert.deepEqual(copied, { bytes: data.length, sha256 });
     assert.ok((await fs.readFile(to)).equals(data));
-    // 17 MiB: an 8 MiB block, then 2 MiB blocks once the count moved: more rests than 8 MiB blocks could give.
+    // 17 MiB in 2 MiB blocks once the count moved: more rests than 8 MiB blocks could give.
     assert.ok(signal[1] >= 4, `rests: ${signal[1]}`);
     // A search between the call and the thread's start counts too: the one block of a small file rests.
     const small = path.join(dir, 'small.bin');
@@ -60,6 +61,34 @@ describe('file digests', () => {
     Atomics.add(signal, 0, 1);
     assert.equal((await digesting).bytes, 1000);
     assert.equal(signal[1], before + 1);
+  });
+
+  it('waits for a gap in the searches before each block, for as long as its patience lasts', async () => {
+    const from = path.join(dir, 'gap-from.bin');
+    await fs.writeFile(from, data);
+    // Searches every 2 ms for 300 ms, then none: the copy writes nothing until they stop.
+    const patient = newYieldSignal(10_000);
+    const t0 = Date.now();
+    const searching = setInterval(() => Atomics.add(patient, 0, 1), 2);
+    Atomics.add(patient, 0, 1);
+    let stoppedAt = Infinity;
+    setTimeout(() => {
+      clearInterval(searching);
+      stoppedAt = Date.now();
+    }, 300);
+    const to = path.join(dir, 'gap.bin');
+    assert.deepEqual(await copyFileDigested(from, to, { yieldTo: patient, restMs: 5 }), { bytes: data.length, sha256 });
+    assert.ok(Date.now() >= stoppedAt, `done ${Date.now() - t0} ms after the call, the searches ran for 300 ms`);
+    assert.ok((await fs.readFile(to)).equals(data));
+    assert.ok(patient[1] >= 20, `rests: ${patient[1]}`);
+    // Searches that never stop: past its patience the copy goes on between them, one rest a block.
+    const brief = newYieldSignal(200);
+    const endless = setInterval(() => Atomics.add(brief, 0, 1), 2);
+    Atomics.add(brief, 0, 1);
+    const t1 = Date.now();
+    const copied = await copyFileDigested(from, path.join(dir, 'gap-endless.bin'), { yieldTo: brief, restMs: 5 }).finally(() => clearInterval(endless));
+    assert.deepEqual(copied, { bytes: data.length, sha256 });
+    assert.ok(Date.now() - t1 >= 200, 'not before its patience ran out');
   });
 
   it('never copies over an existing file', async () => {

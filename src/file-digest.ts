@@ -20,7 +20,7 @@ export interface FileDigest {
 /**
  * One file to digest, and where to copy it to on the way (a new file, fsynced) if anywhere.
  * `yieldTo`: while its search count moves (from `seen`, its value when the task was asked for),
- * the pass goes a small block at a time with a rest after each (see copyFileDigested).
+ * the pass waits for gaps in the searches and goes a small block at a time (see copyFileDigested).
  */
 interface Task {
   file: string;
@@ -34,7 +34,10 @@ interface Task {
 const BLOCK = 1 << 23;
 /** The block while the foreground is busy: the least that still lands in a 2 MiB folio. */
 const BUSY_BLOCK = 1 << 21;
-/** The rest after each BUSY_BLOCK while the foreground is busy (~5 ms of work: under a tenth of a core). */
+/**
+ * The rest before each BUSY_BLOCK while the foreground is busy: a block goes ahead once a whole
+ * rest passed without a search starting (~5 ms of work: under a tenth of a core).
+ */
 const BUSY_REST_MS = 50;
 
 /**
@@ -52,21 +55,24 @@ const TASK = `(task, fs, createHash, block, busyBlock, canRest) => {
   let dst = -1;
   try {
     if (task.copyTo !== undefined) dst = fs.openSync(task.copyTo, 'wx', 0o644);
+    const patientUntil = busy ? Date.now() + Atomics.load(busy, 2) : 0;
     let bytes = 0;
     let size = block;
     for (;;) {
+      if (busy && Atomics.load(busy, 0) !== seen) {
+        size = busyBlock;
+        // Rest until a whole rest passes with no search starting, or the patience runs out.
+        do {
+          seen = Atomics.load(busy, 0);
+          Atomics.add(busy, 1, 1);
+          Atomics.wait(pause, 0, 0, task.restMs);
+        } while (Atomics.load(busy, 0) !== seen && Date.now() < patientUntil);
+      }
       const n = fs.readSync(src, buf, 0, size, bytes);
       if (n === 0) break;
       hash.update(buf.subarray(0, n));
       if (dst >= 0) for (let w = 0; w < n; ) w += fs.writeSync(dst, buf, w, n - w, bytes + w);
       bytes += n;
-      const now = busy ? Atomics.load(busy, 0) : seen;
-      size = now === seen ? block : busyBlock;
-      if (now !== seen) {
-        seen = now;
-        Atomics.add(busy, 1, 1);
-        Atomics.wait(pause, 0, 0, task.restMs);
-      }
     }
     if (dst >= 0) fs.fsyncSync(dst);
     return { bytes, sha256: hash.digest('hex') };
@@ -140,12 +146,21 @@ const task = (file: string, copyTo: string | undefined, opts: { yieldTo?: YieldS
  * is just a copy.
  *
  * `yieldTo`: whenever its search count moved since the last block (or since this call, for the
- * first), the copy rests `restMs` (default BUSY_REST_MS), counts the rest in the signal, and goes
- * on in 2 MiB blocks. Why: on two cores a search walks its graphs on both, and a third busy
- * thread slows it whatever its priority (a spinning process at nice 19 or SCHED_IDLE alike put
- * searches at 1M from p50 5.4-6.4 to 6.6-7.6 ms). Copying a 250k-row graph flat out (250 MB,
- * ~1 s) put the searches right after a bulk load at p50 6.5 ms against 3.9 once it was done;
- * unhurried (~6 s) it costs them nothing measurable (docs/PERFORMANCE.md).
+ * first), the copy rests `restMs` (default BUSY_REST_MS) at a time, counting each rest in the
+ * signal, until a rest passes with no new search, and goes on in 2 MiB blocks. Past the signal's
+ * patience (slot 2, GAP_PATIENCE_MS by default) it no longer waits for a gap: one rest per block,
+ * so a stream of searches without gaps delays a copy but never stops it. Why:
+ * - On two cores a search walks its graphs on both, and a third busy thread slows it whatever its
+ *   priority (a spinning process at nice 19 or SCHED_IDLE alike put searches at 1M from p50
+ *   5.4-6.4 to 6.6-7.6 ms). Copying a 250k-row graph flat out (250 MB, ~1 s) put the searches
+ *   right after a bulk load at p50 6.5 ms against 3.9 once it was done.
+ * - A 2 MiB write can hold a core for 5-7 ms in the kernel, out of reach of any priority: it
+ *   writes into page-cache memory the kernel has just allocated, and where the machine is a VM
+ *   that hands free memory back to its host (virtio-balloon free page reporting, as here) each
+ *   fresh page first faults on the host (0.4 ms a write into reused memory). A kernel built
+ *   without preemption (`Dynamic Preempt: none`, as here) lets a search thread woken on that core
+ *   wait out the write: in the seconds after a 1M bulk load, five of the six slowest searches
+ *   had waited ~6 ms for their second thread to start (docs/PERFORMANCE.md).
  */
 export async function copyFileDigested(from: string, to: string, opts: { yieldTo?: YieldSignal; restMs?: number } = {}): Promise<FileDigest> {
   const [r] = await runTasks([task(from, to, opts)]);

@@ -113,7 +113,7 @@ describe('SegmentedAnn', () => {
     ann.seal();
     ann.add(Array.from({ length: 500 }, (_, i) => 2000 + i), data.subarray(2000 * d, 2500 * d));
     ann.remove([3, 1003, 2003]);
-    const signal = newYieldSignal();
+    const signal = newYieldSignal(100); // waits at most 100 ms for a gap in these searches
     const searching = setInterval(() => Atomics.add(signal, 0, 1), 1); // searches while it saves
     await ann.save(sub, '7', 42, 'db', { yieldTo: signal }).finally(() => clearInterval(searching));
     assert.ok(signal[1] >= 1, 'the copies gave way to the searches');

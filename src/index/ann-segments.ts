@@ -273,7 +273,7 @@ export class SegmentedAnn {
    * Writes what changed since the last save and then the manifest, under `dir` with file names
    * starting `name`. New sealed segments stay in memory until viewSaved() maps their files.
    * The snapshot is taken synchronously, so `seq` must be what the graphs cover at the call.
-   * `yieldTo`: the files' copies and hashes give way to searches while they move its count.
+   * `yieldTo`: the files' copies and hashes wait for gaps in the searches that move its count.
    */
   async save(dir: string, name: string, seq: number, tag: string, opts: { yieldTo?: YieldSignal } = {}): Promise<void> {
     await fsp.mkdir(dir, { recursive: true });

@@ -132,7 +132,7 @@ export class AnnIndex {
    * so usearch's output, written a node at a time, is copied in large blocks and the copy kept
    * (copyFileDigested: the walks of the map then miss the TLB far less). usearch's own output
    * is never fsynced: the `finally` below removes it, so its pages need not reach the disk.
-   * `yieldTo`: the copy or hash goes slowly while searches move its count.
+   * `yieldTo`: the copy or hash waits for gaps in the searches that move its count.
    */
   writeFile(file: string, opts: { forMapping?: boolean; yieldTo?: YieldSignal } = {}): Promise<FileDigest> {
     const tmpName = () => `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;

@@ -29,7 +29,8 @@ import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {
   dataDir: string;
-  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number };
+  /** `gapPatienceMs`: how long copies and hashes of saved graphs wait for a gap in the searches (see yield-signal.ts). */
+  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number; gapPatienceMs?: number };
   /** Search half of a table's sealed graphs on a worker thread (default true). */
   searchWorker?: boolean;
   /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */
@@ -101,7 +102,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   // One query's graph walks on both cores (see graph-worker.ts); `searchWorker: false` keeps them here.
   const worker = opts.searchWorker === false ? null : new GraphWorker();
   // Moved by every search; background passes over files rest while it moves (see yield-signal.ts).
-  const searches = newYieldSignal();
+  const searches = newYieldSignal(opts.index.gapPatienceMs);
   const keeper = new IndexKeeper(
     { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log, worker, searches },
     sqlIndexSource(db, seq),
