@@ -45,7 +45,7 @@ describe('file digests', () => {
     const signal = newYieldSignal(0);
     assert.deepEqual(await copyFileDigested(from, path.join(dir, 'idle.bin'), { yieldTo: signal, restMs: 5 }), { bytes: data.length, sha256 });
     assert.equal(signal[1], 0, 'no search, so no rest');
-    // A "search" every 2 ms: the copy sees the count move after every block (each rests 5 ms).
+    // A "search" every 2 ms: the copy sees the count moved before every block (and rests 5 ms).
     const searching = setInterval(() => Atomics.add(signal, 0, 1), 2);
     const to = path.join(dir, 'busy.bin');
     const copied = await copyFileDigested(from, to, { yieldTo: signal, restMs: 5 }).finally(() => clearInterval(searching));

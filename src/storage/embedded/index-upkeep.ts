@@ -44,8 +44,8 @@ const WARM_DEADLINE_MS = 2_000;
  * file and swapped for a mapped view of it in quiet moments (SETTLE_QUIET_MS below), at most
  * this long after the seal, and searched from memory meanwhile. Each step takes the cores from
  * searches: usearch's save holds the main thread (~150 ms for a 250k-row graph), the block copy
- * and hash take ~1 s of a core flat out (they wait for gaps in searches that come meanwhile, see
- * copyFileDigested, and then last longer), the swap holds the main thread ~35 ms (usearch's view
+ * and hash take ~1 s of a core flat out (they wait up to 30 s for gaps in searches that come
+ * meanwhile, see copyFileDigested), the swap holds the main thread ~35 ms (usearch's view
  * visits every node), and the worker then reads the file through for ~100 ms while this thread
  * walks every graph alone. With rows still waiting (a bulk load going on) it is all done at once:
  * memory to free, no search latency to protect.
