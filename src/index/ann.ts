@@ -19,6 +19,7 @@ import { usearchMetric } from './exact.ts';
 import type { Metric } from './metric.ts';
 import { fsyncDir, fsyncPath } from '../durable-file.ts';
 import { copyFileDigested, digestFile, type FileDigest } from '../file-digest.ts';
+import { keysAsNumbers } from './usearch-keys.ts';
 import type { YieldSignal } from '../yield-signal.ts';
 
 export type { FileDigest };
@@ -44,7 +45,7 @@ export type { FileDigest };
 export const ANN_PARAMS = Object.freeze({ connectivity: 32, expansionAdd: 96, expansionSearch: 128 });
 
 export interface Scored {
-  keys: number[];
+  keys: Float64Array;
   distances: Float32Array;
 }
 
@@ -114,15 +115,15 @@ export class AnnIndex {
 
   /** Row ids of about the `k` nearest rows, nearest first. */
   search(query: Float32Array, k: number): number[] {
-    return this.searchScored(query, k).keys;
+    return Array.from(this.searchScored(query, k).keys);
   }
 
   /** The same, with usearch's (approximate, 16-bit) distances. */
   searchScored(query: Float32Array, k: number): Scored {
     const n = Math.min(k, this.size);
-    if (n <= 0) return { keys: [], distances: new Float32Array(0) };
+    if (n <= 0) return { keys: new Float64Array(0), distances: new Float32Array(0) };
     const found = this.#index.search(query, n, 1);
-    return { keys: Array.from(found.keys, Number), distances: found.distances };
+    return { keys: keysAsNumbers(found.keys), distances: found.distances };
   }
 
   /**

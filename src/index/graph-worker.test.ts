@@ -43,7 +43,7 @@ describe('GraphWorker', () => {
       /** What graph `g` answers, at position `index` of the list searched. */
       const expect = (g: number, index = g) => {
         const r = graphs[g].searchScored(q, 20);
-        return { index, keys: r.keys, distances: Array.from(r.distances) };
+        return { index, keys: Array.from(r.keys), distances: Array.from(r.distances) };
       };
 
       // Someone else already took the first two.

@@ -15,6 +15,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { KEYS_AS_NUMBERS_JS } from './usearch-keys.ts';
 
 export interface WorkerGraph {
   id: number;
@@ -51,6 +52,7 @@ export function claimGraph(claims: GraphClaims, count: number): number {
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { Index, ScalarKind } = require(workerData.usearch);
+const keysAsNumbers = ${KEYS_AS_NUMBERS_JS};
 const open = new Map();
 const owned = new Map();
 parentPort.on('message', (m) => {
@@ -80,8 +82,8 @@ parentPort.on('message', (m) => {
     const index = open.get(m.ids[i]);
     if (!index) { results.push({ index: i, missing: true }); continue; }
     const r = index.search(m.query, Math.min(m.k, index.size()), 1);
-    const keys = Float64Array.from(r.keys, Number);
-    const distances = Float32Array.from(r.distances);
+    const keys = keysAsNumbers(r.keys);
+    const distances = r.distances.slice();
     results.push({ index: i, keys, distances });
     transfer.push(keys.buffer, distances.buffer);
   }
