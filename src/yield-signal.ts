@@ -10,7 +10,7 @@
 export type YieldSignal = Int32Array;
 
 /** How long a copy or hash waits for a gap in a stream of searches, unless told otherwise. */
-export const GAP_PATIENCE_MS = 30_000;
+const GAP_PATIENCE_MS = 30_000;
 
 export function newYieldSignal(gapPatienceMs = GAP_PATIENCE_MS): YieldSignal {
   const signal = new Int32Array(new SharedArrayBuffer(12));
