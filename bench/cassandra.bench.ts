@@ -23,7 +23,7 @@ import cassandra from 'cassandra-driver';
 import { PROJECT_ROOT } from '../src/config/config.ts';
 import { dropPrefixed, freshNames } from '../src/storage/cassandra/test-support.ts';
 import { startServer, type RunningServer } from '../test/server.ts';
-import { fmt, ingest, makeCentres, makeVectors, pct, restart, rssMb, runQueries, textSearch } from './workload.ts';
+import { fmt, ingest, makeCentres, makeVectors, pct, restart, rssMb, runQueries, textSearch, writeVector } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -164,9 +164,7 @@ async function main() {
 
     // Exact answers, computed here over the same vectors.
     const flat = new Float32Array(N * DIM);
-    for (let start = 0; start < N; start += 10_000) {
-      makeVectors(start, Math.min(10_000, N - start), DIM, centres).forEach((v, i) => flat.set(v, (start + i) * DIM));
-    }
+    for (let i = 0; i < N; i++) writeVector(i, centres, flat, i * DIM); // no object per vector: see vectors.bench.ts
     const truth = exactTop10(flat, qvecs.slice(0, defCount), DIM);
 
     row('vector search, initial_top_k 100, concurrency 1', fmt(ann1));

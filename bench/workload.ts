@@ -12,20 +12,30 @@ import { startServer, type RunningServer } from '../test/server.ts';
 export function makeVectors(start: number, count: number, dim: number, centres: Float32Array[]): Float32Array[] {
   const out: Float32Array[] = [];
   for (let i = start; i < start + count; i++) {
-    let s = (i * 2654435761) >>> 0 || 1;
-    const c = centres[i % centres.length];
     const v = new Float32Array(dim);
-    let norm = 0;
-    for (let d = 0; d < dim; d++) {
-      s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
-      v[d] = c[d] + ((s / 2 ** 32) - 0.5) * 0.6;
-      norm += v[d] * v[d];
-    }
-    norm = Math.sqrt(norm);
-    for (let d = 0; d < dim; d++) v[d] /= norm;
+    writeVector(i, centres, v, 0);
     out.push(v);
   }
   return out;
+}
+
+/**
+ * Vector `i` of makeVectors written into `into` at `offset`: fills a large array without an
+ * object per vector (a million small arrays leave the collector work for whatever runs next).
+ */
+export function writeVector(i: number, centres: Float32Array[], into: Float32Array, offset: number): void {
+  let s = (i * 2654435761) >>> 0 || 1;
+  const c = centres[i % centres.length];
+  const dim = c.length;
+  let norm = 0;
+  for (let d = 0; d < dim; d++) {
+    s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    const x = Math.fround(c[d] + ((s / 2 ** 32) - 0.5) * 0.6);
+    into[offset + d] = x;
+    norm += x * x;
+  }
+  norm = Math.sqrt(norm);
+  for (let d = 0; d < dim; d++) into[offset + d] /= norm;
 }
 
 export function makeCentres(k: number, dim: number): Float32Array[] {
