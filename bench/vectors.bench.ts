@@ -9,7 +9,9 @@
  * Reports: ingest (acknowledged vectors/s; seconds until all are in the ANN index), search QPS
  * and p50/p99 at concurrency 1 and 16 for vector queries with initial_top_k 100 and with the
  * default (exact), recall@10 of the ANN path against exact, text queries, the exact path against
- * a plain float32 scan in this process, time to serve after a restart, and the server's RssAnon.
+ * a plain float32 scan in this process, time to serve after a restart, and the server's RssAnon;
+ * and before the ingest and each group of timed searches, how fast the machine is at that moment
+ * (machine-check.ts), to tell a slow row from a slow machine.
  * Figures are printed as markdown; docs/PERFORMANCE.md records them with this command.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,6 +20,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startServer, type RunningServer } from '../test/server.ts';
+import { fmtCheck, MachineChecker } from './machine-check.ts';
 import { filePmdMappedMb, fmt, ingest, makeCentres, makeVectors, restart, rssMb, runQueries, textSearch, WIRE_ENCODINGS, writeVector, type WireEncoding } from './workload.ts';
 
 const { values: args } = parseArgs({
@@ -100,6 +103,9 @@ async function main() {
     rows.push(`| ${what} | ${value} |`);
     console.error(`${what}: ${value}`);
   };
+  const machine = new MachineChecker();
+  const checkMachine = (before: string) => row(`machine check before ${before} (client, one thread)`, fmtCheck(machine.check()));
+  checkMachine('the ingest');
   let server = await startServer(env, 120_000);
   let scanned: Float32Array | undefined; // held to the end: see plainScanOfLoad
   try {
@@ -117,6 +123,7 @@ async function main() {
     const exactBodies = qvecs.map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), final_top_k: 10 }));
 
     await runQueries(server, annBodies.slice(0, 20), 1); // warm-up
+    checkMachine('the searches');
     const ann1 = await runQueries(server, annBodies, 1);
     const ann16 = await runQueries(server, annBodies, 16);
     const exactCount = Math.min(QUERIES, N >= 500_000 ? 30 : 100);
@@ -140,6 +147,7 @@ async function main() {
     row('plain float32 scan (JS, one thread, top-10)', `${scanMs.toFixed(1)} ms per query; exact search p50 / scan = ${(exact1.p50 / scanMs).toFixed(2)}`);
 
     if (DIM === 384) {
+      checkMachine('the text searches');
       const text = await textSearch(server, KS, TABLE);
       row('text search (short query, uncached), initial_top_k 100, concurrency 1', fmt(text.c1));
       row('text search (short query, uncached), initial_top_k 100, concurrency 16', fmt(text.c16));
@@ -158,6 +166,7 @@ async function main() {
     await waitIndexed(server);
     await new Promise((res) => setTimeout(res, 5000));
     row('server file mappings in 2 MiB pages, settled after restart', `${(await filePmdMappedMb(server.child.pid!)).toFixed(0)} MB`);
+    checkMachine('the settled searches');
     const settledQ = makeVectors(N + 3_000_000, QUERIES, DIM, centres).map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), initial_top_k: 100, final_top_k: 10 }));
     row('vector search, settled after restart, initial_top_k 100, concurrency 1', fmt(await runQueries(server, settledQ, 1)));
     if (DIM === 384) {
