@@ -135,6 +135,7 @@ async function main() {
   };
   const started = Date.now();
   let server = await startServer(env, 120_000);
+  let scanned: Float32Array | undefined;
   try {
     const centres = makeCentres(64, DIM);
     const res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
@@ -164,7 +165,8 @@ async function main() {
 
     // Exact answers, computed here over the same vectors.
     const flat = new Float32Array(N * DIM);
-    for (let i = 0; i < N; i++) writeVector(i, centres, flat, i * DIM); // no object per vector: see vectors.bench.ts
+    for (let i = 0; i < N; i++) writeVector(i, centres, flat, i * DIM);
+    scanned = flat; // written in place and held to the end, as in vectors.bench.ts (plainScanOfLoad)
     const truth = exactTop10(flat, qvecs.slice(0, defCount), DIM);
 
     row('vector search, initial_top_k 100, concurrency 1', fmt(ann1));
@@ -189,6 +191,7 @@ async function main() {
     row('vector search after restart, initial_top_k 100, concurrency 1', fmt(r.searches));
   } finally {
     await server.kill('SIGTERM');
+    scanned = undefined;
     await rm(dataDir, { recursive: true, force: true });
     if (!args.keep) await dropPrefixed(CONTACT_POINTS.split(','), 'datacenter1', names.keyspacePrefix);
   }
