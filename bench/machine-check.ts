@@ -1,8 +1,8 @@
 /**
  * How fast this machine is right now, measured by the client between benchmark rows, so that a
  * row can be read against the machine it ran on: shared and virtual machines drift (this one's
- * speed moved ~1.7x within an hour, docs/PERFORMANCE.md), and a slow row on a slow machine
- * says something else than a slow row on a normal one.
+ * speed moves by up to ~1.7x within minutes, docs/PERFORMANCE.md), and a slow row on a slow
+ * machine says something else than a slow row on a normal one.
  *
  * Three single-thread figures, each the work the service's searches are bound by:
  * - memory latency: a dependent random walk over 64 MiB, twice the L3 here (graph walks);
