@@ -148,8 +148,8 @@ const task = (file: string, copyTo: string | undefined, opts: { yieldTo?: YieldS
  * `yieldTo`: whenever its search count moved since the last block (or since this call, for the
  * first), the copy rests `restMs` (default BUSY_REST_MS) at a time, counting each rest in the
  * signal, until a rest passes with no new search, and goes on in 2 MiB blocks. Past the signal's
- * patience (slot 2, GAP_PATIENCE_MS by default) it no longer waits for a gap: one rest per block,
- * so a stream of searches without gaps delays a copy but never stops it. Why:
+ * patience (slot 2: 30 s unless newYieldSignal is told otherwise) it no longer waits for a gap,
+ * one rest per block, so a stream of searches without gaps delays a copy but never stops it. Why:
  * - On two cores a search walks its graphs on both, and a third busy thread slows it whatever its
  *   priority (a spinning process at nice 19 or SCHED_IDLE alike put searches at 1M from p50
  *   5.4-6.4 to 6.6-7.6 ms). Copying a 250k-row graph flat out (250 MB, ~1 s) put the searches
