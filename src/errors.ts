@@ -67,4 +67,18 @@ export class ServiceError extends Error {
 export const invalid = (errors: FieldError[], detail?: string): ServiceError =>
   new ServiceError('validation_failed', detail ?? errors.map((e) => `${e.path || '/'}: ${e.message}`).join('; '), { errors });
 
+/** A bad field whose problem has its own code (unknown_model, dimension_mismatch...). */
+export type CodedFieldError = FieldError & { code?: ErrorCode };
+
+/**
+ * One answer naming every bad field. When all of them carry the same specific code, the answer
+ * has that code (and `extra[code]` as extra members); a mix is validation_failed.
+ */
+export function invalidFields(errors: CodedFieldError[], extra: Partial<Record<ErrorCode, Record<string, unknown>>> = {}): ServiceError {
+  const codes = new Set(errors.map((e) => e.code ?? 'validation_failed'));
+  const code: ErrorCode = codes.size === 1 ? [...codes][0] : 'validation_failed';
+  const plain = errors.map(({ path, message }) => ({ path, message }));
+  return new ServiceError(code, plain.map((e) => `${e.path || '/'}: ${e.message}`).join('; '), { errors: plain, extra: extra[code] });
+}
+
 export const isServiceError = (e: unknown): e is ServiceError => e instanceof ServiceError;

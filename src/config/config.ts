@@ -85,7 +85,10 @@ export interface Config {
   readonly plans: Readonly<Record<string, PlanLimits>>;
   /** The plan a completed checkout moves a user to. */
   readonly paidPlan: string;
-  /** `GET /metrics` without a key: when listening on loopback, or when VSS_METRICS_PUBLIC=true. */
+  /**
+   * `GET /metrics` without a key, only when VSS_METRICS_PUBLIC=true: its labels name every
+   * tenant's keyspaces and tables, and a loopback listener is often behind a public proxy.
+   */
   readonly metricsPublic: boolean;
   /** Embedding micro-batching: most texts per model call, and how long to wait to fill one. */
   readonly embedding: { readonly maxBatch: number; readonly batchWindowMs: number; readonly cacheEntries: number };
@@ -230,7 +233,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     limits,
     plans,
     paidPlan: 'pro',
-    metricsPublic: env.VSS_METRICS_PUBLIC === 'true' || ['127.0.0.1', 'localhost', '::1'].includes(str('VSS_HOST') ?? '127.0.0.1'),
+    metricsPublic: env.VSS_METRICS_PUBLIC === 'true',
     embedding: {
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
       batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 0, 0, 1000),

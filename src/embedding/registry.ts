@@ -166,19 +166,25 @@ export class ModelRegistry {
     return [...this.slots.keys()];
   }
 
-  private slot(name: string | undefined): [string, Slot] {
+  has(name: string): boolean {
+    return this.slots.has(name);
+  }
+
+  /** `field`: where the request named the model (a JSON pointer), for the unknown_model answer. */
+  private slot(name: string | undefined, field?: string): [string, Slot] {
     const n = name ?? this.defaultName;
     const slot = this.slots.get(n);
     if (!slot) {
       if (n === this.defaultName) throw new ServiceError('not_ready', `model ${n} is loading`);
-      throw new ServiceError('unknown_model', `unknown model "${n}"`, { extra: { valid: this.names() } });
+      const errors = field === undefined ? undefined : [{ path: field, message: `is not a known model; valid: ${this.names().join(', ')}` }];
+      throw new ServiceError('unknown_model', `unknown model "${n}"`, { errors, extra: { valid: this.names() } });
     }
     return [n, slot];
   }
 
   /** The embedder for `name` (default model if omitted). Throws unknown_model or not_ready. */
-  get(name?: string): Embedder {
-    const [n, slot] = this.slot(name);
+  get(name?: string, field?: string): Embedder {
+    const [n, slot] = this.slot(name, field);
     if (this.closed) throw new ServiceError('not_ready', `model ${n} is shut down`);
     switch (slot.state) {
       case 'ready':
@@ -194,8 +200,8 @@ export class ModelRegistry {
   }
 
   /** The vector dimension of `name` (default model if omitted), known before the model loads. */
-  dimension(name?: string): number {
-    return this.slot(name)[1].dimension;
+  dimension(name?: string, field?: string): number {
+    return this.slot(name, field)[1].dimension;
   }
 
   list(): ModelListing[] {

@@ -74,8 +74,20 @@ describe('users, keys, connections, tenancy and quotas', () => {
     const ok = await t.call('POST', '/v1/keys/generate', { resources: ['a'], permissions: 'Read' }, narrow.key);
     assert.equal(ok.statusCode, 200, ok.body);
     assert.deepEqual(ok.json().resources, ['a']);
-    // A weaker key cannot revoke a stronger one of the same user.
+    // A weaker key cannot revoke a stronger one of the same user, nor a narrower one a wider.
     assert.equal((await t.call('POST', '/v1/keys/revoke', { key_id: write.key_id }, read.key)).statusCode, 403);
+    const readAll = await keyFor(u.account_id, 'Read');
+    const readA = await keyFor(u.account_id, 'Read', ['a']);
+    const wider = await t.call('POST', '/v1/keys/revoke', { key_id: readAll.key_id }, readA.key);
+    assert.equal(wider.json().code, 'forbidden', wider.body);
+    assert.equal((await t.call('POST', '/v1/keys/rotate', { key_id: readAll.key_id }, readA.key)).json().code, 'forbidden');
+    assert.equal((await t.call('GET', '/v1/user/', undefined, readAll.key)).statusCode, 200);
+    // An All key limited to one keyspace cannot revoke the administrator's key (All, *).
+    const adminKeyId = (await t.call('GET', '/v1/user/')).json().key.key_id;
+    const scopedAdmin = await t.makeKey('All', ['a']);
+    assert.equal((await t.call('POST', '/v1/keys/revoke', { key_id: adminKeyId }, scopedAdmin)).json().code, 'forbidden');
+    assert.equal((await t.call('GET', '/v1/user/')).statusCode, 200);
+    assert.equal((await t.call('POST', '/v1/keys/revoke', { key_id: readA.key_id }, readAll.key)).statusCode, 200);
   });
 
   it('revokes and rotates: the old key works until revoked, then gets the same 401 as an unknown one', async () => {
@@ -135,6 +147,12 @@ describe('users, keys, connections, tenancy and quotas', () => {
     assert.equal(sixth.statusCode, 403);
     assert.equal(sixth.json().code, 'quota_exceeded');
     assert.equal(sixth.json().limit, 5);
+    // At the limit, rewriting stored keys adds no row: a retry or an update goes through,
+    // also when a batch names one key twice.
+    const rewrite = await t.call('POST', '/v1/vector/batch', { keyspace: 'jo_space', table: 'vector', vectors: [{ key: 'k0', text: 'new' }, { key: 'k1', text: 'x' }, { key: 'k1', text: 'y' }] }, key);
+    assert.equal(rewrite.statusCode, 200, rewrite.body);
+    const mixed = await t.call('POST', '/v1/vector/batch', { keyspace: 'jo_space', table: 'vector', vectors: [{ key: 'k2', text: 'new' }, { key: 'k6', text: 'adds one' }] }, key);
+    assert.equal(mixed.json().code, 'quota_exceeded');
     // The real path: a checkout completed for this user, signed as Stripe signs it.
     const payload = JSON.stringify({ id: 'evt_quota', object: 'event', type: 'checkout.session.completed', created: Math.floor(Date.now() / 1000), data: { object: { object: 'checkout.session', client_reference_id: u.account_id } } });
     const hook = await t.app.inject({
@@ -149,22 +167,26 @@ describe('users, keys, connections, tenancy and quotas', () => {
   });
 });
 
-describe('per-key rate limit', () => {
+describe('per-user rate limit', () => {
   let t: TestApp;
   before(async () => (t = await startTestApp({ model: 'fake', env: { VSS_FREE_REQUESTS_PER_MINUTE: '3' } })));
   after(() => t.close());
 
-  it('answers 429 with Retry-After past the plan rate, counted per key', async () => {
+  it("answers 429 with Retry-After past the plan rate, counted over all of the user's keys", async () => {
     const user = (await t.call('POST', '/v1/user/', { name: 'r', email: 'r@example.com' })).json();
+    const other = (await t.call('POST', '/v1/user/', { name: 'o', email: 'o@example.com' })).json();
     const k1 = (await t.call('POST', '/v1/keys/generate', { user_id: user.account_id, permissions: 'Read' })).json().key;
     const k2 = (await t.call('POST', '/v1/keys/generate', { user_id: user.account_id, permissions: 'Read' })).json().key;
+    const k3 = (await t.call('POST', '/v1/keys/generate', { user_id: other.account_id, permissions: 'Read' })).json().key;
     const codes: number[] = [];
     for (let i = 0; i < 4; i++) codes.push((await t.call('GET', '/v1/user/', undefined, k1)).statusCode);
     assert.deepEqual(codes, [200, 200, 200, 429]);
     const limited = await t.call('GET', '/v1/user/', undefined, k1);
     assert.equal(limited.json().code, 'rate_limited');
     assert.ok(Number(limited.headers['retry-after']) >= 1);
-    assert.equal((await t.call('GET', '/v1/user/', undefined, k2)).statusCode, 200);
+    // A second key of the same user shares the limit; another user's key does not.
+    assert.equal((await t.call('GET', '/v1/user/', undefined, k2)).statusCode, 429);
+    assert.equal((await t.call('GET', '/v1/user/', undefined, k3)).statusCode, 200);
   });
 });
 

@@ -62,6 +62,13 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   // Bodies are JSON (and multipart for uploads): anything else is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
+  // An empty JSON body is no body (`curl -X POST -H 'content-type: application/json'` on the
+  // routes that take none); where a body is required, the schema names it.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+    body === '' ? done(null, undefined) : json(request, body as string, done),
+  );
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -25,6 +25,15 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The key from `Authorization: Bearer <key>`, which OpenAI's clients send (`api_key=`), so that
+ * they can use /v1/embeddings as they are. `x-api-key` wins when both are given.
+ */
+export function bearerToken(header: string | undefined): string | undefined {
+  const m = header === undefined ? null : /^Bearer +(\S+)$/i.exec(header);
+  return m ? m[1] : undefined;
+}
+
 /** The caller of an authenticated route; throws if used on a public one (a programming error). */
 export function callerOf(request: FastifyRequest): Caller {
   if (request.caller === null) throw new ServiceError('unauthenticated', 'A valid API key is required in the x-api-key header.');
@@ -42,7 +51,7 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { s
     const access = request.routeOptions.config?.permission;
     if (access === 'public' || publicPrefixes.some((p) => request.routeOptions.url?.startsWith(p))) return;
     // Routes without a declaration (including unknown paths) need at least a valid key.
-    const caller = await authenticate(opts.storage, request.headers['x-api-key']);
+    const caller = await authenticate(opts.storage, request.headers['x-api-key'] ?? bearerToken(request.headers.authorization));
     request.caller = caller;
     // Unknown paths need any valid key (then 404); declared routes default to the strictest level.
     requirePermission(caller, access ?? (request.is404 ? 'Read' : 'All'));

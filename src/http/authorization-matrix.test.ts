@@ -55,7 +55,7 @@ describe('authorisation matrix: every route × every caller', () => {
     rows.push(
       { method: 'GET', url: '/v1', route: 'GET /v1', need: 'public', scoped: false, ok: 200 },
       { method: 'GET', url: '/v1/healthcheck/', route: 'GET /v1/healthcheck/', need: 'public', scoped: false, ok: 200 },
-      { method: 'GET', url: '/metrics', route: 'GET /metrics', need: 'public', scoped: false, ok: 200 },
+      { method: 'GET', url: '/metrics', route: 'GET /metrics', need: 'All', scoped: false, ok: 200 },
       { method: 'POST', url: '/v1/stripe/webhook/checkout', route: 'POST /v1/stripe/webhook/checkout', body: {}, need: 'public', scoped: false, ok: 503 },
       { method: 'GET', url: '/v1/env/', route: 'GET /v1/env/', need: 'Read', scoped: false, ok: 200 },
       { method: 'GET', url: '/v1/system/info', route: 'GET /v1/system/info', need: 'All', scoped: false, ok: 200 },

@@ -125,6 +125,18 @@ describe('GET /v1/docker/ with no runtime answering', () => {
     assert.match(body.detail, /no such socket/);
   });
 
+  it('never shows the credentials a DOCKER_HOST URL may carry', async () => {
+    const deps = { config: loadConfig({ DOCKER_HOST: 'tcp://ops:S3cretPass@127.0.0.1:1' }) } as unknown as Deps;
+    await assert.rejects(listContainers(deps, { timeoutMs: 2000 }), (e: { code?: string; message: string }) => {
+      assert.equal(e.code, 'runtime_unavailable');
+      assert.doesNotMatch(e.message, /S3cretPass|ops:/);
+      assert.match(e.message, /DOCKER_HOST=tcp:\/\/\[redacted\]@127\.0\.0\.1:1/);
+      return true;
+    });
+    const unparsable = { config: loadConfig({ DOCKER_HOST: 'ftp://ops:S3cretPass@example' }) } as unknown as Deps;
+    await assert.rejects(listContainers(unparsable), (e: { message: string }) => !/S3cretPass/.test(e.message));
+  });
+
   it('checks the permission before trying the runtime', async () => {
     const res = await t.call('GET', '/v1/docker/', undefined, await t.makeKey('Write'));
     assert.equal(res.statusCode, 403);

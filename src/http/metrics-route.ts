@@ -1,6 +1,6 @@
 /**
- * `GET /metrics` and the request counters behind it. Exempt from `x-api-key` only when the
- * server listens on loopback or VSS_METRICS_PUBLIC is set; otherwise it needs an `All` key.
+ * `GET /metrics` and the request counters behind it. It needs an `All` key (its labels name every
+ * tenant's keyspaces and tables) unless VSS_METRICS_PUBLIC=true.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../observability/metrics.ts';

@@ -12,8 +12,7 @@ describe('GET /metrics', () => {
     await t.call('POST', '/v1/vector/write', { keyspace: 'default_keyspace', table: 'vector', text: 'hello' });
     await t.call('POST', '/v1/search/', { query: 'hello', keyspace: 'default_keyspace', table: 'vector' });
     await t.call('POST', '/v1/search/', { query: 'hello', keyspace: 'nope', table: 'vector' });
-    // Listening on loopback (the default), so no key is needed.
-    const res = await t.call('GET', '/metrics', undefined, null);
+    const res = await t.call('GET', '/metrics');
     assert.equal(res.statusCode, 200, res.body);
     assert.match(res.headers['content-type'] as string, /text\/plain/);
     const body = res.body;
@@ -27,13 +26,19 @@ describe('GET /metrics', () => {
     assert.match(body, /vss_process_/);
   });
 
-  it('needs an All key when not on loopback', async () => {
-    const remote = await startTestApp({ model: 'fake', env: { VSS_HOST: '0.0.0.0' } });
+  it('needs an All key, on loopback too: its labels name every tenant\'s keyspaces and tables', async () => {
+    assert.equal((await t.call('GET', '/metrics', undefined, null)).statusCode, 401);
+    const scoped = await t.makeKey('All', ['default_keyspace']);
+    assert.equal((await t.call('GET', '/metrics', undefined, await t.makeKey('Write'))).statusCode, 403);
+    assert.equal((await t.call('GET', '/metrics', undefined, scoped)).statusCode, 200);
+  });
+
+  it('is served without a key when VSS_METRICS_PUBLIC=true', async () => {
+    const open = await startTestApp({ model: 'fake', env: { VSS_METRICS_PUBLIC: 'true' } });
     try {
-      assert.equal((await remote.call('GET', '/metrics', undefined, null)).statusCode, 401);
-      assert.equal((await remote.call('GET', '/metrics')).statusCode, 200);
+      assert.equal((await open.call('GET', '/metrics', undefined, null)).statusCode, 200);
     } finally {
-      await remote.close();
+      await open.close();
     }
   });
 });

@@ -107,7 +107,26 @@ describe('keyspaces, metadata, system and embeddings endpoints', () => {
     res = await t.call('POST', '/v1/embeddings', { input: 'x', model: 'nope' });
     assert.equal(res.statusCode, 400);
     assert.equal(res.json().code, 'unknown_model');
+    assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path), ['/body/model']);
+    res = await t.call('GET', '/v1/generate/?text=x&model_name=nope');
+    assert.equal(res.json().code, 'unknown_model');
+    assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path), ['/querystring/model_name']);
     res = await t.call('POST', '/v1/embeddings', { input: Array.from({ length: 2049 }, () => 'x') });
     assert.equal(res.statusCode, 400);
+  });
+
+  it("takes the key as OpenAI's clients send it: Authorization: Bearer", async () => {
+    const bearer = (value: string) => t.app.inject({ method: 'POST', url: '/v1/embeddings', headers: { authorization: value }, payload: { input: 'hello' } });
+    const key = await t.makeKey('Read');
+    assert.equal((await bearer(`Bearer ${key}`)).statusCode, 200);
+    assert.equal((await bearer(`bearer ${key}`)).statusCode, 200);
+    for (const bad of ['Bearer vss_nope', `Basic ${key}`, key, 'Bearer ']) {
+      const res = await bearer(bad);
+      assert.equal(res.statusCode, 401, bad);
+      assert.equal(res.json().code, 'unauthenticated');
+    }
+    // x-api-key wins when both are sent.
+    const both = await t.app.inject({ method: 'POST', url: '/v1/embeddings', headers: { authorization: `Bearer ${key}`, 'x-api-key': 'vss_wrong' }, payload: { input: 'hello' } });
+    assert.equal(both.statusCode, 401);
   });
 });

@@ -95,6 +95,10 @@ export function toServiceError(err: unknown): ServiceError {
     case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
       return new ServiceError('unsupported_media_type', e.message);
   }
+  if (e instanceof SyntaxError && /forbidden prototype property/.test(e.message)) {
+    // secure-json-parse refuses `__proto__` and `constructor.prototype` keys anywhere in a body.
+    return new ServiceError('malformed_body', 'The body is valid JSON but uses a key named "__proto__" (or "constructor" holding "prototype"), which is not accepted anywhere in a request.');
+  }
   if (e instanceof SyntaxError || e?.statusCode === 400) {
     return new ServiceError('malformed_body', `The body is not valid JSON: ${e.message}`);
   }

@@ -1,7 +1,8 @@
 /**
- * Per-key request rate limits from the key owner's plan (@fastify/rate-limit). It runs after
- * authentication (its hooks are route-level, ours app-level), so it counts per API key, not per
- * address; requests without a key (the exempt routes) count per address. Counters live in this
+ * Per-user request rate limits from the plan (@fastify/rate-limit). It runs after authentication
+ * (its hooks are route-level, ours app-level), so it counts per user, across all of the user's
+ * keys (more keys buy no more requests); requests without a key (the exempt routes) count per
+ * address. Counters live in this
  * process: behind a load balancer each process enforces the limit on its own share.
  */
 import rateLimit from '@fastify/rate-limit';
@@ -16,7 +17,7 @@ export async function registerRateLimit(app: FastifyInstance, { config, storage 
   await app.register(rateLimit, {
     global: true,
     timeWindow: 60_000,
-    keyGenerator: (req: FastifyRequest) => (req.caller ? `key:${req.caller.keyId}` : `ip:${req.ip}`),
+    keyGenerator: (req: FastifyRequest) => (req.caller ? `user:${req.caller.userId}` : `ip:${req.ip}`),
     max: async (req: FastifyRequest) => {
       if (!req.caller) return ANONYMOUS_PER_MINUTE;
       const user = await storage.getUser(req.caller.userId);

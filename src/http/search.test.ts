@@ -175,6 +175,32 @@ describe('POST /v1/search/ exactness (vectors, fake embedder: no meaning checked
       const res = await t.call('POST', '/v1/search/', { ...base, query: 'a', model_name: 'nope' });
       assert.ok(res.json().valid.includes('all-MiniLM-L6-v2'));
     });
+    it('refuses an unknown model also when searching by vector, naming the field', async () => {
+      const vector = Array.from({ length: 384 }, (_, i) => (i === 0 ? 1 : 0));
+      const res = await t.call('POST', '/v1/search/', { keyspace: 'default_keyspace', table: 'vector', vector, model_name: 'nope' });
+      assert.equal(res.json().code, 'unknown_model', res.body);
+      assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path), ['/body/model_name']);
+    });
+    it('names an unknown metric and model beside the other bad fields', async () => {
+      const res = await t.call('POST', '/v1/search/', { keyspace: 'default_keyspace', table: 'vector', metric: 'manhattan', model_name: 'nope', initial_top_k: 2, final_top_k: 3, filter: { a: { $bad: 1 } } });
+      assert.equal(res.statusCode, 400);
+      assert.equal(res.json().code, 'validation_failed');
+      const paths = res.json().errors.map((e: { path: string }) => e.path).sort();
+      assert.deepEqual(paths, ['/body/filter/a/$bad', '/body/final_top_k', '/body/metric', '/body/model_name', '/body/query', '/body/vector']);
+    });
+    it('refuses a filter of more than 256 conditions as bad input (SQLite fails near 1,000)', async () => {
+      const wide = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, i]));
+      for (const filter of [wide(257), { $or: Array.from({ length: 1_100 }, (_, i) => ({ f: i })) }]) {
+        for (const url of ['/v1/search/', '/v1/vector/count', '/v1/vector/delete']) {
+          const res = await t.call('POST', url, { ...(url === '/v1/search/' ? { query: 'a' } : {}), keyspace: 'default_keyspace', table: 'vector', filter });
+          assert.equal(res.statusCode, 400, `${url}: ${res.body.slice(0, 200)}`);
+          assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path), ['/body/filter']);
+        }
+      }
+      // At the limit the query runs.
+      const res = await t.call('POST', '/v1/vector/count', { keyspace: 'default_keyspace', table: 'vector', filter: wide(256) });
+      assert.equal(res.statusCode, 200, res.body.slice(0, 300));
+    });
   });
 });
 

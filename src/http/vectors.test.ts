@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { encodeFloat32Base64 } from '../float32-base64.ts';
 import { DEFAULT_LIMITS } from '../config/config.ts';
 import { fromBase64Float32 } from '../service/validate.ts';
-import { startTestApp, TEST_STORAGE, type TestApp } from './testing.ts';
+import { ADMIN_KEY, startTestApp, TEST_STORAGE, type TestApp } from './testing.ts';
 
 // Fake embedder: these tests check storage and validation, not meaning.
 describe('vector writes, reads, deletes and counts', () => {
@@ -341,5 +341,99 @@ describe('vector_base64: float32 bytes instead of JSON numbers', () => {
     errors.length = 0;
     assert.equal(fromBase64Float32(encodeFloat32Base64([1, 2, 3]), '/v', errors, { ...limits, maxDimension: 2 }), null);
     assert.match(errors[0].message, /1 to 2/);
+  });
+});
+
+describe('bad writes are named in one answer, and none can break a table', () => {
+  let t: TestApp;
+  const ks = 'default_keyspace';
+  before(async () => (t = await startTestApp({ model: 'fake', fakeDimension: 2 })));
+  after(() => t.close());
+
+  const write = (body: object) => t.call('POST', '/v1/vector/write', { keyspace: ks, ...body });
+  const batch = (body: object) => t.call('POST', '/v1/vector/batch', { keyspace: ks, ...body });
+  const paths = (res: { json(): { errors?: { path: string }[] } }) => (res.json().errors ?? []).map((e) => e.path).sort();
+  // As JSON text: a test's own JSON.stringify overflows the stack long before 20,000 levels.
+  const nested = (depth: number): string => '[{"x":'.repeat(depth / 2) + '1' + '}]'.repeat(depth / 2);
+  const writeRaw = (json: string) =>
+    t.app.inject({ method: 'POST', url: '/v1/vector/write', headers: { 'x-api-key': ADMIN_KEY, 'content-type': 'application/json' }, payload: json });
+
+  it('refuses metadata nested past 64 levels (SQLite filters fail at 1,000; JSON.stringify overflows deeper)', async () => {
+    const body = (key: string, depth: number) => `{"keyspace":"${ks}","table":"deep","key":"${key}","vector":[1,1],"metadata":{"n":1,"x":${nested(depth)}}}`;
+    const ok = await writeRaw(body('ok', 62));
+    assert.equal(ok.statusCode, 200, ok.body);
+    for (const depth of [64, 1_000, 20_000]) {
+      const res = await writeRaw(body(`d${depth}`, depth));
+      assert.equal(res.statusCode, 400, `depth ${depth}: ${res.body.slice(0, 300)}`);
+      assert.equal(res.json().code, 'validation_failed');
+      assert.deepEqual(paths(res), ['/body/metadata']);
+    }
+    // The table's filtered queries still run.
+    const counted = await t.call('POST', '/v1/vector/count', { keyspace: ks, table: 'deep', filter: { n: 1 } });
+    assert.equal(counted.statusCode, 200, counted.body);
+    assert.equal(counted.json().count, 1);
+  });
+
+  it('refuses keys, texts and metadata record fields with a lone UTF-16 surrogate (they have no UTF-8 form)', async () => {
+    const res = await batch({ table: 'uni', vectors: [{ key: 'a\ud800', vector: [1, 1] }, { key: 'fine', text: 'b\udc00' }, { key: 'ok 😀', vector: [1, 2] }] });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.deepEqual(paths(res), ['/body/vectors/0/key', '/body/vectors/1/text']);
+    const meta = await t.call('POST', '/v1/metadata/batch', [
+      { keyspace: ks, table: 'uni', source_file: 'a.txt' },
+      { keyspace: ks, table: 'uni', source_file: 'b\ud800.txt', raw_value: 'x\udfff' },
+    ]);
+    assert.equal(meta.statusCode, 400, meta.body);
+    assert.deepEqual(paths(meta), ['/body/1/raw_value', '/body/1/source_file']);
+  });
+
+  it('names every bad item of a batch, the dimension checks included', async () => {
+    assert.equal((await write({ table: 'dims', key: 'first', vector: [1, 2] })).statusCode, 200);
+    const res = await batch({ table: 'dims', vectors: [{ key: 'a', vector: [1, 2] }, { key: 'b', vector: [1, 2, 3] }, { key: 'c', vector: [0, 0] }, { key: 'é'.repeat(300), vector: [1, 2] }] });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal(res.json().code, 'validation_failed');
+    assert.deepEqual(paths(res), ['/body/vectors/1/vector', '/body/vectors/2/vector', '/body/vectors/3/key']);
+    // Only dimensions wrong: their own code, every item named.
+    const dims = await batch({ table: 'dims', vectors: [{ key: 'a', vector: [1, 2, 3] }, { key: 'b', vector: [1] }] });
+    assert.equal(dims.json().code, 'dimension_mismatch');
+    assert.deepEqual(paths(dims), ['/body/vectors/0/vector', '/body/vectors/1/vector']);
+    // A zero vector alone is invalid input, not a dimension mismatch.
+    const zero = await write({ table: 'dims', key: 'z', vector: [0, 0] });
+    assert.equal(zero.json().code, 'validation_failed');
+    assert.deepEqual(paths(zero), ['/body/vector']);
+    assert.equal((await t.call('POST', '/v1/vector/count', { keyspace: ks, table: 'dims' })).json().count, 1);
+  });
+
+  it("points into the bare `vector` form as it was sent", async () => {
+    const res = await batch({ table: 'bare', vector: [[1, 2], [1e39, 2], [1, 2, 3]] });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.deepEqual(paths(res), ['/body/vector/1/0', '/body/vector/2']);
+    const dims = await batch({ table: 'bare', vector: [[1, 2], [1, 2, 3]] });
+    assert.equal(dims.json().code, 'dimension_mismatch');
+    assert.deepEqual(paths(dims), ['/body/vector/1']);
+  });
+
+  it('refuses an unknown model_name even when every record brings its vector, naming the field', async () => {
+    const res = await write({ table: 'models', key: 'a', vector: [1, 2], model_name: 'no-such-model' });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal(res.json().code, 'unknown_model');
+    assert.deepEqual(paths(res), ['/body/model_name']);
+    assert.ok(res.json().valid.includes('all-MiniLM-L6-v2'));
+    // Text into a table of another dimension: the model is what does not fit.
+    assert.equal((await write({ table: 'three', key: 'a', vector: [1, 2, 3] })).statusCode, 200);
+    const text = await batch({ table: 'three', vectors: [{ text: 'hello' }] });
+    assert.equal(text.json().code, 'dimension_mismatch');
+    assert.deepEqual(paths(text), ['/body/model_name']);
+  });
+
+  it('takes an empty JSON body as no body on the routes that need none', async () => {
+    for (const url of ['/v1/keyspaces/create', '/v1/keyspaces/autoprovision']) {
+      const res = await t.app.inject({ method: 'POST', url, headers: { 'x-api-key': ADMIN_KEY, 'content-type': 'application/json' }, payload: '' });
+      assert.equal(res.statusCode, 200, `${url}: ${res.body}`);
+      assert.match(res.json().keyspace, /^ks_/);
+    }
+    // Where a body is required, its absence is named.
+    const res = await t.app.inject({ method: 'POST', url: '/v1/vector/write', headers: { 'x-api-key': ADMIN_KEY, 'content-type': 'application/json' }, payload: '' });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal(res.json().code, 'validation_failed');
   });
 });

@@ -23,6 +23,12 @@ const FIELD_OPS = ['$eq', '$ne', '$in', '$nin', ...COMPARE_OPS, '$exists'] as co
 const LOGICAL_OPS = ['$and', '$or'] as const;
 const MAX_DEPTH = 32;
 const MAX_LIST = 10_000;
+/**
+ * Field conditions in one filter (each operator of a field counts). SQLite refuses an expression
+ * tree deeper than 1,000, and a chain of conditions nests one level per condition: ~1,000 of them
+ * failed every query, whichever the rows.
+ */
+export const MAX_CONDITIONS = 256;
 
 type Compare = (typeof COMPARE_OPS)[number];
 
@@ -46,11 +52,18 @@ const esc = (k: string): string => k.replace(/~/g, '~0').replace(/\//g, '~1');
 /** Every problem in the filter, with JSON-pointer paths under `basePath` (e.g. `/filter/price/$gtx`). */
 export function validateFilter(filter: unknown, basePath = '/filter'): FieldError[] {
   const errors: FieldError[] = [];
-  parse(filter, basePath, 0, errors);
+  parseAll(filter, basePath, errors);
   return errors;
 }
 
-function parse(filter: unknown, p: string, depth: number, errors: FieldError[]): Node {
+function parseAll(filter: unknown, basePath: string, errors: FieldError[]): Node {
+  const count = { conditions: 0 };
+  const node = parse(filter, basePath, 0, errors, count);
+  if (count.conditions > MAX_CONDITIONS) errors.push({ path: basePath, message: `has ${count.conditions} conditions; at most ${MAX_CONDITIONS}` });
+  return node;
+}
+
+function parse(filter: unknown, p: string, depth: number, errors: FieldError[], count: { conditions: number }): Node {
   const nodes: Node[] = [];
   if (depth > MAX_DEPTH) {
     errors.push({ path: p, message: `nested more than ${MAX_DEPTH} levels deep` });
@@ -64,10 +77,11 @@ function parse(filter: unknown, p: string, depth: number, errors: FieldError[]):
           errors.push({ path: kp, message: 'must be a non-empty array of filters' });
           continue;
         }
-        nodes.push({ kind: k === '$and' ? 'and' : 'or', nodes: v.map((f, i) => parse(f, `${kp}/${i}`, depth + 1, errors)) });
+        nodes.push({ kind: k === '$and' ? 'and' : 'or', nodes: v.map((f, i) => parse(f, `${kp}/${i}`, depth + 1, errors, count)) });
       } else if (k.startsWith('$')) {
         errors.push({ path: kp, message: `unknown operator; at this level only ${LOGICAL_OPS.join(', ')} or a field name` });
       } else {
+        count.conditions += isPlainObject(v) ? Math.max(1, Object.keys(v).length) : 1;
         const path = parseField(k, kp, errors);
         if (path) nodes.push(parseCondition(path, v, kp, errors));
       }
@@ -150,7 +164,7 @@ const eqNode = (path: string[], value: Scalar): Node => ({ kind: 'in', path, val
 
 function compile(filter: Filter): Node {
   const errors: FieldError[] = [];
-  const node = parse(filter, '/filter', 0, errors);
+  const node = parseAll(filter, '/filter', errors);
   if (errors.length > 0) throw new TypeError(`invalid filter: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`);
   return node;
 }

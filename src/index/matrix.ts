@@ -32,6 +32,8 @@ export interface VectorMatrix {
   set(rowId: number, vector: ArrayLike<number>): void;
   /** set() for many rows at once (a file-backed matrix writes new rows in one call). */
   setMany(rowIds: ArrayLike<number>, vectors: ArrayLike<ArrayLike<number>>): void;
+  /** Claims storage for `rows` more rows now, so that the set() of them cannot run out (file-backed only). */
+  reserve?(rows: number): void;
   delete(rowId: number): boolean;
   segments(): IterableIterator<VectorBlock>;
   /** The row id at a position in slot order (0 .. size-1). */

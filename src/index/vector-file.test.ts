@@ -27,6 +27,35 @@ describe('FileMatrix', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
+  it('reserve() writes the space for new rows at once, and the rows then fill it', async () => {
+    const d = 4;
+    const file = path.join(dir, 'reserve.f32');
+    const m = FileMatrix.create(file, d);
+    m.setMany([1, 2], [vec(d, 1), vec(d, 2)]);
+    m.reserve(3);
+    assert.equal((await fs.stat(file)).size, 5 * d * 4);
+    m.reserve(2); // within the space already there: nothing written
+    assert.equal((await fs.stat(file)).size, 5 * d * 4);
+    m.setMany([3, 4, 5], [vec(d, 3), vec(d, 4), vec(d, 5)]);
+    assert.equal((await fs.stat(file)).size, 5 * d * 4);
+    assert.deepEqual(contents(m), [[1, 1], [2, 2], [3, 3], [4, 4], [5, 5]]);
+    m.close();
+  });
+
+  it('puts every new row of a call in its own slot when a new row comes twice', () => {
+    for (const bytes of [0, 1e9]) {
+      const d = 2;
+      const m = FileMatrix.create(path.join(dir, `dup-${bytes}.f32`), d, new MemoryBudget(bytes));
+      m.set(1, vec(d, 10));
+      // Row 2 twice, then rows 3 and 4 after it, and an existing row among them.
+      m.setMany([2, 3, 2, 4, 1, 5], [vec(d, 20), vec(d, 30), vec(d, 21), vec(d, 40), vec(d, 11), vec(d, 50)]);
+      assert.equal(m.size, 5);
+      assert.deepEqual(contents(m), [[1, 11], [2, 21], [3, 30], [4, 40], [5, 50]]);
+      for (const [id, x] of [[3, 30], [4, 40], [5, 50]]) assert.deepEqual([...m.get(id)!], [...vec(d, x)]);
+      m.close();
+    }
+  });
+
   // No memory copy; a copy throughout; a copy dropped half-way when the budget runs out.
   for (const [name, bytes] of [['from the file', 0], ['from memory', 1e9], ['from memory, then the file', 3 * 4 * 150]] as const) {
   it(`matches an in-memory model through random writes, deletes and a save and reopen (${name})`, async () => {

@@ -64,6 +64,8 @@ export class FileMatrix implements VectorMatrix {
   #ids: Float64Array;
   readonly #slotOf: IdSlotMap;
   #size = 0;
+  /** Rows the file has space written for (its length in rows, as far as this object knows). */
+  #spaceRows: number;
   /** Reused by scans, which run to completion synchronously; a nested scan allocates its own. */
   #scratch: Float32Array | null = null;
   #scratchBusy = false;
@@ -79,6 +81,7 @@ export class FileMatrix implements VectorMatrix {
     this.#fd = fd;
     this.#ids = ids;
     this.#size = size;
+    this.#spaceRows = Math.floor(fs.fstatSync(fd).size / this.#rowBytes);
     this.#budget = budget;
     if (budget.limit === 0) this.#blocks = null;
     this.#slotOf = new IdSlotMap(size);
@@ -159,6 +162,22 @@ export class FileMatrix implements VectorMatrix {
     this.setMany([rowId], [vector]);
   }
 
+  /**
+   * Makes sure the file has space for `rows` rows past the live ones by writing zeros there now.
+   * A writer calls it inside its database transaction, so that a full disk fails the write whole
+   * (nothing committed) instead of failing the vector file's write after the commit, which left
+   * committed rows without vectors.
+   */
+  reserve(rows: number): void {
+    const target = this.#size + rows;
+    if (target <= this.#spaceRows) return;
+    const zeros = new Uint8Array((target - this.#spaceRows) * this.#rowBytes);
+    const at = this.#spaceRows * this.#rowBytes;
+    let done = 0;
+    while (done < zeros.length) done += fs.writeSync(this.#fd, zeros, done, zeros.length - done, at + done);
+    this.#spaceRows = target;
+  }
+
   /** Inserts or overwrites rows; new rows take consecutive slots and are written in one call. */
   setMany(rowIds: ArrayLike<number>, vectors: ArrayLike<ArrayLike<number>>): void {
     const d = this.dimension;
@@ -174,20 +193,19 @@ export class FileMatrix implements VectorMatrix {
     const first = this.#size;
     this.#ensureIds(first + fresh.length);
     this.#ensureCopy(first + fresh.length);
+    // Each vector goes where its slot is: the same new row twice in one call keeps the slot of
+    // the first (the later vector wins), so later rows' slots and batch positions differ.
     const buf = new Float32Array(fresh.length * d);
-    fresh.forEach((i, j) => {
-      buf.set(vectors[i], j * d);
+    for (const i of fresh) {
       const rowId = rowIds[i];
-      // The same new row twice in one call: the later vector wins, in the slot of the first.
-      const dup = this.#slotOf.get(rowId);
-      if (dup !== undefined && dup >= first) {
-        buf.copyWithin((dup - first) * d, j * d, j * d + d);
-        return;
+      let slot = this.#slotOf.get(rowId);
+      if (slot === undefined) {
+        slot = this.#size++;
+        this.#ids[slot] = rowId;
+        this.#slotOf.set(rowId, slot);
       }
-      this.#ids[this.#size] = rowId;
-      this.#slotOf.set(rowId, this.#size);
-      this.#size++;
-    });
+      buf.set(vectors[i], (slot - first) * d);
+    }
     this.#write(buf.subarray(0, (this.#size - first) * d), first);
   }
 
@@ -290,6 +308,7 @@ export class FileMatrix implements VectorMatrix {
     const size = this.#size;
     const ids = Buffer.from(this.#ids.buffer, this.#ids.byteOffset, size * 8);
     fs.ftruncateSync(this.#fd, size * this.#rowBytes);
+    this.#spaceRows = size;
     fs.fsyncSync(this.#fd);
     await writeFileDurably(idsPath(this.file), Buffer.from(ids));
     const side: Sidecar = { format: FORMAT, seq, size, dimension: this.dimension, tag };
@@ -353,6 +372,7 @@ export class FileMatrix implements VectorMatrix {
     const bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
     let done = 0;
     while (done < bytes.length) done += fs.writeSync(this.#fd, bytes, done, bytes.length - done, slot * this.#rowBytes + done);
+    this.#spaceRows = Math.max(this.#spaceRows, slot + v.length / this.dimension);
     const blocks = this.#blocks;
     if (blocks === null) return;
     const d = this.dimension;

@@ -63,7 +63,10 @@ export async function listKeys(deps: Deps, caller: Caller, userId?: string): Pro
   return { keys: (await deps.storage.listApiKeys(target)).map(keyView) };
 }
 
-/** A key the caller may manage: its own user's (or any, for All), and no stronger than itself. */
+/**
+ * A key the caller may manage (revoke or rotate): its own user's (or any, for All), and no
+ * wider than itself, in permission and in resources: a key it could not have granted.
+ */
 async function manageable(deps: Deps, caller: Caller, keyId: string): Promise<ApiKeyRecord> {
   const key = await deps.storage.getApiKey(keyId);
   if (key === null || (key.userId !== caller.userId && caller.permissions !== 'All')) {
@@ -72,6 +75,7 @@ async function manageable(deps: Deps, caller: Caller, keyId: string): Promise<Ap
   if (!permits(caller.permissions, key.permissions)) {
     throw new ServiceError('forbidden', `A ${caller.permissions} key cannot manage a ${key.permissions} key.`);
   }
+  checkGrant(caller, key.userId, key.permissions, key.resources);
   return key;
 }
 
@@ -84,7 +88,6 @@ export async function revokeKey(deps: Deps, caller: Caller, keyId: string): Prom
 /** A new secret with the same grant; the old key stays valid until it is revoked. */
 export async function rotateKey(deps: Deps, caller: Caller, keyId: string) {
   const old = await manageable(deps, caller, keyId);
-  checkGrant(caller, old.userId, old.permissions, old.resources);
   const secret = newSecret();
   const record = await deps.storage.createApiKey({ userId: old.userId, name: old.name, hash: hashKey(secret), permissions: old.permissions, resources: old.resources });
   return { key: secret, ...keyView(record), rotated_from: old.id };

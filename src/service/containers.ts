@@ -58,8 +58,11 @@ export function parseDockerHost(dockerHost: string | undefined): Connection {
   return { host: url.hostname.replace(/^\[|\]$/g, ''), port, protocol };
 }
 
+/** DOCKER_HOST as it may be shown: a `user:password@` in it is a secret. */
+export const withoutCredentials = (dockerHost: string): string => dockerHost.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1[redacted]@');
+
 const where = (dockerHost: string | undefined): string =>
-  dockerHost === undefined ? `the default socket ${DEFAULT_DOCKER_SOCKET} (DOCKER_HOST is not set)` : `DOCKER_HOST=${dockerHost}`;
+  dockerHost === undefined ? `the default socket ${DEFAULT_DOCKER_SOCKET} (DOCKER_HOST is not set)` : `DOCKER_HOST=${withoutCredentials(dockerHost)}`;
 
 function unavailable(dockerHost: string | undefined, why: string, cause?: unknown): ServiceError {
   return new ServiceError('runtime_unavailable', `No container runtime answered at ${where(dockerHost)}: ${why}.`, { cause });

@@ -4,7 +4,7 @@ import { utf8Bytes } from './validate.ts';
 
 export async function generate(deps: Deps, input: { text: string; model_name?: string }) {
   const modelName = input.model_name ?? deps.config.defaultModel;
-  const embedder = deps.models.get(modelName);
+  const embedder = deps.models.get(modelName, '/querystring/model_name');
   if (utf8Bytes(input.text) > deps.config.limits.textBytes) {
     throw invalid([{ path: '/querystring/text', message: `must be at most ${deps.config.limits.textBytes} bytes` }]);
   }
@@ -23,7 +23,7 @@ export async function openaiEmbeddings(deps: Deps, input: { input: string | stri
   });
   if (errors.length) throw invalid(errors);
   const model = input.model ?? deps.config.defaultModel;
-  const embedder = deps.models.get(model);
+  const embedder = deps.models.get(model, '/body/model');
   const { vectors, tokens } = await embedder.embedWithUsage(texts);
   const total = tokens.reduce((a, b) => a + b, 0);
   return {

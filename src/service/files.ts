@@ -98,7 +98,7 @@ export async function checkUpload(deps: Deps, caller: Caller, input: Omit<Upload
   const ks = await reachKeyspace(deps, caller, keyspace);
   const existing = await deps.storage.getTable(keyspace, tableName);
   const model = input.model_name ?? existing?.model ?? deps.config.defaultModel;
-  const embedder = deps.models.get(model); // unknown_model (400, lists the valid ones) or not_ready (503)
+  const embedder = deps.models.get(model, '/body/model_name'); // unknown_model (400, lists the valid ones) or not_ready (503)
   if (existing && existing.dimension !== embedder.dimension) {
     throw new ServiceError('dimension_mismatch', `Model "${model}" gives ${embedder.dimension} dimensions; table "${tableName}" holds ${existing.dimension}.`, {
       errors: [{ path: input.model_name !== undefined ? '/body/model_name' : '/body/table', message: `table holds ${existing.dimension} dimensions, model gives ${embedder.dimension}` }],

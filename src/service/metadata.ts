@@ -2,7 +2,7 @@ import { invalid, type FieldError } from '../errors.ts';
 import type { MetadataRecord } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
 import { requireKeyspaceExists } from './tables.ts';
-import { utf8Bytes } from './validate.ts';
+import { checkWellFormed, utf8Bytes } from './validate.ts';
 
 export type MetadataInput = Partial<MetadataRecord> & Pick<MetadataRecord, 'keyspace' | 'table' | 'source_file'>;
 
@@ -16,15 +16,15 @@ const normalise = (r: MetadataInput): MetadataRecord => ({
 });
 
 /** Records are keyed by (keyspace, table, source_file); writing one again replaces it. All or nothing. */
-async function writeRecords(deps: Deps, inputs: MetadataInput[], basePath: string): Promise<MetadataRecord[]> {
+async function writeRecords(deps: Deps, inputs: MetadataInput[], basePath: string, single: boolean): Promise<MetadataRecord[]> {
   const { limits } = deps.config;
   const errors: FieldError[] = [];
   if (inputs.length === 0) errors.push({ path: basePath, message: 'must hold at least one record' });
   if (inputs.length > limits.batchItems) errors.push({ path: basePath, message: `must hold at most ${limits.batchItems} records` });
   const records = inputs.map(normalise);
   records.forEach((r, i) => {
-    const path = basePath === '/body' ? '/body' : `${basePath}/${i}`;
-    if (r.source_file.length === 0) errors.push({ path: `${path}/source_file`, message: 'must not be empty' });
+    const path = single ? basePath : `${basePath}/${i}`;
+    for (const field of ['source_file', 'raw_value', 'source_type', 'processing_details'] as const) checkWellFormed(r[field], `${path}/${field}`, errors);
     if (utf8Bytes(r.raw_value) > limits.textBytes * 16) errors.push({ path: `${path}/raw_value`, message: `must be at most ${limits.textBytes * 16} bytes` });
   });
   if (errors.length) throw invalid(errors);
@@ -34,11 +34,11 @@ async function writeRecords(deps: Deps, inputs: MetadataInput[], basePath: strin
 }
 
 export async function writeMetadata(deps: Deps, input: MetadataInput): Promise<MetadataRecord> {
-  const [record] = await writeRecords(deps, [input], '/body');
+  const [record] = await writeRecords(deps, [input], '/body', true);
   return record;
 }
 
 export async function writeMetadataBatch(deps: Deps, inputs: MetadataInput[], basePath: string) {
-  const records = await writeRecords(deps, inputs, basePath);
+  const records = await writeRecords(deps, inputs, basePath, false);
   return { written: records.length, records };
 }

@@ -81,7 +81,7 @@ export async function query(deps: Deps, caller: Caller, input: QueryInput): Prom
   const modelName = input.model_name ?? deps.config.defaultModel;
   const finalTopK = input.final_top_k ?? DEFAULT_FINAL_TOP_K;
   // Resolving the model first names a bad model_name before anything else happens.
-  const embedder = deps.models.get(modelName);
+  const embedder = deps.models.get(modelName, '/body/model_name');
   await requireKeyspace(deps.storage, caller, keyspace);
 
   const [vector] = await embedder.embed([input.query]);

@@ -9,16 +9,19 @@ export function planOf(config: Pick<Config, 'plans'>, user: Pick<User, 'plan'>):
 
 /**
  * Refuses a write that would take the keyspace owner's stored vectors past their plan.
- * The owner pays, whoever writes. Counting is approximate on upserts of existing keys
- * (they count as new), which errs on the side of the limit.
+ * The owner pays, whoever writes. `adding` is an upper bound (every row new); near the limit,
+ * `countNew` says how many rows the write really adds, so that rewriting a stored key (an
+ * upsert, or a retry) is never refused.
  */
-export async function checkVectorQuota(deps: Deps, owner: string | null, adding: number): Promise<void> {
+export async function checkVectorQuota(deps: Deps, owner: string | null, adding: number, countNew?: () => Promise<number>): Promise<void> {
   if (owner === null) return;
   const user = await deps.storage.getUser(owner);
   if (user === null) return;
   const plan = planOf(deps.config, user);
   if (plan.maxVectors >= Number.MAX_SAFE_INTEGER) return;
   const { vectors } = await deps.storage.usageOf(owner);
+  if (vectors + adding <= plan.maxVectors) return;
+  if (countNew) adding = await countNew();
   if (vectors + adding > plan.maxVectors) {
     throw new ServiceError(
       'quota_exceeded',

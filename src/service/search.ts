@@ -1,4 +1,4 @@
-import { invalid, ServiceError, type FieldError } from '../errors.ts';
+import { invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
 import { validateFilter } from '../index/filter.ts';
 import { METRIC_NAMES, parseMetric, type Metric } from '../index/metric.ts';
 import type { Filter, Metadata, StoredMatch } from '../storage/api.ts';
@@ -48,7 +48,7 @@ export const DEFAULT_FINAL_TOP_K = 5;
 /** Resolves defaults and checks everything that can be checked before touching storage. */
 function resolve(deps: Deps, input: SearchInput) {
   const { limits, defaultModel } = deps.config;
-  const errors: FieldError[] = [];
+  const errors: CodedFieldError[] = [];
   const hasQuery = input.query !== undefined;
   const hasVector = input.vector !== undefined || input.vector_base64 !== undefined;
   if (hasQuery === hasVector) {
@@ -63,11 +63,10 @@ function resolve(deps: Deps, input: SearchInput) {
 
   const metricName = input.metric ?? 'cosine';
   const metric = parseMetric(metricName);
-  if (metric === null) {
-    throw new ServiceError('unknown_metric', `Unknown metric "${metricName}"; valid: ${METRIC_NAMES.join(', ')}.`, {
-      errors: [{ path: '/body/metric', message: 'is not a known metric' }],
-      extra: { valid: METRIC_NAMES },
-    });
+  if (metric === null) errors.push({ path: '/body/metric', message: `is not a known metric; valid: ${METRIC_NAMES.join(', ')}`, code: 'unknown_metric' });
+  // Named models must exist whether or not this search embeds anything.
+  if (input.model_name !== undefined && !deps.models.has(input.model_name)) {
+    errors.push({ path: '/body/model_name', message: `is not a known model; valid: ${deps.models.names().join(', ')}`, code: 'unknown_model' });
   }
   const initialTopK = input.initial_top_k ?? DEFAULT_INITIAL_TOP_K;
   const finalTopK = input.final_top_k ?? DEFAULT_FINAL_TOP_K;
@@ -76,11 +75,12 @@ function resolve(deps: Deps, input: SearchInput) {
   }
   if (input.filter !== undefined) errors.push(...validateFilter(input.filter, '/body/filter'));
   if (vector && metric === 'cosine' && isZero(vector)) errors.push({ path: `/body/${field}`, message: 'a zero vector has no cosine similarity' });
-  if (errors.length > 0) throw invalid(errors);
+  if (errors.length > 0 || metric === null) {
+    throw invalidFields(errors, { unknown_metric: { valid: METRIC_NAMES }, unknown_model: { valid: deps.models.names() } });
+  }
 
   const modelName = input.model_name ?? defaultModel;
-  // Resolving the model also validates its name (unknown_model lists the valid ones).
-  const embedder = hasQuery ? deps.models.get(modelName) : null;
+  const embedder = hasQuery ? deps.models.get(modelName, '/body/model_name') : null;
   return { metric, initialTopK, finalTopK, modelName, vector, field, embedder };
 }
 

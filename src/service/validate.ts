@@ -105,18 +105,57 @@ export function isZero(v: Float32Array): boolean {
   return true;
 }
 
+/**
+ * A string with a lone UTF-16 surrogate ("\ud800" is valid JSON) has no UTF-8 form: stored, it
+ * comes back as U+FFFD, a different key that no later get or delete finds.
+ */
+const WELL_FORMED = 'must be well-formed Unicode (no lone UTF-16 surrogate)';
+
+export function checkWellFormed(value: string, path: string, errors: FieldError[]): boolean {
+  if (value.isWellFormed()) return true;
+  errors.push({ path, message: WELL_FORMED });
+  return false;
+}
+
 export function checkKey(key: string, path: string, errors: FieldError[], limits: Limits): void {
   if (key.length === 0) errors.push({ path, message: 'must not be empty' });
-  else if (utf8Bytes(key) > limits.keyBytes) errors.push({ path, message: `must be at most ${limits.keyBytes} bytes in UTF-8` });
+  else if (checkWellFormed(key, path, errors) && utf8Bytes(key) > limits.keyBytes) errors.push({ path, message: `must be at most ${limits.keyBytes} bytes in UTF-8` });
+}
+
+/**
+ * Deepest nesting of objects and arrays in metadata. SQLite's JSON functions, which filters run
+ * over every row, refuse documents nested 1,000 deep, so one deeper row would fail every
+ * filtered query on its table; JSON.stringify overflows the stack a few thousand deep.
+ */
+export const MAX_METADATA_DEPTH = 64;
+
+/** Nesting depth of a parsed JSON value (a scalar is 0), without recursion; stops past `limit`. */
+export function jsonDepth(value: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    const d = depth + 1;
+    if (d > deepest) deepest = d;
+    if (deepest > limit) return deepest;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (child !== null && typeof child === 'object') stack.push([child, d]);
+    }
+  }
+  return deepest;
 }
 
 export function checkMetadata(metadata: Metadata | undefined, path: string, errors: FieldError[], limits: Limits): void {
   if (metadata === undefined) return;
-  if (utf8Bytes(JSON.stringify(metadata)) > limits.metadataBytes) {
+  if (jsonDepth(metadata, MAX_METADATA_DEPTH) > MAX_METADATA_DEPTH) {
+    errors.push({ path, message: `must not nest objects and arrays more than ${MAX_METADATA_DEPTH} deep` });
+  } else if (utf8Bytes(JSON.stringify(metadata)) > limits.metadataBytes) {
     errors.push({ path, message: `must be at most ${limits.metadataBytes} bytes as JSON` });
   }
 }
 
 export function checkText(text: string | undefined, path: string, errors: FieldError[], maxBytes: number): void {
-  if (text !== undefined && utf8Bytes(text) > maxBytes) errors.push({ path, message: `must be at most ${maxBytes} bytes in UTF-8` });
+  if (text === undefined) return;
+  if (checkWellFormed(text, path, errors) && utf8Bytes(text) > maxBytes) errors.push({ path, message: `must be at most ${maxBytes} bytes in UTF-8` });
 }

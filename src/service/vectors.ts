@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { invalid, ServiceError, type FieldError } from '../errors.ts';
+import { invalid, invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
 import { validateFilter } from '../index/filter.ts';
 import type { Filter, Metadata, TableInfo, VectorRow } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
 import { checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists, requireTable } from './tables.ts';
-import { checkKey, checkMetadata, checkText, isZero, vectorOf, type VectorField } from './validate.ts';
+import { checkKey, checkMetadata, checkText, isZero, toFloat32, vectorOf } from './validate.ts';
 
 export interface VectorRecordInput {
   key?: string;
@@ -34,66 +34,87 @@ export interface WriteInput extends VectorRecordInput {
 interface Parsed {
   key: string;
   vector: Float32Array | null;
-  /** Where the vector came from, for error paths (null: embedded from text). */
-  field: VectorField | null;
+  /** Where the vector is in the request, for error paths; null when it is embedded from text. */
+  vectorPath: string | null;
   text: string | null;
   metadata: Metadata;
-  path: string;
 }
 
 /**
- * Validates every record (naming each bad one by index), embeds those given as text, makes the
- * table on a first write, and upserts all rows in one transaction: all or nothing.
+ * How the records came: one record as the body, a `vectors` array of records, or the
+ * specification's bare `vector` array of number arrays (keys made by the server).
  */
-async function writeRecords(deps: Deps, keyspace: string, tableName: string, modelName: string | undefined, records: VectorRecordInput[], basePath: string): Promise<string[]> {
+type RecordsForm = 'single' | 'records' | 'bare';
+
+/**
+ * Validates every record, embeds those given as text, makes the table on a first write, and
+ * upserts all rows in one transaction: all or nothing. One answer names every bad record: the
+ * checks that need the table (dimension, zero vectors) run even when others have failed.
+ */
+async function writeRecords(deps: Deps, keyspace: string, tableName: string, modelName: string | undefined, records: VectorRecordInput[], basePath: string, form: RecordsForm): Promise<string[]> {
   const { limits } = deps.config;
-  const errors: FieldError[] = [];
+  const errors: CodedFieldError[] = [];
   if (records.length === 0) errors.push({ path: basePath, message: 'must hold at least one vector' });
   if (records.length > limits.batchItems) errors.push({ path: basePath, message: `must hold at most ${limits.batchItems} items (has ${records.length})` });
   if (errors.length) throw invalid(errors);
+  // A named model must exist even when every record brings its vector.
+  const modelKnown = modelName === undefined || deps.models.has(modelName);
+  if (!modelKnown) errors.push({ path: '/body/model_name', message: `is not a known model; valid: ${deps.models.names().join(', ')}`, code: 'unknown_model' });
 
   const parsed: Parsed[] = records.map((r, i) => {
-    const path = records.length === 1 && basePath === '/body' ? '/body' : `${basePath}/${i}`;
+    const path = form === 'single' ? '/body' : `${basePath}/${i}`;
     const key = r.key ?? randomUUID();
     checkKey(key, `${path}/key`, errors, limits);
     checkMetadata(r.metadata, `${path}/metadata`, errors, limits);
     checkText(r.text, `${path}/text`, errors, limits.textBytes);
-    const { vector, field } = vectorOf(r, path, errors, limits);
-    if (field === null && r.text === undefined) errors.push({ path, message: 'needs a vector (or vector_base64), or a text to embed' });
-    return { key, vector, field, text: r.text ?? null, metadata: r.metadata ?? {}, path };
+    let vector: Float32Array | null;
+    let vectorPath: string | null;
+    if (form === 'bare') {
+      vector = toFloat32(r.vector!, path, errors, limits);
+      vectorPath = path;
+    } else {
+      const given = vectorOf(r, path, errors, limits);
+      vector = given.vector;
+      vectorPath = given.field && `${path}/${given.field}`;
+      if (given.field === null && r.text === undefined) errors.push({ path, message: 'needs a vector (or vector_base64), or a text to embed' });
+    }
+    return { key, vector, vectorPath, text: r.text ?? null, metadata: r.metadata ?? {} };
   });
-  if (errors.length) throw invalid(errors);
 
-  const ks = await requireKeyspaceExists(deps.storage, keyspace);
-  await checkVectorQuota(deps, ks.owner, parsed.length);
+  let ks;
+  try {
+    ks = await requireKeyspaceExists(deps.storage, keyspace);
+  } catch (e) {
+    throw errors.length ? invalidFields(errors, { unknown_model: { valid: deps.models.names() } }) : e;
+  }
   const existing = await deps.storage.getTable(keyspace, tableName);
-  const needsEmbedding = parsed.some((p) => p.vector === null);
+  const toEmbed = parsed.filter((p) => p.vectorPath === null);
   const model = modelName ?? existing?.model ?? deps.config.defaultModel;
-  const embedder = needsEmbedding ? deps.models.get(model) : null;
-  const dimension = existing?.dimension ?? parsed.find((p) => p.vector)?.vector!.length ?? deps.models.dimension(model);
-  const metric = existing?.metric ?? 'cosine';
+  const dimension = existing?.dimension ?? parsed.find((p) => p.vector)?.vector!.length ?? (modelKnown ? deps.models.dimension(model) : null);
 
   for (const p of parsed) {
-    if (p.vector && p.vector.length !== dimension) {
-      errors.push({ path: `${p.path}/${p.field}`, message: `has ${p.vector.length} dimensions; table "${tableName}" holds ${dimension}` });
-    } else if (p.vector && metric === 'cosine' && isZero(p.vector)) {
-      errors.push({ path: `${p.path}/${p.field}`, message: 'a zero vector has no cosine similarity' });
+    if (!p.vector || dimension === null) continue;
+    if (p.vector.length !== dimension) {
+      errors.push({ path: p.vectorPath!, message: `has ${p.vector.length} dimensions; table "${tableName}" holds ${dimension}`, code: 'dimension_mismatch' });
+    } else if ((existing?.metric ?? 'cosine') === 'cosine' && isZero(p.vector)) {
+      errors.push({ path: p.vectorPath!, message: 'a zero vector has no cosine similarity' });
     }
   }
-  if (embedder && deps.models.dimension(model) !== dimension) {
-    errors.push({ path: `${basePath === '/body' ? '/body' : basePath}/model_name`, message: `model "${model}" gives ${deps.models.dimension(model)} dimensions; table holds ${dimension}` });
+  if (modelKnown && toEmbed.length > 0 && dimension !== null && deps.models.dimension(model) !== dimension) {
+    errors.push({ path: '/body/model_name', message: `model "${model}" gives ${deps.models.dimension(model)} dimensions; table holds ${dimension}`, code: 'dimension_mismatch' });
   }
-  if (errors.length) throw new ServiceError('dimension_mismatch', errors.map((e) => `${e.path}: ${e.message}`).join('; '), { errors });
+  if (errors.length || dimension === null) throw invalidFields(errors, { unknown_model: { valid: deps.models.names() } });
 
-  const toEmbed = parsed.filter((p) => p.vector === null);
-  if (toEmbed.length > 0) {
-    const vectors = await embedder!.embed(toEmbed.map((p) => p.text!));
+  const embedder = toEmbed.length > 0 ? deps.models.get(model, '/body/model_name') : null;
+  await checkVectorQuota(deps, ks.owner, parsed.length, () => countNewKeys(deps, existing, parsed));
+  if (embedder) {
+    const vectors = await embedder.embed(toEmbed.map((p) => p.text!));
     toEmbed.forEach((p, i) => (p.vector = vectors[i]));
   }
 
   let table: TableInfo | null = existing;
   table ??= await deps.storage.createTable(
-    { keyspace, name: tableName, dimension, metric: 'cosine', model: needsEmbedding ? model : null },
+    { keyspace, name: tableName, dimension, metric: 'cosine', model: embedder ? model : null },
     { ifNotExists: true },
   );
   if (table.dimension !== dimension) {
@@ -105,9 +126,18 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
   return parsed.map((p) => p.key);
 }
 
+/** Rows a write would add: its distinct keys that the table does not hold yet (an upsert adds none). */
+async function countNewKeys(deps: Deps, table: TableInfo | null, parsed: Parsed[]): Promise<number> {
+  const keys = [...new Set(parsed.map((p) => p.key))];
+  if (table === null) return keys.length;
+  let added = 0;
+  for (const key of keys) if ((await deps.storage.getVector(table.keyspace, table.name, key)) === null) added++;
+  return added;
+}
+
 export async function writeVector(deps: Deps, input: WriteInput) {
   const { keyspace, table, model_name, ...record } = input;
-  const [key] = await writeRecords(deps, keyspace, table, model_name, [record], '/body');
+  const [key] = await writeRecords(deps, keyspace, table, model_name, [record], '/body', 'single');
   return { keyspace, table, key };
 }
 
@@ -117,7 +147,7 @@ export async function writeBatch(deps: Deps, input: BatchInput) {
     throw invalid([{ path: '/body/vectors', message }, { path: '/body/vector', message }]);
   }
   const records = input.vectors ?? input.vector!.map((vector) => ({ vector }));
-  const keys = await writeRecords(deps, input.keyspace, input.table, input.model_name, records, input.vectors ? '/body/vectors' : '/body/vector');
+  const keys = await writeRecords(deps, input.keyspace, input.table, input.model_name, records, input.vectors ? '/body/vectors' : '/body/vector', input.vectors ? 'records' : 'bare');
   return { keyspace: input.keyspace, table: input.table, written: keys.length, keys };
 }
 

@@ -132,6 +132,23 @@ export function storageContract(name: string, open: OpenStorage): void {
         assert.ok(Math.abs(hits[0].score - 1) < 1e-6);
       });
 
+      it('keeps every row of a batch that names a new key twice with its own vector', async () => {
+        await storage.createTable({ keyspace: 'vec', name: 'twice', dimension: D, metric: 'cosine', model: null });
+        await storage.upsertVectors('vec', 'twice', [
+          { key: 'a', vector: v(1, 0, 0, 0), metadata: {}, text: null },
+          { key: 'b', vector: v(0, 1, 0, 0), metadata: {}, text: null },
+          { key: 'a', vector: v(0, 0, 1, 0), metadata: { last: true }, text: null },
+          { key: 'c', vector: v(0, 0, 0, 1), metadata: {}, text: null },
+        ]);
+        assert.equal(await storage.countVectors('vec', 'twice'), 3);
+        for (const [key, vector] of [['a', v(0, 0, 1, 0)], ['b', v(0, 1, 0, 0)], ['c', v(0, 0, 0, 1)]] as const) {
+          const hits = await storage.search('vec', 'twice', { vector, metric: 'cosine', candidates: 100, limit: 1, includeVector: true });
+          assert.equal(hits[0].key, key);
+          assert.ok(Math.abs(hits[0].score - 1) < 1e-6, `${key} scores ${hits[0].score}`);
+          assert.deepEqual([...hits[0].vector!], [...vector]);
+        }
+      });
+
       it('writes nothing from a batch with a wrong dimension', async () => {
         const before = await storage.countVectors('vec', 't');
         await rejectsWithCode(

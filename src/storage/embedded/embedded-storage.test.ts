@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -86,6 +87,37 @@ describe('embedded storage', () => {
   });
   after(async () => {
     await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('commits nothing when the vector file cannot grow (a full disk), and answers storage_unavailable', async () => {
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'full'), index: indexOpts(1_000_000) });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 't', dimension: 4, metric: 'cosine', model: null });
+      const rows = rowsOf(clustered(30, 4, 5));
+      await s.upsertVectors('ks', 't', rows.slice(0, 10));
+      // Node's fs is the vector file's only writer (SQLite writes natively), so this is its disk.
+      const writeSync = fsSync.writeSync;
+      fsSync.writeSync = (() => {
+        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+      }) as typeof fsSync.writeSync;
+      try {
+        await assert.rejects(s.upsertVectors('ks', 't', rows.slice(10, 20)), { code: 'storage_unavailable' });
+      } finally {
+        fsSync.writeSync = writeSync;
+      }
+      assert.equal(await s.countVectors('ks', 't'), 10);
+      assert.equal(await s.getVector('ks', 't', rows[10].key), null);
+      // With space again, the same write lands whole and every row is found with its own vector.
+      await s.upsertVectors('ks', 't', rows.slice(10, 30));
+      assert.equal(await s.countVectors('ks', 't'), 30);
+      for (const r of rows) {
+        const [hit] = await s.search('ks', 't', { vector: r.vector, metric: 'cosine', candidates: 100, limit: 1, includeVector: true });
+        assert.deepEqual([...hit.vector!], [...r.vector], r.key);
+      }
+    } finally {
+      await s.close();
+    }
   });
 
   it('finds everything again after close and reopen', async () => {

@@ -38,9 +38,14 @@ export const nowIso = (): string => new Date().toISOString();
 export const isUniqueViolation = (e: unknown): boolean =>
   e instanceof Database.SqliteError && (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
 
-/** Driver errors leave the backend as storage_unavailable; ServiceErrors and bugs pass through. */
+/** File system errors that say the data directory cannot take writes now, not that the code is wrong. */
+const UNAVAILABLE_FS_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EIO', 'EMFILE', 'ENFILE']);
+
+/** Driver and disk errors leave the backend as storage_unavailable; ServiceErrors and bugs pass through. */
 export function mapStorageError(e: unknown): unknown {
   if (e instanceof Database.SqliteError) return new ServiceError('storage_unavailable', `embedded storage failed: ${e.code}`, { cause: e });
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  if (typeof code === 'string' && UNAVAILABLE_FS_CODES.has(code)) return new ServiceError('storage_unavailable', `embedded storage failed: ${code}`, { cause: e });
   return e;
 }
 

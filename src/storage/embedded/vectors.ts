@@ -93,6 +93,8 @@ export class Vectors {
     const ids = this.#db.tx(() => {
       const out = this.#writeRows(t.meta.id, rows, vectors, seq);
       this.#writeSeq(seq);
+      // Before the commit: a full disk then fails the write whole (see FileMatrix.reserve).
+      t.matrix.reserve?.(new Set(out.filter((id) => !t.matrix.has(id))).size);
       return out;
     });
     this.#seq.value = seq;
@@ -183,6 +185,7 @@ export class Vectors {
       }
       const ids = this.#writeRows(t.meta.id, rows, vectors, seq);
       this.#writeSeq(seq);
+      t.matrix.reserve?.(new Set(ids.filter((id) => !t.matrix.has(id))).size);
       return { removed, ids };
     });
     this.#seq.value = seq;
