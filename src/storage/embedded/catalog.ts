@@ -101,11 +101,15 @@ export class Catalog {
     }
     if (!this.getKeyspace(t.keyspace)) throw new ServiceError('keyspace_not_found', `keyspace ${t.keyspace} does not exist`);
     const createdAt = nowIso();
-    const info = this.#db
-      .stmt('INSERT INTO tables (keyspace, name, dimension, metric, model, created_at) VALUES (?, ?, ?, ?, ?, ?)')
-      .run(t.keyspace, t.name, t.dimension, t.metric, t.model ?? null, createdAt);
-    const meta: TableMeta = { id: Number(info.lastInsertRowid), keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model ?? null, createdAt };
-    const state = new TableState(meta, this.#matrixFor(meta, true));
+    // The table's vector file is made inside the transaction: a directory that cannot take it
+    // (full, read-only) leaves no table behind in the catalog.
+    const state = this.#db.tx(() => {
+      const info = this.#db
+        .stmt('INSERT INTO tables (keyspace, name, dimension, metric, model, created_at) VALUES (?, ?, ?, ?, ?, ?)')
+        .run(t.keyspace, t.name, t.dimension, t.metric, t.model ?? null, createdAt);
+      const meta: TableMeta = { id: Number(info.lastInsertRowid), keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model ?? null, createdAt };
+      return new TableState(meta, this.#matrixFor(meta, true));
+    });
     this.#tables.set(tkey(t.keyspace, t.name), state);
     this.#keeper.add(state);
     return tableInfo(state.meta);

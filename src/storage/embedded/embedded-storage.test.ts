@@ -120,6 +120,30 @@ describe('embedded storage', () => {
     }
   });
 
+  it('leaves no table behind when its vector file cannot be made (a read-only or full directory)', async () => {
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'limbo'), index: indexOpts(1_000_000) });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      const openSync = fsSync.openSync;
+      fsSync.openSync = ((file: fsSync.PathLike, ...rest: unknown[]) => {
+        if (String(file).endsWith('.f32')) throw Object.assign(new Error(`EROFS: read-only file system, open '${file}'`), { code: 'EROFS' });
+        return (openSync as (...a: unknown[]) => number)(file, ...rest);
+      }) as typeof fsSync.openSync;
+      try {
+        await assert.rejects(s.createTable({ keyspace: 'ks', name: 't', dimension: 2, metric: 'cosine', model: null }), { code: 'storage_unavailable' });
+      } finally {
+        fsSync.openSync = openSync;
+      }
+      assert.equal(await s.getTable('ks', 't'), null);
+      // Once the directory takes files again, the same table is made and used.
+      await s.createTable({ keyspace: 'ks', name: 't', dimension: 2, metric: 'cosine', model: null });
+      await s.upsertVectors('ks', 't', [{ key: 'a', vector: Float32Array.of(1, 2), metadata: {}, text: null }]);
+      assert.equal(await s.countVectors('ks', 't'), 1);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('finds everything again after close and reopen', async () => {
     const dataDir = path.join(dir, 'reopen');
     const s1 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });

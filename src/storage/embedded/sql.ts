@@ -39,7 +39,7 @@ export const isUniqueViolation = (e: unknown): boolean =>
   e instanceof Database.SqliteError && (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
 
 /** File system errors that say the data directory cannot take writes now, not that the code is wrong. */
-const UNAVAILABLE_FS_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EIO', 'EMFILE', 'ENFILE']);
+const UNAVAILABLE_FS_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EIO', 'EMFILE', 'ENFILE']);
 
 /** Driver and disk errors leave the backend as storage_unavailable; ServiceErrors and bugs pass through. */
 export function mapStorageError(e: unknown): unknown {
