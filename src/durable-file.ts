@@ -4,8 +4,33 @@
  * survives). Used by every derived or stored file the service writes outside SQLite.
  */
 import { randomBytes } from 'node:crypto';
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+
+/** writeFileDurably's temp files: `<target>.<pid>.<8 hex>.tmp`. */
+const TEMP = /\.(\d+)\.[0-9a-f]{8}\.tmp$/;
+
+/**
+ * Removes the temp files of writeFileDurably that a process killed mid-write left in `dir`
+ * (never this process's own); returns how many. For start-up, before anything writes there.
+ */
+export function removeDeadTemps(dir: string): number {
+  let names: string[];
+  try {
+    names = fsSync.readdirSync(dir);
+  } catch {
+    return 0; // no such directory yet
+  }
+  let n = 0;
+  for (const name of names) {
+    const m = TEMP.exec(name);
+    if (m === null || Number(m[1]) === process.pid) continue;
+    fsSync.rmSync(path.join(dir, name), { force: true });
+    n++;
+  }
+  return n;
+}
 
 /** Flushes a file's (or directory's) contents to the disk. */
 export async function fsyncPath(p: string): Promise<void> {

@@ -120,6 +120,31 @@ describe('embedded storage', () => {
     }
   });
 
+  it('removes at start the temp files of durable writes that a killed process left', async () => {
+    const dataDir = path.join(dir, 'temps');
+    const s1 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
+    await s1.createKeyspace({ name: 'ks', owner: null });
+    await s1.createTable({ keyspace: 'ks', name: 't', dimension: 2, metric: 'cosine', model: null });
+    await s1.upsertVectors('ks', 't', [{ key: 'a', vector: Float32Array.of(1, 2), metadata: {}, text: null }]);
+    await s1.whenIndexed();
+    await s1.close();
+    const dead = 2 ** 22 + 17; // above Linux's pid_max default: no process has it
+    const litter = ['indexes/1.json', 'vectors/1.f32.json', 'files/0b6c1e0e-5d7a-4a57-9d0e-d2b6f5d1a0c1'].map((f) => path.join(dataDir, `${f}.${dead}.0123abcd.tmp`));
+    const kept = path.join(dataDir, 'vectors', 'notes.tmp');
+    for (const f of [...litter, kept]) {
+      await fs.mkdir(path.dirname(f), { recursive: true });
+      await fs.writeFile(f, 'partial');
+    }
+    const s2 = await openEmbeddedStorage({ dataDir, index: indexOpts(0) });
+    try {
+      for (const f of litter) await assert.rejects(fs.stat(f), { code: 'ENOENT' }, f);
+      await fs.stat(kept);
+      assert.equal(await s2.countVectors('ks', 't'), 1);
+    } finally {
+      await s2.close();
+    }
+  });
+
   it('leaves no table behind when its vector file cannot be made (a read-only or full directory)', async () => {
     const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'limbo'), index: indexOpts(1_000_000) });
     try {

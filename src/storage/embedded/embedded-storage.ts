@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { removeDeadTemps } from '../../durable-file.ts';
 import { ServiceError } from '../../errors.ts';
 import type { Storage } from '../api.ts';
 import { Accounts } from './accounts.ts';
@@ -139,6 +140,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
       keeper.restore(t);
     }
     files.sweep();
+    for (const sub of ['indexes', 'vectors', 'files']) removeDeadTemps(path.join(dataDir, sub));
   } catch (e) {
     for (const m of matrices) m.close();
     void worker?.close();
