@@ -113,6 +113,12 @@ describe('keyspaces, metadata, system and embeddings endpoints', () => {
     assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path), ['/querystring/model_name']);
     res = await t.call('POST', '/v1/embeddings', { input: Array.from({ length: 2049 }, () => 'x') });
     assert.equal(res.statusCode, 400);
+    // Token ids (OpenAI's tokenizer) are refused with one error that says why.
+    for (const input of [[101, 7592], [[101], [7592, 102]]]) {
+      res = await t.call('POST', '/v1/embeddings', { input });
+      assert.equal(res.json().code, 'validation_failed');
+      assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path), ['/body/input']);
+    }
   });
 
   it("takes the key as OpenAI's clients send it: Authorization: Bearer", async () => {

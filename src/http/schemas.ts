@@ -169,7 +169,16 @@ export type GenerateQuery = Static<typeof GenerateQuery>;
 
 export const EmbeddingsBody = Type.Object(
   {
-    input: Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: DEFAULT_LIMITS.embeddingInputs })]),
+    input: Type.Union(
+      [
+        Type.String(),
+        Type.Array(Type.String(), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
+        // OpenAI's token-id forms, accepted by the schema only to be refused with a reason.
+        Type.Array(Type.Integer(), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
+        Type.Array(Type.Array(Type.Integer()), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
+      ],
+      { description: 'A text or an array of texts (token ids are refused: they are another tokenizer\'s)' },
+    ),
     model: Type.Optional(ModelName),
     encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
     // Accepted for compatibility with OpenAI clients, which may send it.

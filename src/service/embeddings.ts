@@ -13,8 +13,13 @@ export async function generate(deps: Deps, input: { text: string; model_name?: s
 }
 
 /** OpenAI-compatible: lets LangChain, LlamaIndex and the openai package use this service as their embedder. */
-export async function openaiEmbeddings(deps: Deps, input: { input: string | string[]; model?: string; encoding_format?: 'float' | 'base64' }) {
-  const texts = typeof input.input === 'string' ? [input.input] : input.input;
+export async function openaiEmbeddings(deps: Deps, input: { input: string | string[] | number[] | number[][]; model?: string; encoding_format?: 'float' | 'base64' }) {
+  if (typeof input.input !== 'string' && input.input.some((x) => typeof x !== 'string')) {
+    // OpenAI's clients send tiktoken ids when told to (LangChain's OpenAIEmbeddings does by
+    // default); they mean nothing to this model's WordPiece vocabulary.
+    throw invalid([{ path: '/body/input', message: "token ids are not accepted: they come from another model's tokenizer (OpenAI's tiktoken); send the texts (LangChain: OpenAIEmbeddings(check_embedding_ctx_length=False))" }]);
+  }
+  const texts = typeof input.input === 'string' ? [input.input] : (input.input as string[]);
   const errors: FieldError[] = [];
   if (texts.length === 0) errors.push({ path: '/body/input', message: 'must hold at least one text' });
   if (texts.length > deps.config.limits.embeddingInputs) errors.push({ path: '/body/input', message: `must hold at most ${deps.config.limits.embeddingInputs} texts` });
