@@ -154,7 +154,7 @@ describe('users, keys, connections, tenancy and quotas', () => {
     const mixed = await t.call('POST', '/v1/vector/batch', { keyspace: 'jo_space', table: 'vector', vectors: [{ key: 'k2', text: 'new' }, { key: 'k6', text: 'adds one' }] }, key);
     assert.equal(mixed.json().code, 'quota_exceeded');
     // The real path: a checkout completed for this user, signed as Stripe signs it.
-    const payload = JSON.stringify({ id: 'evt_quota', object: 'event', type: 'checkout.session.completed', created: Math.floor(Date.now() / 1000), data: { object: { object: 'checkout.session', client_reference_id: u.account_id } } });
+    const payload = JSON.stringify({ id: 'evt_quota', object: 'event', type: 'checkout.session.completed', created: Math.floor(Date.now() / 1000), data: { object: { object: 'checkout.session', payment_status: 'paid', client_reference_id: u.account_id } } });
     const hook = await t.app.inject({
       method: 'POST',
       url: '/v1/stripe/webhook/checkout',

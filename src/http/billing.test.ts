@@ -6,7 +6,7 @@ import { startTestApp, type TestApp } from './testing.ts';
 const SECRET = 'whsec_test_secret_for_vss';
 
 function checkoutEvent(id: string, object: Record<string, unknown>, type = 'checkout.session.completed') {
-  return JSON.stringify({ id, object: 'event', type, api_version: '2024-06-20', created: Math.floor(Date.now() / 1000), data: { object: { object: 'checkout.session', ...object } } });
+  return JSON.stringify({ id, object: 'event', type, api_version: '2024-06-20', created: Math.floor(Date.now() / 1000), data: { object: { object: 'checkout.session', payment_status: 'paid', ...object } } });
 }
 
 // Fake embedder: billing only.
@@ -73,6 +73,51 @@ describe('POST /v1/stripe/webhook/checkout', () => {
     assert.equal(res.statusCode, 200);
     assert.equal(res.json().status, 'ignored');
     assert.equal(await plan(), 'free');
+  });
+
+  it('waits for the payment: an unpaid completed session changes nothing, its async_payment_succeeded does', async () => {
+    await t.deps.storage.setUserPlan(userId, 'free');
+    const unpaid = checkoutEvent('evt_5', { client_reference_id: userId, payment_status: 'unpaid' });
+    let res = await send(unpaid, sign(unpaid));
+    assert.equal(res.json().status, 'ignored');
+    assert.equal(await plan(), 'free');
+    const failed = checkoutEvent('evt_6', { client_reference_id: userId, payment_status: 'unpaid' }, 'checkout.session.async_payment_failed');
+    res = await send(failed, sign(failed));
+    assert.equal(res.json().status, 'ignored');
+    assert.equal(await plan(), 'free');
+    const paid = checkoutEvent('evt_7', { client_reference_id: userId, payment_status: 'paid' }, 'checkout.session.async_payment_succeeded');
+    res = await send(paid, sign(paid));
+    assert.equal(res.json().status, 'applied');
+    assert.equal(await plan(), 'pro');
+  });
+
+  it('never moves an administrator (or any non-free user) to another plan', async () => {
+    const admin = await t.deps.storage.getUserByEmail('admin@localhost');
+    assert.equal(admin!.plan, 'admin');
+    const payload = checkoutEvent('evt_8', { client_reference_id: admin!.id });
+    const res = await send(payload, sign(payload));
+    assert.equal(res.json().status, 'ignored');
+    assert.equal((await t.deps.storage.getUser(admin!.id))!.plan, 'admin');
+  });
+
+  it('answers a signed body that is not a readable event 400, naming the fields (never 5xx: Stripe would retry it)', async () => {
+    const cases: [string, string[]][] = [
+      [JSON.stringify({ id: 'evt_m1', type: 'checkout.session.completed' }), ['/body/data/object']],
+      [JSON.stringify({ id: 'evt_m2', type: 'checkout.session.completed', data: null }), ['/body/data/object']],
+      [JSON.stringify({ id: { x: 1 }, type: 'checkout.session.completed' }), ['/body/id']],
+      [JSON.stringify({ type: 'invoice.paid' }), ['/body/id']],
+      [JSON.stringify({ id: 'evt_m3' }), ['/body/type']],
+      [JSON.stringify({ id: 'evt_m4', type: 'checkout.session.completed', data: { object: { client_reference_id: { x: 1 }, customer_email: 7 } } }), ['/body/data/object/client_reference_id', '/body/data/object/customer_email']],
+      ['null', ['/body']],
+      ['[1,2]', ['/body']],
+      ['"evt"', ['/body']],
+    ];
+    for (const [payload, paths] of cases) {
+      const res = await send(payload, sign(payload));
+      assert.equal(res.statusCode, 400, `${payload}: ${res.body}`);
+      assert.equal(res.json().code, 'validation_failed');
+      assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path).sort(), paths, payload);
+    }
   });
 });
 
