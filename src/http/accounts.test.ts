@@ -137,6 +137,28 @@ describe('users, keys, connections, tenancy and quotas', () => {
     assert.equal((await t.call('POST', '/v1/search/', { query: 'x', keyspace: 'hal_space', table: 'vector' }, ADMIN_KEY)).statusCode, 200);
   });
 
+  it('creates keyspaces only within the key\'s reach; a name anyone holds is 409; a half-made one is completed', async () => {
+    const u = await newUser('kim@example.com');
+    const other = await newUser('lee@example.com');
+    const key = (await keyFor(u.account_id, 'Write')).key;
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'lee_space' }, (await keyFor(other.account_id, 'Write')).key)).statusCode, 200);
+    for (const name of ['lee_space', 'default_keyspace']) {
+      assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: name }, key)).json().code, 'already_exists', name);
+    }
+    // A key limited to named keyspaces makes only those it covers.
+    const narrow = (await keyFor(u.account_id, 'Write', ['kim_a'])).key;
+    assert.equal((await t.call('POST', '/v1/keyspaces/autoprovision', undefined, narrow)).json().code, 'forbidden');
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', {}, narrow)).json().code, 'forbidden');
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'kim_b' }, narrow)).json().code, 'forbidden');
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'kim_a' }, narrow)).statusCode, 200);
+    // A keyspace whose table an earlier create failed to make: creating it again completes it.
+    await t.deps.storage.createKeyspace({ name: 'kim_half', owner: u.account_id });
+    const again = await t.call('POST', '/v1/keyspaces/create', { keyspace: 'kim_half' }, key);
+    assert.equal(again.statusCode, 200, again.body);
+    assert.deepEqual(again.json().tables.map((x: { table: string }) => x.table), ['vector']);
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'kim_half' }, key)).json().code, 'already_exists');
+  });
+
   it('enforces the plan vector limit with a clear 403, lifted by the paid plan', async () => {
     const u = await newUser('jo@example.com');
     const { key } = await keyFor(u.account_id, 'Write');

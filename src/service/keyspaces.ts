@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { invalid, ServiceError } from '../errors.ts';
 import { METRIC_NAMES, parseMetric } from '../index/metric.ts';
 import type { KeyspaceInfo, TableStats } from '../storage/api.ts';
-import type { Caller } from './caller.ts';
+import { coversResource, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
 import { requireKeyspaceExists } from './tables.ts';
 
@@ -50,10 +50,31 @@ async function view(deps: Deps, ks: KeyspaceInfo): Promise<KeyspaceView> {
 
 const uniqueName = (): string => `ks_${randomBytes(6).toString('hex')}`;
 
-/** `create` with no name and `autoprovision` both make a uniquely named keyspace with a default-model `vector` table. */
+/**
+ * `create` with no name and `autoprovision` both make a uniquely named keyspace with a
+ * default-model `vector` table. A name taken by anyone is 409; the key must cover the name (a
+ * key limited to named keyspaces cannot make an unnamed one it would never reach).
+ */
 export async function createKeyspace(deps: Deps, caller: Caller, input: { keyspace?: string }): Promise<KeyspaceView> {
+  if (input.keyspace === undefined ? !caller.resources.includes('*') : !coversResource(caller.resources, input.keyspace)) {
+    throw new ServiceError(
+      'forbidden',
+      input.keyspace === undefined
+        ? 'This key reaches named keyspaces only, so it cannot make one with a new name; name one it covers.'
+        : `This key does not cover keyspace "${input.keyspace}".`,
+    );
+  }
   const name = input.keyspace ?? uniqueName();
-  const ks = await deps.storage.createKeyspace({ name, owner: caller.userId });
+  let ks: KeyspaceInfo;
+  try {
+    ks = await deps.storage.createKeyspace({ name, owner: caller.userId });
+  } catch (e) {
+    // The keyspace and its table are two storage calls: a create that failed between them left
+    // the caller's keyspace without a table, and creating it again completes it.
+    const existing = e instanceof ServiceError && e.code === 'already_exists' ? await deps.storage.getKeyspace(name) : null;
+    if (existing === null || existing.owner !== caller.userId || (await deps.storage.listTables(name)).length > 0) throw e;
+    ks = existing;
+  }
   await deps.storage.createTable(
     { keyspace: name, name: deps.config.defaultTable, dimension: deps.models.dimension(deps.config.defaultModel), metric: 'cosine', model: deps.config.defaultModel },
     { ifNotExists: true },
