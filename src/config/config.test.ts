@@ -20,6 +20,17 @@ describe('configuration', () => {
     );
   });
 
+  it('refuses a VSS_CHAT_URL that is not an http(s) URL, without echoing it', () => {
+    for (const url of ['not a url', 'ftp://user:s3cret@x/y', 'localhost:8000/v1']) {
+      assert.throws(
+        () => loadConfig({ VSS_CHAT_URL: url }),
+        (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && !e.message.includes(url),
+        url,
+      );
+    }
+    for (const url of ['http://localhost:8000/v1', 'https://user:pw@llm.example.com/v1']) assert.equal(loadConfig({ VSS_CHAT_URL: url }).chat.url, url);
+  });
+
   it('reads the Cassandra connection: contact points, or an Astra DB bundle with credentials', () => {
     const plain = loadConfig({ VSS_STORAGE: 'cassandra', VSS_CASSANDRA_CONTACT_POINTS: '10.0.0.1, 10.0.0.2' });
     assert.deepEqual(plain.cassandra.contactPoints, ['10.0.0.1', '10.0.0.2']);

@@ -125,6 +125,15 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
 
 type Env = Record<string, string | undefined>;
 
+function isHttpUrl(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 function deepFreeze<T>(o: T): T {
   if (o && typeof o === 'object') {
     for (const v of Object.values(o)) deepFreeze(v);
@@ -171,6 +180,11 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
 
   const adminKey = str('VSS_ADMIN_KEY');
   if (adminKey !== undefined && adminKey.length < 16) problems.push('VSS_ADMIN_KEY must be at least 16 characters');
+  const chatUrl = str('VSS_CHAT_URL');
+  if (chatUrl !== undefined && !isHttpUrl(chatUrl)) {
+    // Shown without its value: a URL may carry credentials.
+    problems.push('VSS_CHAT_URL must be an http:// or https:// URL (an OpenAI-compatible API base, as http://127.0.0.1:8000/v1)');
+  }
 
   const logLevel = str('VSS_LOG_LEVEL') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
@@ -224,7 +238,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     stripeWebhookSecret: str('STRIPE_WEBHOOK_SECRET'),
     dockerHost: str('DOCKER_HOST'),
     chat: {
-      url: str('VSS_CHAT_URL'),
+      url: chatUrl,
       model: str('VSS_CHAT_MODEL'),
       apiKey: str('VSS_CHAT_API_KEY'),
       timeoutMs: int('VSS_CHAT_TIMEOUT_MS', 15_000, 1, 600_000),
