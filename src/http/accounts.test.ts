@@ -123,6 +123,25 @@ describe('users, keys, connections, tenancy and quotas', () => {
     assert.deepEqual((await t.call('GET', '/v1/user/', undefined, key)).json().connections, [{ type: 'github', id: 'gina' }]);
   });
 
+  it('holds at most 100 connections a user, and refuses unprintable names and ids', async () => {
+    const u = await newUser('hank@example.com');
+    const { key } = await keyFor(u.account_id, 'Write');
+    for (let i = 1; i < 100; i++) assert.equal((await t.call('POST', '/v1/connection/', { type: 'github', id: `h${i}` }, key)).statusCode, 200);
+    assert.equal((await t.call('POST', '/v1/connection/', { type: 'gitlab', id: 'h100' }, key)).statusCode, 200);
+    const over = await t.call('POST', '/v1/connection/', { type: 'gitlab', id: 'h101' }, key);
+    assert.equal(over.json().code, 'validation_failed', over.body);
+    // At the cap, a connection already held is still acknowledged (idempotent).
+    assert.equal((await t.call('POST', '/v1/connection/', { type: 'github', id: 'h1' }, key)).statusCode, 200);
+    assert.equal((await t.call('GET', '/v1/user/', undefined, key)).json().connections.length, 100);
+    const bad = await t.call('POST', '/v1/connection/', { type: ' ', id: 'a\u0000b' }, key);
+    assert.deepEqual(bad.json().errors.map((e: { path: string }) => e.path), ['/body/type', '/body/id']);
+    for (const name of ['   ', 'x\ud800y', 'tab\there']) {
+      const res = await t.call('POST', '/v1/user/', { name, email: `n${name.length}${name.charCodeAt(1)}@example.com` });
+      assert.equal(res.statusCode, 400, `${JSON.stringify(name)}: ${res.body}`);
+      assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path), ['/body/name']);
+    }
+  });
+
   it("keeps each user's keyspaces to themselves", async () => {
     const a = await newUser('hal@example.com');
     const b = await newUser('ivy@example.com');
