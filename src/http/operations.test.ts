@@ -41,6 +41,14 @@ describe('keyspaces, metadata, system and embeddings endpoints', () => {
     res = await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'named_ks', table: 'T-2', dimension: 4 });
     assert.equal(res.statusCode, 400);
     assert.ok(res.json().errors.some((e: { path: string }) => e.path === '/body/table'));
+    // Every bad field in one answer; a union schema adds no lines of its own.
+    res = await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'named_ks', table: 't3', metric: 'bogus', model_name: 'nomodel' });
+    assert.equal(res.json().code, 'validation_failed');
+    assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path), ['/body/metric', '/body/model_name']);
+    res = await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'named_ks', table: 't3', metric: 'bogus' });
+    assert.equal(res.json().code, 'unknown_metric');
+    res = await t.call('POST', '/v1/keyspaces/create', { keyspace: 'Bad Name' });
+    assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path), ['/body/keyspace']);
   });
 
   it('writes metadata records, echoing the six fields, and replaces by source', async () => {

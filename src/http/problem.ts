@@ -51,7 +51,7 @@ export interface Problem {
 /** Turns AJV's error list into field errors with JSON-pointer paths into the request. */
 function ajvToFieldErrors(err: FastifyError): FieldError[] {
   const where = err.validationContext ?? 'body';
-  const out: FieldError[] = [];
+  const out: (FieldError & { keyword: string })[] = [];
   for (const v of err.validation ?? []) {
     const params = v.params as Record<string, unknown>;
     let path = `/${where}${v.instancePath ?? ''}`;
@@ -65,11 +65,17 @@ function ajvToFieldErrors(err: FastifyError): FieldError[] {
     } else if (v.keyword === 'format' && params.format === BASE64_FORMAT) {
       message = `must be ${STANDARD_BASE64}`;
     }
-    out.push({ path, message });
+    out.push({ path, message, keyword: v.keyword });
   }
-  // anyOf/oneOf produce a cascade of branch errors; keep one line per path.
+  // anyOf/oneOf produce a cascade of branch errors. Where one branch got further (errors below
+  // the union's path), the others' "must be null" and the union's own line say nothing more.
+  const unions = new Set(out.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => e.path));
+  const deeper = (p: string): boolean => out.some((e) => e.path.startsWith(`${p}/`));
   const seen = new Set<string>();
-  return out.filter((e) => (seen.has(e.path + e.message) ? false : (seen.add(e.path + e.message), true)));
+  return out
+    .filter((e) => !(unions.has(e.path) && deeper(e.path) && ['anyOf', 'oneOf', 'type', 'const', 'enum'].includes(e.keyword)))
+    .filter((e) => (seen.has(e.path + e.message) ? false : (seen.add(e.path + e.message), true)))
+    .map(({ path, message }) => ({ path, message }));
 }
 
 /** Classifies anything thrown into a ServiceError; unknown errors become `internal`. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { invalid, ServiceError } from '../errors.ts';
+import { invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
 import { METRIC_NAMES, parseMetric } from '../index/metric.ts';
 import type { KeyspaceInfo, TableStats } from '../storage/api.ts';
 import { coversResource, type Caller } from './caller.ts';
@@ -92,23 +92,24 @@ export async function listKeyspaces(deps: Deps, caller: Caller): Promise<{ keysp
 }
 
 export async function createTable(deps: Deps, input: { keyspace: string; table: string; dimension?: number; metric?: string; model_name?: string }) {
+  const errors: CodedFieldError[] = [];
   const metric = parseMetric(input.metric ?? 'cosine');
-  if (metric === null) {
-    throw new ServiceError('unknown_metric', `Unknown metric "${input.metric}"; valid: ${METRIC_NAMES.join(', ')}.`, {
-      errors: [{ path: '/body/metric', message: 'is not a known metric' }],
-      extra: { valid: METRIC_NAMES },
-    });
-  }
+  if (metric === null) errors.push({ path: '/body/metric', message: `is not a known metric; valid: ${METRIC_NAMES.join(', ')}`, code: 'unknown_metric' });
   let model: string | null = input.model_name ?? null;
+  const modelKnown = model === null || deps.models.has(model);
+  if (!modelKnown) errors.push({ path: '/body/model_name', message: `is not a known model; valid: ${deps.models.names().join(', ')}`, code: 'unknown_model' });
   let dimension = input.dimension;
-  if (dimension === undefined) {
+  if (dimension === undefined && modelKnown) {
     model ??= deps.config.defaultModel;
     dimension = deps.models.dimension(model);
-  } else if (model !== null && deps.models.dimension(model) !== dimension) {
-    throw invalid([{ path: '/body/dimension', message: `model "${model}" gives ${deps.models.dimension(model)} dimensions, not ${dimension}` }]);
+  } else if (dimension !== undefined && model !== null && modelKnown && deps.models.dimension(model) !== dimension) {
+    errors.push({ path: '/body/dimension', message: `model "${model}" gives ${deps.models.dimension(model)} dimensions, not ${dimension}` });
   }
-  if (dimension > deps.config.limits.maxDimension) {
-    throw invalid([{ path: '/body/dimension', message: `must be at most ${deps.config.limits.maxDimension}` }]);
+  if (dimension !== undefined && dimension > deps.config.limits.maxDimension) {
+    errors.push({ path: '/body/dimension', message: `must be at most ${deps.config.limits.maxDimension}` });
+  }
+  if (errors.length > 0 || metric === null || dimension === undefined) {
+    throw invalidFields(errors, { unknown_metric: { valid: METRIC_NAMES }, unknown_model: { valid: deps.models.names() } });
   }
   await requireKeyspaceExists(deps.storage, input.keyspace);
   const t = await deps.storage.createTable({ keyspace: input.keyspace, name: input.table, dimension, metric, model });
