@@ -29,6 +29,8 @@ export interface Limits {
   readonly metadataBytes: number;
   /** Most inputs in one OpenAI-style embeddings call. */
   readonly embeddingInputs: number;
+  /** Most tables in one keyspace (each holds a vector file open). */
+  readonly tablesPerKeyspace: number;
 }
 
 export interface PlanLimits {
@@ -36,8 +38,10 @@ export interface PlanLimits {
   readonly maxVectors: number;
   /** Bytes of uploaded files stored. */
   readonly maxFileBytes: number;
-  /** Requests per minute per API key. */
+  /** Requests per minute, over all of the user's keys. */
   readonly requestsPerMinute: number;
+  /** Keyspaces the user owns (each table holds a vector file open: no user may take them all). */
+  readonly maxKeyspaces: number;
 }
 
 export interface Config {
@@ -121,6 +125,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   keyBytes: 512,
   metadataBytes: 64 * 1024,
   embeddingInputs: 2048,
+  tablesPerKeyspace: 100,
 });
 
 type Env = Record<string, string | undefined>;
@@ -206,13 +211,15 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       maxVectors: int('VSS_FREE_MAX_VECTORS', 100_000, 0, Number.MAX_SAFE_INTEGER),
       maxFileBytes: int('VSS_FREE_MAX_FILE_BYTES', GiB, 0, Number.MAX_SAFE_INTEGER),
       requestsPerMinute: int('VSS_FREE_REQUESTS_PER_MINUTE', 600, 1, 10_000_000),
+      maxKeyspaces: int('VSS_FREE_MAX_KEYSPACES', 100, 0, 1_000_000),
     },
     pro: {
       maxVectors: int('VSS_PRO_MAX_VECTORS', 10_000_000, 0, Number.MAX_SAFE_INTEGER),
       maxFileBytes: int('VSS_PRO_MAX_FILE_BYTES', 100 * GiB, 0, Number.MAX_SAFE_INTEGER),
       requestsPerMinute: int('VSS_PRO_REQUESTS_PER_MINUTE', 6000, 1, 10_000_000),
+      maxKeyspaces: int('VSS_PRO_MAX_KEYSPACES', 1000, 0, 1_000_000),
     },
-    admin: { maxVectors: Number.MAX_SAFE_INTEGER, maxFileBytes: Number.MAX_SAFE_INTEGER, requestsPerMinute: 1_000_000 },
+    admin: { maxVectors: Number.MAX_SAFE_INTEGER, maxFileBytes: Number.MAX_SAFE_INTEGER, requestsPerMinute: 1_000_000, maxKeyspaces: Number.MAX_SAFE_INTEGER },
   };
 
   const config: Config = {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Stripe from 'stripe';
-import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
+import { ADMIN_KEY, multipart, startTestApp, type TestApp } from './testing.ts';
 
 const WEBHOOK_SECRET = 'whsec_quota_test';
 
@@ -205,6 +205,38 @@ describe('users, keys, connections, tenancy and quotas', () => {
     assert.equal(hook.json().status, 'applied', hook.body);
     const again = await t.call('POST', '/v1/vector/write', { keyspace: 'jo_space', table: 'vector', key: 'k5', text: 'one more' }, key);
     assert.equal(again.statusCode, 200, again.body);
+  });
+});
+
+describe('keyspaces per user and tables per keyspace are limited (each table holds a file open)', () => {
+  let t: TestApp;
+  before(async () => (t = await startTestApp({ model: 'fake', env: { VSS_FREE_MAX_KEYSPACES: '2' }, limits: { tablesPerKeyspace: 3 } })));
+  after(() => t.close());
+
+  it('refuses the keyspace past the plan, and the table past the keyspace limit by every way of making one', async () => {
+    const user = (await t.call('POST', '/v1/user/', { name: 'm', email: 'm@example.com' })).json();
+    const key = (await t.call('POST', '/v1/keys/generate', { user_id: user.account_id, permissions: 'Write' })).json().key;
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'm_one' }, key)).statusCode, 200);
+    assert.equal((await t.call('POST', '/v1/keyspaces/autoprovision', undefined, key)).statusCode, 200);
+    const third = await t.call('POST', '/v1/keyspaces/autoprovision', undefined, key);
+    assert.equal(third.json().code, 'quota_exceeded', third.body);
+    assert.equal(third.json().limit, 2);
+    assert.equal((await t.call('GET', '/v1/user/', undefined, key)).json().limits.max_keyspaces, 2);
+    // The keyspace holds its `vector` table; two more fit.
+    assert.equal((await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'm_one', table: 't2', dimension: 2 }, key)).statusCode, 200);
+    assert.equal((await t.call('POST', '/v1/vector/write', { keyspace: 'm_one', table: 't3', vector: [1, 2] }, key)).statusCode, 200);
+    const refusals = [
+      await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'm_one', table: 't4', dimension: 2 }, key),
+      await t.call('POST', '/v1/vector/write', { keyspace: 'm_one', table: 't4', vector: [1, 2] }, key),
+      await t.call('POST', '/v1/vector/batch', { keyspace: 'm_one', table: 't4', vectors: [{ text: 'x' }] }, key),
+    ];
+    const up = multipart([{ name: 'keyspace', value: 'm_one' }, { name: 'table', value: 't4' }, { name: 'file', filename: 'a.txt', content: 'Lighthouses.' }]);
+    refusals.push(await t.app.inject({ method: 'POST', url: '/v1/embed/', headers: { ...up.headers, 'x-api-key': key }, payload: up.payload }));
+    for (const res of refusals) assert.equal(res.json().code, 'quota_exceeded', res.body);
+    // Existing tables take writes as before.
+    assert.equal((await t.call('POST', '/v1/vector/write', { keyspace: 'm_one', table: 't3', vector: [2, 1] }, key)).statusCode, 200);
+    // The administrator's plan has no keyspace limit.
+    assert.equal((await t.call('POST', '/v1/keyspaces/autoprovision')).statusCode, 200);
   });
 });
 

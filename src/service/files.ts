@@ -10,7 +10,7 @@ import { prepareFile, sanitizeFileName } from '../ingest/ingest.ts';
 import type { FileRecord, KeyspaceInfo, MetadataRecord, VectorRow } from '../storage/api.ts';
 import { authorizeKeyspace, coversResource, requirePermission, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
-import { checkFileQuota, checkVectorQuota } from './quota.ts';
+import { checkFileQuota, checkTableQuota, checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists } from './tables.ts';
 
 const NAME = /^[a-z][a-z0-9_]{0,47}$/;
@@ -105,6 +105,7 @@ export async function checkUpload(deps: Deps, caller: Caller, input: Omit<Upload
     });
   }
   const { chunkSize, overlap } = validateChunkOptions({ chunkSize: input.chunk_size, overlap: input.chunk_overlap }, embedder.maxTokens - 2);
+  if (existing === null) await checkTableQuota(deps, keyspace);
   return { keyspace, tableName, ks, model, embedder, chunkSize, overlap };
 }
 

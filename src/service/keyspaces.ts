@@ -4,6 +4,7 @@ import { METRIC_NAMES, parseMetric } from '../index/metric.ts';
 import type { KeyspaceInfo, TableStats } from '../storage/api.ts';
 import { coversResource, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
+import { checkKeyspaceQuota, checkTableQuota } from './quota.ts';
 import { requireKeyspaceExists } from './tables.ts';
 
 export interface KeyspaceView {
@@ -67,6 +68,8 @@ export async function createKeyspace(deps: Deps, caller: Caller, input: { keyspa
   const name = input.keyspace ?? uniqueName();
   let ks: KeyspaceInfo;
   try {
+    // A name already there fails below as it should, whatever the count.
+    if ((await deps.storage.getKeyspace(name)) === null) await checkKeyspaceQuota(deps, caller.userId);
     ks = await deps.storage.createKeyspace({ name, owner: caller.userId });
   } catch (e) {
     // The keyspace and its table are two storage calls: a create that failed between them left
@@ -112,6 +115,7 @@ export async function createTable(deps: Deps, input: { keyspace: string; table: 
     throw invalidFields(errors, { unknown_metric: { valid: METRIC_NAMES }, unknown_model: { valid: deps.models.names() } });
   }
   await requireKeyspaceExists(deps.storage, input.keyspace);
+  if ((await deps.storage.getTable(input.keyspace, input.table)) === null) await checkTableQuota(deps, input.keyspace);
   const t = await deps.storage.createTable({ keyspace: input.keyspace, name: input.table, dimension, metric, model });
   return { keyspace: t.keyspace, table: t.name, dimension: t.dimension, metric: t.metric, model: t.model, row_count: 0, created_at: t.createdAt };
 }

@@ -31,6 +31,29 @@ export async function checkVectorQuota(deps: Deps, owner: string | null, adding:
   }
 }
 
+/** Refuses a new keyspace past the owner's plan. */
+export async function checkKeyspaceQuota(deps: Deps, owner: string): Promise<void> {
+  const user = await deps.storage.getUser(owner);
+  if (user === null) return;
+  const plan = planOf(deps.config, user);
+  if (plan.maxKeyspaces >= Number.MAX_SAFE_INTEGER) return;
+  const owned = (await deps.storage.listKeyspaces(owner)).length;
+  if (owned >= plan.maxKeyspaces) {
+    throw new ServiceError('quota_exceeded', `The ${user.plan} plan holds at most ${plan.maxKeyspaces} keyspaces; ${owned} exist. Upgrade the plan or use the ones there are.`, {
+      extra: { plan: user.plan, limit: plan.maxKeyspaces, used: owned },
+    });
+  }
+}
+
+/** Refuses a new table in a keyspace that holds the most tables allowed (every plan alike). */
+export async function checkTableQuota(deps: Deps, keyspace: string): Promise<void> {
+  const limit = deps.config.limits.tablesPerKeyspace;
+  const held = (await deps.storage.listTables(keyspace)).length;
+  if (held >= limit) {
+    throw new ServiceError('quota_exceeded', `Keyspace "${keyspace}" holds at most ${limit} tables; it has ${held}.`, { extra: { limit, used: held } });
+  }
+}
+
 export async function checkFileQuota(deps: Deps, owner: string | null, addingBytes: number): Promise<void> {
   if (owner === null) return;
   const user = await deps.storage.getUser(owner);

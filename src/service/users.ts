@@ -55,7 +55,7 @@ export async function currentUser(deps: Deps, caller: Caller) {
   const usage = await deps.storage.usageOf(user.id);
   return {
     ...userView(user),
-    limits: { max_vectors: limits.maxVectors, max_file_bytes: limits.maxFileBytes, requests_per_minute: limits.requestsPerMinute },
+    limits: { max_vectors: limits.maxVectors, max_file_bytes: limits.maxFileBytes, requests_per_minute: limits.requestsPerMinute, max_keyspaces: limits.maxKeyspaces },
     usage: { vectors: usage.vectors, file_bytes: usage.fileBytes },
     // What the calling key itself may do, so clients (the console) need not probe.
     key: { key_id: caller.keyId, permissions: caller.permissions, resources: caller.resources },

@@ -3,7 +3,7 @@ import { invalid, invalidFields, ServiceError, type CodedFieldError } from '../e
 import { validateFilter } from '../index/filter.ts';
 import type { Filter, Metadata, TableInfo, VectorRow } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
-import { checkVectorQuota } from './quota.ts';
+import { checkTableQuota, checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists, requireTable } from './tables.ts';
 import { checkKey, checkMetadata, checkText, isZero, toFloat32, vectorOf } from './validate.ts';
 
@@ -107,6 +107,7 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
 
   const embedder = toEmbed.length > 0 ? deps.models.get(model, '/body/model_name') : null;
   await checkVectorQuota(deps, ks.owner, parsed.length, () => countNewKeys(deps, existing, parsed));
+  if (existing === null) await checkTableQuota(deps, keyspace);
   if (embedder) {
     const vectors = await embedder.embed(toEmbed.map((p) => p.text!));
     toEmbed.forEach((p, i) => (p.vector = vectors[i]));
