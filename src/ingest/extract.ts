@@ -4,6 +4,7 @@ import type yauzl from 'yauzl';
 import { ServiceError } from '../errors.ts';
 import { lazyImport } from '../lazy-import.ts';
 import { cachedJson, decodeText, parseJsonText, type FileType } from './detect.ts';
+import { flateExpandedBytes } from './pdf-streams.ts';
 
 // The parsers load on the first file of their kind, not at start.
 const loadHtmlToText = lazyImport(() => import('html-to-text'));
@@ -84,6 +85,10 @@ interface PdfTextItem {
 }
 
 async function extractPdf(bytes: Buffer, limits: ExtractLimits): Promise<Extracted> {
+  if ((await flateExpandedBytes(bytes, limits.maxExpandedBytes)) > limits.maxExpandedBytes) {
+    const msg = `the PDF's compressed streams expand to more than the limit of ${limits.maxExpandedBytes} bytes`;
+    throw new ServiceError('payload_too_large', msg, { errors: [{ path: '/file', message: msg }] });
+  }
   const unpdf = await loadUnpdf();
   let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
   try {

@@ -66,6 +66,13 @@ describe('prepareFile', () => {
     await assert.rejects(prepareFile(Buffer.from('x'), 'a.txt', { tokenizer: small, chunkSize: 100 }), code('validation_failed', '/body/chunk_size'));
   });
 
+  test('limits: a file giving more chunks than allowed is refused, naming chunk_size', async () => {
+    const text = Buffer.from('The keeper climbed the stairs. '.repeat(400));
+    const few = await prepareFile(text, 'a.txt', { tokenizer: model, maxChunks: 50 });
+    assert.ok(few.chunks.length <= 50, String(few.chunks.length));
+    await assert.rejects(prepareFile(text, 'a.txt', { tokenizer: model, chunkSize: 16, overlap: 8, maxChunks: 50 }), code('validation_failed', '/body/chunk_size'));
+  });
+
   test('limits: maxChars applies', async () => {
     const out = await prepareFile(Buffer.from('word '.repeat(10_000)), 'a.txt', { tokenizer: model, limits: { maxChars: 1000 } });
     assert.ok(out.text.length <= 1000);
