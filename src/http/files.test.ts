@@ -397,4 +397,31 @@ describe('files: upload limits (fake model)', () => {
     const res = await upload(t, fileForm('big.txt', big(400_000)), read);
     assert.equal(res.statusCode, 403, res.body);
   });
+
+  it('reads the keyspace field after the file (FormData and curl -F send it there)', async () => {
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'only_this' })).statusCode, 200);
+    const scoped = await t.makeKey('Write', ['only_this']);
+    const form = multipart([{ name: 'file', filename: 'late.txt', content: 'Fields after the file.' }, { name: 'keyspace', value: 'only_this' }]);
+    const res = await upload(t, form, scoped);
+    assert.equal(res.statusCode, 200, res.body);
+    // Without a keyspace field the default keyspace is meant, which this key does not reach.
+    assert.equal((await upload(t, fileForm('default.txt', 'text'), scoped)).json().code, 'forbidden');
+  });
+
+  it('names every bad field of the form in one answer', async () => {
+    const forms = [
+      fileForm('a.txt', 'text', { keyspace: 'Bad', table: 'Bad-T', chunk_size: 'abc' }),
+      multipart([{ name: 'file', filename: 'a.txt', content: 'text' }, { name: 'keyspace', value: 'Bad' }, { name: 'table', value: 'Bad-T' }, { name: 'chunk_size', value: 'abc' }]),
+    ];
+    for (const form of forms) {
+      const res = await upload(t, form);
+      assert.equal(res.json().code, 'validation_failed', res.body);
+      assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path).sort(), ['/body/chunk_size', '/body/keyspace', '/body/table']);
+    }
+    const res = await upload(t, fileForm('a.txt', 'text', { foo: '1', bar: '2', model_name: 'nope', chunk_size: '5' }));
+    assert.deepEqual(res.json().errors.map((e: { path: string }) => e.path).sort(), ['/body/bar', '/body/chunk_size', '/body/foo', '/body/model_name']);
+    const asText = await upload(t, multipart([{ name: 'file', value: 'not a file part' }]));
+    assert.deepEqual(asText.json().errors.map((e: { path: string }) => e.path), ['/body/file']);
+    assert.deepEqual(await tempUploads(t), []);
+  });
 });

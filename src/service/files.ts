@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { invalid, ServiceError, type FieldError } from '../errors.ts';
+import { invalid, invalidFields, ServiceError, type CodedFieldError, type FieldError } from '../errors.ts';
 import { validateChunkOptions } from '../ingest/chunk.ts';
 import { prepareFile, sanitizeFileName } from '../ingest/ingest.ts';
 import type { FileRecord, KeyspaceInfo, MetadataRecord, VectorRow } from '../storage/api.ts';
@@ -68,11 +68,9 @@ const view = (f: FileRecord): FileView => ({
 export const filePath = (keyspace: string, table: string, name: string): string =>
   `/v1/files/${keyspace}/${table}/${encodeURIComponent(name)}`;
 
-function checkNames(keyspace: string, table: string): void {
-  const errors: FieldError[] = [];
+function checkNames(keyspace: string, table: string, errors: FieldError[]): void {
   if (!NAME.test(keyspace)) errors.push({ path: '/body/keyspace', message: `must match ${NAME.source}` });
   if (!NAME.test(table)) errors.push({ path: '/body/table', message: `must match ${NAME.source}` });
-  if (errors.length > 0) throw invalid(errors);
 }
 
 /** The keyspace, if the caller may reach it; 403 outside the key's resources, 404 missing or another tenant's. */
@@ -87,11 +85,24 @@ async function reachKeyspace(deps: Deps, caller: Caller, keyspace: string): Prom
  * options, and the caller's reach. The HTTP layer calls it as soon as the fields before the file
  * part are known, so a refused upload is refused before its bytes are written anywhere.
  */
-export async function checkUpload(deps: Deps, caller: Caller, input: Omit<UploadInput, 'source' | 'filename'>) {
+export async function checkUpload(deps: Deps, caller: Caller, input: Omit<UploadInput, 'source' | 'filename'>, formErrors: FieldError[] = []) {
   const keyspace = input.keyspace ?? deps.config.defaultKeyspace;
   const tableName = input.table ?? deps.config.defaultTable;
-  checkNames(keyspace, tableName);
   requirePermission(caller, 'Write');
+  // What the fields alone say, all in one answer: the form's own errors, names, model, chunks.
+  const errors: CodedFieldError[] = [...formErrors];
+  checkNames(keyspace, tableName, errors);
+  if (input.model_name !== undefined && !deps.models.has(input.model_name)) {
+    errors.push({ path: '/body/model_name', message: `is not a known model; valid: ${deps.models.names().join(', ')}`, code: 'unknown_model' });
+  }
+  if (input.chunk_size !== undefined || input.chunk_overlap !== undefined) {
+    try {
+      validateChunkOptions({ chunkSize: input.chunk_size, overlap: input.chunk_overlap });
+    } catch (e) {
+      errors.push(...((e as ServiceError).errors ?? []));
+    }
+  }
+  if (errors.length > 0) throw invalidFields(errors, { unknown_model: { valid: deps.models.names() } });
   // The route cannot declare `config.keyspaces`: the keyspace is a multipart field, known only
   // once the body is being read. So the one keyspace gate (authorizeKeyspace) is called here,
   // before any extraction, embedding or storage work.

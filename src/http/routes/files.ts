@@ -18,7 +18,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { invalid, ServiceError, type FieldError } from '../../errors.ts';
+import { ServiceError, type FieldError } from '../../errors.ts';
 import type { Caller } from '../../service/caller.ts';
 import type { Deps } from '../../service/deps.ts';
 import { checkUpload, deleteFile, downloadFile, listFiles, uploadFile, type UploadInput } from '../../service/files.ts';
@@ -54,8 +54,8 @@ function asProblem(e: unknown, limit: number): unknown {
   return new ServiceError('malformed_body', `The multipart body could not be read: ${err?.message ?? String(e)}`, { cause: e });
 }
 
-function parseFields(raw: Partial<Record<FieldName, string>>): Omit<UploadInput, 'source' | 'filename'> {
-  const errors: FieldError[] = [];
+/** The form's fields as upload input; what cannot be read is pushed to `errors`. */
+function parseFields(raw: Partial<Record<FieldName, string>>, errors: FieldError[]): Omit<UploadInput, 'source' | 'filename'> {
   const int = (k: 'chunk_size' | 'chunk_overlap'): number | undefined => {
     const v = raw[k];
     if (v === undefined) return undefined;
@@ -72,7 +72,6 @@ function parseFields(raw: Partial<Record<FieldName, string>>): Omit<UploadInput,
     chunk_size: int('chunk_size'),
     chunk_overlap: int('chunk_overlap'),
   };
-  if (errors.length > 0) throw invalid(errors);
   return out;
 }
 
@@ -92,37 +91,47 @@ async function saveFilePart(file: Readable & { truncated?: boolean }, target: st
 }
 
 /**
- * Reads the form: fields (any order) and the one file part, which goes to `target`. Fields that
- * come before the file are checked (permission, keyspace reach, model, chunk options) before a
- * byte of the file is written.
+ * Reads the form: fields (any order) and the one file part, which goes to `target`. When the
+ * keyspace field came before the file, the fields are checked (keyspace reach, names, model,
+ * chunk options) before a byte of the file is written; fields may also follow the file (as many
+ * clients send them), and then they are checked once the form is read. Every bad field is named
+ * in one answer.
  */
 async function receiveForm(deps: Deps, caller: Caller, req: FastifyRequest, target: string): Promise<UploadInput> {
   const limit = deps.config.limits.uploadBytes;
   const raw: Partial<Record<FieldName, string>> = {};
+  const errors: FieldError[] = [];
   let filename: string | null = null;
   try {
     for await (const part of req.parts()) {
+      // A JSON pointer segment for the part's name (a part may have none).
+      const at = part.fieldname ? `/body/${part.fieldname.replace(/~/g, '~0').replace(/\//g, '~1')}` : '/body';
       if (part.type === 'field') {
         const name = part.fieldname as FieldName;
-        if (!FIELDS.includes(name)) throw invalid([{ path: `/body/${part.fieldname}`, message: `is not a known field (file, ${FIELDS.join(', ')})` }]);
-        if (raw[name] !== undefined) throw invalid([{ path: `/body/${name}`, message: 'is given more than once' }]);
-        if (part.valueTruncated) throw invalid([{ path: `/body/${name}`, message: 'must be at most 1024 bytes' }]);
-        raw[name] = String(part.value);
+        if (!part.fieldname) errors.push({ path: at, message: 'a form field has no name' });
+        else if (name === ('file' as FieldName)) errors.push({ path: at, message: 'must be a file part (with a filename), not a text field' });
+        else if (!FIELDS.includes(name)) errors.push({ path: at, message: `is not a known field (file, ${FIELDS.join(', ')})` });
+        else if (raw[name] !== undefined) errors.push({ path: at, message: 'is given more than once' });
+        else if (part.valueTruncated) errors.push({ path: at, message: 'must be at most 1024 bytes' });
+        else raw[name] = String(part.value);
         continue;
       }
       if (part.fieldname !== 'file') {
         part.file.resume();
-        throw invalid([{ path: `/body/${part.fieldname}`, message: 'is not a known field: send the file in the field `file`' }]);
+        errors.push({ path: at, message: 'is not a known field: send the file in the field `file`' });
+        continue;
       }
-      await checkUpload(deps, caller, parseFields(raw));
+      if (raw.keyspace !== undefined || errors.length > 0) await checkUpload(deps, caller, parseFields(raw, errors), errors);
       filename = part.filename ?? '';
       await saveFilePart(part.file, target, limit);
     }
   } catch (e) {
     throw asProblem(e, limit);
   }
-  if (filename === null) throw invalid([{ path: '/body/file', message: 'is required: send the file in the multipart field `file`' }]);
-  return { source: { path: target }, filename, ...parseFields(raw) };
+  if (filename === null && !errors.some((e) => e.path === '/body/file')) errors.push({ path: '/body/file', message: 'is required: send the file in the multipart field `file`' });
+  const fields = parseFields(raw, errors);
+  if (errors.length > 0) await checkUpload(deps, caller, fields, errors);
+  return { source: { path: target }, filename: filename!, ...fields };
 }
 
 const MIME: Record<string, string> = {
