@@ -58,6 +58,13 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       // and fast enough for a 1,000-vector batch of `vector_base64` (schemas.ts).
       onCreate: (ajv) => void ajv.addFormat(BASE64_FORMAT, { type: 'string', validate: isStandardBase64 }),
     },
+    // Errors Fastify meets before routing (a path with bad percent-encoding) skip the error
+    // handler and the hooks: answered here as problems too, with the request id.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id);
+      const bad = new ServiceError('validation_failed', `The URL cannot be read: ${err.message}`, { errors: [{ path: '/url', message: 'is not a valid URL (bad percent-encoding?)' }] });
+      sendProblem(request, reply, err.code === 'FST_ERR_BAD_URL' ? bad : err);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Bodies are JSON (and multipart for uploads): anything else is a 415, not a string to validate.

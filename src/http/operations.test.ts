@@ -129,6 +129,16 @@ describe('keyspaces, metadata, system and embeddings endpoints', () => {
     }
   });
 
+  it('answers a path with bad percent-encoding as a problem with the request id', async () => {
+    for (const url of ['/v1/files/default_keyspace/vector/a%ZZ.txt', '/v1/files/default_keyspace/vector/%E0%A4%A']) {
+      const res = await t.call('GET', url);
+      assert.equal(res.statusCode, 400);
+      assert.match(res.headers['content-type'] as string, /application\/problem\+json/);
+      assert.equal(res.json().code, 'validation_failed');
+      assert.ok(res.headers['x-request-id']);
+    }
+  });
+
   it("takes the key as OpenAI's clients send it: Authorization: Bearer", async () => {
     const bearer = (value: string) => t.app.inject({ method: 'POST', url: '/v1/embeddings', headers: { authorization: value }, payload: { input: 'hello' } });
     const key = await t.makeKey('Read');
