@@ -177,6 +177,8 @@ describe('extractText', () => {
 
   test('helpers', () => {
     assert.equal(normalizeText('a\u00a0 b\u200b\n \n\n\nc'), 'a b\n\nc');
+    // What is stored must be what was embedded: no lone surrogates (they have no UTF-8 form).
+    assert.equal(normalizeText('x\ud800 y \udc00'), 'x\ufffd y \ufffd');
     assert.deepEqual(capChars('hello world', 8), { text: 'hello', truncated: true });
     assert.equal(flattenJson({ a: 'x'.repeat(50), b: 'y' }, 10).truncated, true);
   });

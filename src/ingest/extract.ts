@@ -51,11 +51,15 @@ const unreadable = (message: string, cause?: unknown): ServiceError =>
 /* ------------------------------------------------------------------ text helpers */
 
 /**
- * Unicode NFC; LF line ends; control characters dropped; runs of spaces and tabs become one space;
- * lines trimmed; paragraphs (blank-line separated) kept as exactly one blank line.
+ * Well-formed (a lone surrogate becomes U+FFFD); Unicode NFC; LF line ends; control characters
+ * dropped; runs of spaces and tabs become one space; lines trimmed; paragraphs (blank-line
+ * separated) kept as exactly one blank line.
  */
 export function normalizeText(text: string): string {
   return text
+    // A lone surrogate ("\ud800" in a JSON file) has no UTF-8 form: stored, it would come back
+    // as other characters than the ones embedded.
+    .toWellFormed()
     .normalize('NFC')
     .replace(/\r\n?|\u2028|\u0085/g, '\n')
     .replace(/[\f\v\u2029]/g, '\n\n')
