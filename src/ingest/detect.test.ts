@@ -34,6 +34,23 @@ describe('detectType', () => {
     assert.throws(() => detectType(controls, 'a.txt'), code('unsupported_media_type'));
   });
 
+  test('text that starts like a binary signature, or mentions %PDF- early, is text', async () => {
+    const cases: [string, string, string][] = [
+      ['SQLite features: transactions, WAL, JSON.', 'notes.md', 'md'],
+      ['MZ-80K,Sharp,1978\nPET 2001,Commodore,1977\n', 'computers.csv', 'csv'],
+      ['RIFF is a container format.', 'a.txt', 'txt'],
+      ['GIF89a added animation.', 'a.txt', 'txt'],
+      ['# Formats\n\nA PDF starts with `%PDF-1.7` and ends with an end-of-file marker.', 'formats.md', 'md'],
+    ];
+    for (const [text, name, type] of cases) assert.equal(detectType(Buffer.from(text), name), type, text);
+    // The real formats are still refused or read as what they are.
+    for (const bin of [Buffer.concat([Buffer.from('MZ'), Buffer.alloc(64)]), Buffer.concat([Buffer.from('GIF89a'), Buffer.from([1, 0, 1, 0, 0x80, 0, 0])]), Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(84)])]) {
+      assert.throws(() => detectType(bin, 'a.txt'), code('unsupported_media_type'));
+    }
+    const junkFirst = Buffer.concat([Buffer.from('junk before the header\n'), await makePdf([['Hello.']])]);
+    assert.equal(detectType(junkFirst, 'a.pdf'), 'pdf');
+  });
+
   test('empty or blank: validation_failed', () => {
     assert.throws(() => detectType(Buffer.alloc(0), 'a.txt'), code('validation_failed'));
     assert.throws(() => detectType(Buffer.from(' \n\t\n'), 'a.txt'), code('validation_failed'));

@@ -37,8 +37,17 @@ const BINARY_MAGIC: Array<[string, number[], number?]> = [
   ['zstd archive', [0x28, 0xb5, 0x2f, 0xfd]],
   ['legacy Office (OLE2) document', [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]],
   ['WebAssembly module', [0x00, 0x61, 0x73, 0x6d]],
-  ['SQLite database', [0x53, 0x51, 0x4c, 0x69, 0x74, 0x65, 0x20, 0x66]],
+  ['SQLite database', [...Buffer.from('SQLite format 3\0')]],
 ];
+
+/**
+ * A signature of printable characters ("MZ", "GIF8", "RIFF") also starts ordinary text ("MZ-80K,
+ * …" in a CSV): it names a binary format only when the file is not text.
+ */
+const isPrintable = (sig: number[]): boolean => sig.every((b) => b >= 0x20 && b < 0x7f);
+
+const PDF_HEADER = Buffer.from('%PDF-');
+const PDF_EOF = Buffer.from('%%EOF');
 
 const ZIP_LOCAL = [0x50, 0x4b, 0x03, 0x04];
 const ZIP_EMPTY = [0x50, 0x4b, 0x05, 0x06];
@@ -177,19 +186,20 @@ export function detectType(bytes: Buffer, fileName: string): FileType {
   if (bytes.length === 0) throw emptyFile();
   const ext = extensionOf(fileName);
 
-  // PDF: the header may follow a little junk (the spec allows it within the first 1024 bytes).
-  if (bytes.subarray(0, 1024).indexOf('%PDF-') !== -1) return 'pdf';
+  // PDF: the header may follow a little junk (the spec allows it within the first 1024 bytes);
+  // text that merely mentions "%PDF-" early is not a PDF unless it also ends like one.
+  const header = bytes.subarray(0, 1024).indexOf(PDF_HEADER);
+  if (header === 0 || (header > 0 && bytes.subarray(-1024).indexOf(PDF_EOF) !== -1)) return 'pdf';
 
   if (startsWith(bytes, ZIP_LOCAL) || startsWith(bytes, ZIP_EMPTY)) {
     const names = zipEntryNames(bytes);
     if (names ? names.includes(DOCX_MAIN) : bytes.indexOf(DOCX_MAIN) !== -1) return 'docx'; // a damaged docx fails in extraction (400)
     throw unsupported('a zip archive that is not a Word (.docx) document is not supported');
   }
-  for (const [what, sig] of BINARY_MAGIC) {
-    if (startsWith(bytes, sig)) throw unsupported(`${what} files are not supported`);
-  }
-
   const text = decodeText(bytes);
+  for (const [what, sig] of BINARY_MAGIC) {
+    if (startsWith(bytes, sig) && (text === null || !isPrintable(sig))) throw unsupported(`${what} files are not supported`);
+  }
   if (text === null) throw unsupported('binary content: only PDF, Word (.docx) and UTF-8/UTF-16 text files are supported');
   if (text.trim() === '') throw emptyFile();
 
