@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   rate_limited: 'Too many requests',
   quota_exceeded: 'Plan limit reached',
   not_ready: 'The service is not ready yet',
+  request_aborted: 'The client closed the request',
   storage_unavailable: 'Storage is unavailable',
   runtime_unavailable: 'Container runtime is unavailable',
   internal: 'Internal error',

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import net from 'node:net';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
@@ -423,5 +424,50 @@ describe('files: upload limits (fake model)', () => {
     const asText = await upload(t, multipart([{ name: 'file', value: 'not a file part' }]));
     assert.deepEqual(asText.json().errors.map((e: { path: string }) => e.path), ['/body/file']);
     assert.deepEqual(await tempUploads(t), []);
+  });
+});
+
+describe('files: uploads at once, and uploads their client left (fake model, slow where it says)', () => {
+  it('holds a plan to its limits when uploads run at the same time', async () => {
+    const t = await startTestApp({ model: 'fake', env: { VSS_FREE_MAX_FILE_BYTES: '1000', VSS_FREE_MAX_VECTORS: '6' } });
+    try {
+      const user = (await t.call('POST', '/v1/user/', { name: 'q', email: 'q@example.com' })).json();
+      const key = (await t.call('POST', '/v1/keys/generate', { user_id: user.account_id, permissions: 'Write' })).json().key;
+      assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'q_space' }, key)).statusCode, 200);
+      const text = (n: number) => 'Harbour notes. '.repeat(Math.ceil(n / 15)).slice(0, n);
+      const both = await Promise.all(['a.txt', 'b.txt'].map((name) => upload(t, fileForm(name, text(600), { keyspace: 'q_space' }), key)));
+      assert.deepEqual(both.map((r) => r.statusCode).sort(), [200, 403], both.map((r) => r.body.slice(0, 120)).join(' | '));
+      // Vector writes too: two batches of 4 new keys against a limit of 6 (one chunk is stored).
+      const batches = await Promise.all(['x', 'y'].map((p) => t.call('POST', '/v1/vector/batch', { keyspace: 'q_space', table: 'v', vectors: [0, 1, 2, 3].map((i) => ({ key: `${p}${i}`, vector: [1, i + 1] })) }, key)));
+      assert.deepEqual(batches.map((r) => r.statusCode).sort(), [200, 403]);
+      assert.ok((await t.call('GET', '/v1/user/', undefined, key)).json().usage.vectors <= 6);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('stops embedding and stores nothing when the client leaves in the middle', async () => {
+    const t = await startTestApp({ model: 'fake', fakeDelayMs: 40 });
+    try {
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = t.app.server.address() as { port: number };
+      const text = Array.from({ length: 2000 }, (_, i) => `Sentence ${i} is about ships, harbours and the weather at sea.`).join(' ');
+      const form = fileForm('abandoned.txt', text);
+      const model = t.deps.models.get().model as unknown as { callCount: number };
+      const before = model.callCount;
+      const sock = net.connect(port, '127.0.0.1');
+      await new Promise((r) => sock.once('connect', r));
+      sock.write(`POST /v1/embed/ HTTP/1.1\r\nHost: x\r\nx-api-key: ${ADMIN_KEY}\r\ncontent-type: ${form.headers['content-type']}\r\ncontent-length: ${form.payload.length}\r\n\r\n`);
+      sock.write(form.payload);
+      while (model.callCount < before + 2) await new Promise((r) => setTimeout(r, 10));
+      sock.destroy();
+      await new Promise((r) => setTimeout(r, 300));
+      const stopped = model.callCount;
+      await new Promise((r) => setTimeout(r, 500));
+      assert.ok(model.callCount - stopped <= 1, `embedding went on: ${stopped} then ${model.callCount} calls`);
+      assert.deepEqual(await listNames(t), []);
+    } finally {
+      await t.close();
+    }
   });
 });

@@ -12,6 +12,8 @@ export const STATUS: Record<ErrorCode, number> = {
   malformed_body: 400,
   dimension_mismatch: 400,
   unknown_model: 400,
+  // nginx's "client closed request": nobody reads it, but the log line says what happened.
+  request_aborted: 499,
   unknown_metric: 400,
   unauthenticated: 401,
   forbidden: 403,

@@ -50,7 +50,15 @@ export interface TestApp {
 let keyCounter = 0;
 
 export async function startTestApp(
-  opts: { model?: 'real' | 'fake'; limits?: Partial<Limits>; env?: Record<string, string>; fakeDimension?: number; logger?: FastifyServerOptions['logger'] } = {},
+  opts: {
+    model?: 'real' | 'fake';
+    limits?: Partial<Limits>;
+    env?: Record<string, string>;
+    fakeDimension?: number;
+    /** The fake model waits this long per call (work that takes time, e.g. to leave in the middle of). */
+    fakeDelayMs?: number;
+    logger?: FastifyServerOptions['logger'];
+  } = {},
 ): Promise<TestApp> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-test-'));
   const config: Config = loadConfig({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN_KEY, ...opts.env }, { limits: opts.limits });
@@ -84,7 +92,7 @@ export async function startTestApp(
   let models: ModelRegistry;
   if (opts.model === 'fake') {
     // Named like the default model so defaults resolve; it checks no meaning.
-    models = ModelRegistry.fromModels([new FakeEmbeddingModel({ name: config.defaultModel, dimension: opts.fakeDimension ?? 384 })], { embedding });
+    models = ModelRegistry.fromModels([new FakeEmbeddingModel({ name: config.defaultModel, dimension: opts.fakeDimension ?? 384, delayMs: opts.fakeDelayMs })], { embedding });
   } else {
     models = new ModelRegistry({ ...config, embedding });
     await models.start();

@@ -10,6 +10,7 @@ import { prepareFile, sanitizeFileName } from '../ingest/ingest.ts';
 import type { FileRecord, KeyspaceInfo, MetadataRecord, VectorRow } from '../storage/api.ts';
 import { authorizeKeyspace, coversResource, requirePermission, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
+import { forOwner } from './owner-lock.ts';
 import { checkFileQuota, checkTableQuota, checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists } from './tables.ts';
 
@@ -34,6 +35,12 @@ export interface UploadInput {
   model_name?: string;
   chunk_size?: number;
   chunk_overlap?: number;
+  /** Aborted when the client leaves: the upload stops between embedding batches and stores nothing. */
+  signal?: AbortSignal;
+}
+
+function stopIfLeft(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ServiceError('request_aborted', 'The client closed the request before the upload finished; nothing was stored.');
 }
 
 export interface FileView {
@@ -141,13 +148,8 @@ export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput)
 
   const vectors: Float32Array[] = [];
   for (let i = 0; i < prepared.chunks.length; i += EMBED_BATCH) {
+    stopIfLeft(input.signal);
     vectors.push(...(await embedder.embed(prepared.chunks.slice(i, i + EMBED_BATCH).map((c) => c.text))));
-  }
-
-  // Made only now, so that a failed upload leaves no empty table behind.
-  const table = await deps.storage.createTable({ keyspace, name: tableName, dimension: embedder.dimension, metric: 'cosine', model }, { ifNotExists: true });
-  if (table.dimension !== embedder.dimension) {
-    throw new ServiceError('dimension_mismatch', `Model "${model}" gives ${embedder.dimension} dimensions; table "${tableName}" holds ${table.dimension}.`);
   }
 
   const rows: VectorRow[] = prepared.chunks.map((c, i) => ({
@@ -187,7 +189,19 @@ export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput)
     source_type: prepared.type,
     processing_details: JSON.stringify(details),
   };
-  await deps.storage.replaceFile(file, bytes, rows, record);
+  await forOwner(deps.storage, ks.owner, async () => {
+    stopIfLeft(input.signal);
+    // Again, now that nothing else of this owner's is being written (see owner-lock.ts).
+    const current = await deps.storage.getFile(keyspace, tableName, name);
+    await checkFileQuota(deps, ks.owner, bytes.length - (current?.size ?? 0));
+    await checkVectorQuota(deps, ks.owner, rows.length - (current?.chunks ?? 0));
+    // Made only now, so that a failed upload leaves no empty table behind.
+    const table = await deps.storage.createTable({ keyspace, name: tableName, dimension: embedder.dimension, metric: 'cosine', model }, { ifNotExists: true });
+    if (table.dimension !== embedder.dimension) {
+      throw new ServiceError('dimension_mismatch', `Model "${model}" gives ${embedder.dimension} dimensions; table "${tableName}" holds ${table.dimension}.`);
+    }
+    await deps.storage.replaceFile(file, bytes, rows, record);
+  });
 
   const { files } = await listFiles(deps, caller);
   return {

@@ -3,6 +3,7 @@ import { invalid, invalidFields, ServiceError, type CodedFieldError } from '../e
 import { validateFilter } from '../index/filter.ts';
 import type { Filter, Metadata, TableInfo, VectorRow } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
+import { forOwner } from './owner-lock.ts';
 import { checkTableQuota, checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists, requireTable } from './tables.ts';
 import { checkKey, checkMetadata, checkText, isZero, toFloat32, vectorOf } from './validate.ts';
@@ -106,24 +107,31 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
   if (errors.length || dimension === null) throw invalidFields(errors, { unknown_model: { valid: deps.models.names() } });
 
   const embedder = toEmbed.length > 0 ? deps.models.get(model, '/body/model_name') : null;
-  await checkVectorQuota(deps, ks.owner, parsed.length, () => countNewKeys(deps, existing, parsed));
-  if (existing === null) await checkTableQuota(deps, keyspace);
+  const checkLimits = async (table: TableInfo | null): Promise<void> => {
+    await checkVectorQuota(deps, ks.owner, parsed.length, () => countNewKeys(deps, table, parsed));
+    if (table === null) await checkTableQuota(deps, keyspace);
+  };
+  await checkLimits(existing); // before the embedding it would waste
   if (embedder) {
     const vectors = await embedder.embed(toEmbed.map((p) => p.text!));
     toEmbed.forEach((p, i) => (p.vector = vectors[i]));
   }
 
-  let table: TableInfo | null = existing;
-  table ??= await deps.storage.createTable(
-    { keyspace, name: tableName, dimension, metric: 'cosine', model: embedder ? model : null },
-    { ifNotExists: true },
-  );
-  if (table.dimension !== dimension) {
-    // Another writer made the table first with another dimension.
-    throw new ServiceError('dimension_mismatch', `Table "${tableName}" holds ${table.dimension} dimensions; these vectors have ${dimension}.`);
-  }
-  const rows: VectorRow[] = parsed.map((p) => ({ key: p.key, vector: p.vector!, metadata: p.metadata, text: p.text }));
-  await deps.storage.upsertVectors(keyspace, tableName, rows);
+  await forOwner(deps.storage, ks.owner, async () => {
+    // Again, now that nothing else of this owner's is being written (see owner-lock.ts).
+    let table = await deps.storage.getTable(keyspace, tableName);
+    await checkLimits(table);
+    table ??= await deps.storage.createTable(
+      { keyspace, name: tableName, dimension, metric: 'cosine', model: embedder ? model : null },
+      { ifNotExists: true },
+    );
+    if (table.dimension !== dimension) {
+      // Another writer made the table first with another dimension.
+      throw new ServiceError('dimension_mismatch', `Table "${tableName}" holds ${table.dimension} dimensions; these vectors have ${dimension}.`);
+    }
+    const rows: VectorRow[] = parsed.map((p) => ({ key: p.key, vector: p.vector!, metadata: p.metadata, text: p.text }));
+    await deps.storage.upsertVectors(keyspace, tableName, rows);
+  });
   return parsed.map((p) => p.key);
 }
 

@@ -194,15 +194,18 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
       const declared = Number(req.headers['content-length']);
       if (Number.isFinite(declared) && declared > limit + MULTIPART_OVERHEAD) throw tooLarge(limit);
     },
-    handler: async (req) => {
+    handler: async (req, reply) => {
       const caller = callerOf(req);
+      // The response closing before it is written means the client left: stop the upload's work.
+      const left = new AbortController();
+      reply.raw.once('close', () => reply.raw.writableFinished || left.abort());
       if (!req.isMultipart()) {
         throw new ServiceError('unsupported_media_type', 'POST /v1/embed/ takes multipart/form-data with the file in the field `file`.');
       }
       const target = path.join(uploads, `${randomUUID()}.part`);
       try {
         const input = await receiveForm(deps, caller, req, target);
-        return await uploadFile(deps, caller, input);
+        return await uploadFile(deps, caller, { ...input, signal: left.signal });
       } finally {
         await rm(target, { force: true });
       }
