@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { invalid, invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
 import { validateFilter } from '../index/filter.ts';
 import type { Filter, Metadata, TableInfo, VectorRow } from '../storage/api.ts';
+import type { Limits } from '../config/config.ts';
 import type { Deps } from './deps.ts';
 import { forOwner } from './owner-lock.ts';
 import { checkTableQuota, checkVectorQuota } from './quota.ts';
@@ -61,50 +62,26 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
   // A named model must exist even when every record brings its vector.
   const modelKnown = modelName === undefined || deps.models.has(modelName);
   if (!modelKnown) errors.push({ path: '/body/model_name', message: `is not a known model; valid: ${deps.models.names().join(', ')}`, code: 'unknown_model' });
-
-  const parsed: Parsed[] = records.map((r, i) => {
-    const path = form === 'single' ? '/body' : `${basePath}/${i}`;
-    const key = r.key ?? randomUUID();
-    checkKey(key, `${path}/key`, errors, limits);
-    checkMetadata(r.metadata, `${path}/metadata`, errors, limits);
-    checkText(r.text, `${path}/text`, errors, limits.textBytes);
-    let vector: Float32Array | null;
-    let vectorPath: string | null;
-    if (form === 'bare') {
-      vector = toFloat32(r.vector!, path, errors, limits);
-      vectorPath = path;
-    } else {
-      const given = vectorOf(r, path, errors, limits);
-      vector = given.vector;
-      vectorPath = given.field && `${path}/${given.field}`;
-      if (given.field === null && r.text === undefined) errors.push({ path, message: 'needs a vector (or vector_base64), or a text to embed' });
-    }
-    return { key, vector, vectorPath, text: r.text ?? null, metadata: r.metadata ?? {} };
-  });
+  const parsed = records.map((r, i) => parseRecord(r, form === 'single' ? '/body' : `${basePath}/${i}`, form === 'bare', errors, limits));
+  const refuse = () => invalidFields(errors, { unknown_model: { valid: deps.models.names() } });
 
   let ks;
   try {
     ks = await requireKeyspaceExists(deps.storage, keyspace);
   } catch (e) {
-    throw errors.length ? invalidFields(errors, { unknown_model: { valid: deps.models.names() } }) : e;
+    throw errors.length ? refuse() : e;
   }
   const existing = await deps.storage.getTable(keyspace, tableName);
   const toEmbed = parsed.filter((p) => p.vectorPath === null);
   const model = modelName ?? existing?.model ?? deps.config.defaultModel;
   const dimension = existing?.dimension ?? parsed.find((p) => p.vector)?.vector!.length ?? (modelKnown ? deps.models.dimension(model) : null);
-
-  for (const p of parsed) {
-    if (!p.vector || dimension === null) continue;
-    if (p.vector.length !== dimension) {
-      errors.push({ path: p.vectorPath!, message: `has ${p.vector.length} dimensions; table "${tableName}" holds ${dimension}`, code: 'dimension_mismatch' });
-    } else if ((existing?.metric ?? 'cosine') === 'cosine' && isZero(p.vector)) {
-      errors.push({ path: p.vectorPath!, message: 'a zero vector has no cosine similarity' });
+  if (dimension !== null) {
+    checkAgainstTable(parsed, tableName, dimension, existing?.metric ?? 'cosine', errors);
+    if (modelKnown && toEmbed.length > 0 && deps.models.dimension(model) !== dimension) {
+      errors.push({ path: '/body/model_name', message: `model "${model}" gives ${deps.models.dimension(model)} dimensions; table holds ${dimension}`, code: 'dimension_mismatch' });
     }
   }
-  if (modelKnown && toEmbed.length > 0 && dimension !== null && deps.models.dimension(model) !== dimension) {
-    errors.push({ path: '/body/model_name', message: `model "${model}" gives ${deps.models.dimension(model)} dimensions; table holds ${dimension}`, code: 'dimension_mismatch' });
-  }
-  if (errors.length || dimension === null) throw invalidFields(errors, { unknown_model: { valid: deps.models.names() } });
+  if (errors.length || dimension === null) throw refuse();
 
   const embedder = toEmbed.length > 0 ? deps.models.get(model, '/body/model_name') : null;
   const checkLimits = async (table: TableInfo | null): Promise<void> => {
@@ -133,6 +110,30 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
     await deps.storage.upsertVectors(keyspace, tableName, rows);
   });
   return parsed.map((p) => p.key);
+}
+
+/** One record's own checks (key, metadata, text, vector); `bare`: the record is a number array at `path`. */
+function parseRecord(r: VectorRecordInput, path: string, bare: boolean, errors: CodedFieldError[], limits: Limits): Parsed {
+  const key = r.key ?? randomUUID();
+  checkKey(key, `${path}/key`, errors, limits);
+  checkMetadata(r.metadata, `${path}/metadata`, errors, limits);
+  checkText(r.text, `${path}/text`, errors, limits.textBytes);
+  if (bare) return { key, vector: toFloat32(r.vector!, path, errors, limits), vectorPath: path, text: null, metadata: {} };
+  const given = vectorOf(r, path, errors, limits);
+  if (given.field === null && r.text === undefined) errors.push({ path, message: 'needs a vector (or vector_base64), or a text to embed' });
+  return { key, vector: given.vector, vectorPath: given.field && `${path}/${given.field}`, text: r.text ?? null, metadata: r.metadata ?? {} };
+}
+
+/** The checks that need the table: each given vector's dimension, and no zero vector under cosine. */
+function checkAgainstTable(parsed: Parsed[], tableName: string, dimension: number, metric: string, errors: CodedFieldError[]): void {
+  for (const p of parsed) {
+    if (!p.vector) continue;
+    if (p.vector.length !== dimension) {
+      errors.push({ path: p.vectorPath!, message: `has ${p.vector.length} dimensions; table "${tableName}" holds ${dimension}`, code: 'dimension_mismatch' });
+    } else if (metric === 'cosine' && isZero(p.vector)) {
+      errors.push({ path: p.vectorPath!, message: 'a zero vector has no cosine similarity' });
+    }
+  }
 }
 
 /** Rows a write would add: its distinct keys that the table does not hold yet (an upsert adds none). */
