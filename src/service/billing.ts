@@ -26,8 +26,9 @@ export interface WebhookOutcome {
 /**
  * Verifies the raw body against `Stripe-Signature` with the stripe library, then applies a paid
  * checkout (`checkout.session.completed` with payment_status paid, or
- * `checkout.session.async_payment_succeeded`) by moving a free user to the paid plan. The event id is stored in
- * the same transaction as the plan change, so a replay is acknowledged and not applied twice.
+ * `checkout.session.async_payment_succeeded`) by moving a free user to the paid plan. The event
+ * id is stored in the same transaction as the plan change, so a replay is acknowledged and not
+ * applied twice.
  */
 export async function handleCheckoutWebhook(deps: Deps, rawBody: Buffer, signature: string | undefined): Promise<WebhookOutcome> {
   const secret = deps.config.stripeWebhookSecret;
