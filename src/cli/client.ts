@@ -11,42 +11,84 @@ export class ApiError extends Error {
   }
 }
 
-/** The server could not be reached at all (refused, DNS, timeout). */
-export class ConnectionError extends Error {
-  constructor(readonly url: string, cause: unknown) {
-    super(`cannot reach the server at ${url}: ${(cause as Error)?.cause ? String((cause as { cause: Error }).cause.message) : String((cause as Error)?.message ?? cause)}`);
-    this.name = 'ConnectionError';
+/** No answer a vss server would give: refused, DNS, timeout, or a proxy's page instead of JSON. */
+export class UnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnavailableError';
   }
 }
 
-export class Client {
-  constructor(readonly baseUrl: string, private readonly key: string | undefined) {}
+/** Long enough for a slow query, short enough that a server which accepts and never answers does not hang a script. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
+/** Uploads and import batches: the server may extract and embed hundreds of texts before it answers. */
+export const LONG_TIMEOUT_MS = 600_000;
 
-  async request<T = any>(method: string, path: string, body?: unknown, init: { raw?: BodyInit; headers?: Record<string, string> } = {}): Promise<T> {
+export interface RequestOptions {
+  body?: unknown;
+  raw?: BodyInit;
+  timeoutMs?: number;
+  /** Aborts the request; its reason is thrown as is (an interrupted import). */
+  signal?: AbortSignal;
+}
+
+const GATEWAY_STATUSES = new Set([502, 503, 504]);
+
+const causeOf = (e: unknown): string => {
+  const err = e as Error & { cause?: Error };
+  return err?.cause?.message ?? err?.message ?? String(e);
+};
+
+export class Client {
+  /** `timeoutMs`, when given (--timeout), replaces every request's own timeout. */
+  constructor(
+    readonly baseUrl: string,
+    private readonly key: string | undefined,
+    private readonly timeoutMs?: number,
+  ) {}
+
+  /** The status and JSON body of an answer, whatever its status; throws UnavailableError when there is no JSON answer. */
+  async send(method: string, path: string, opts: RequestOptions = {}): Promise<{ status: number; body: any }> {
     const url = this.baseUrl.replace(/\/+$/, '') + path;
-    const headers: Record<string, string> = { ...init.headers };
+    const headers: Record<string, string> = {};
     if (this.key) headers['x-api-key'] = this.key;
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    const timeoutMs = this.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     let res: Response;
+    let text: string;
     try {
-      res = await fetch(url, { method, headers, body: init.raw ?? (body === undefined ? undefined : JSON.stringify(body)) });
+      res = await fetch(url, { method, headers, signal, body: opts.raw ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)) });
+      text = await res.text();
     } catch (e) {
-      throw new ConnectionError(this.baseUrl, e);
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (timeout.aborted) throw new UnavailableError(`the server at ${this.baseUrl} did not answer within ${timeoutMs / 1000} s (--timeout <seconds> to wait longer)`);
+      throw new UnavailableError(`cannot reach the server at ${this.baseUrl}: ${causeOf(e)}`);
     }
-    const text = await res.text();
-    let parsed: any = null;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      parsed = text;
-    }
-    if (!res.ok) {
-      const p = parsed && typeof parsed === 'object' ? parsed : {};
-      throw new ApiError(res.status, p.code ?? `http_${res.status}`, p.detail ?? (typeof parsed === 'string' ? parsed : res.statusText), p.errors ?? []);
-    }
-    return parsed as T;
+    return { status: res.status, body: this.parse(res, text) };
   }
 
-  get = <T = any>(path: string) => this.request<T>('GET', path);
-  post = <T = any>(path: string, body?: unknown) => this.request<T>('POST', path, body);
+  /** A vss server always answers JSON (or nothing); an HTML page is a proxy or some other server speaking. */
+  private parse(res: Response, text: string): unknown {
+    if (!text) return null;
+    try {
+      return JSON.parse(text);
+    } catch {
+      if (GATEWAY_STATUSES.has(res.status)) throw new UnavailableError(`the server at ${this.baseUrl} is unavailable: a proxy or gateway answered HTTP ${res.status} ${res.statusText}`);
+      throw new UnavailableError(`the server at ${this.baseUrl} answered HTTP ${res.status} with something other than JSON: is it a vss server?`);
+    }
+  }
+
+  async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const { status, body } = await this.send(method, path, opts);
+    if (status < 200 || status > 299) {
+      const p = body && typeof body === 'object' ? body : {};
+      throw new ApiError(status, p.code ?? `http_${status}`, p.detail ?? `HTTP ${status}`, p.errors ?? []);
+    }
+    return body as T;
+  }
+
+  get = <T = any>(path: string, opts?: RequestOptions) => this.request<T>('GET', path, opts);
+  post = <T = any>(path: string, body?: unknown, opts?: RequestOptions) => this.request<T>('POST', path, { ...opts, body });
 }

@@ -1,17 +1,20 @@
 /**
  * `vss import`: records into a table in batches, with a progress bar on a terminal, and
  * resumable. After every acknowledged batch the count of records done is saved beside the file
- * (`<file>.vss-import.json`); the next run of the same import starts after it. Batches are
- * upserts by key, so a batch sent twice (the one in flight when the server died) duplicates
- * nothing. Vectors travel as `vector_base64` (their float32 bytes): the server then parses no JSON
- * numbers, which is most of the work of a large batch.
+ * (`<file>.vss-import.json`), with the server, table and file version it belongs to; the next run
+ * of the same import to the same server starts after it. Batches are upserts by key, so a batch
+ * sent twice (the one in flight when the server died) duplicates nothing. Vectors travel as
+ * `vector_base64` (their float32 bytes): the server then parses no JSON numbers, which is most of
+ * the work of a large batch.
  */
 import { createHash } from 'node:crypto';
 import { rename, rm, stat, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import cliProgress from 'cli-progress';
 import { encodeFloat32Base64 } from '../float32-base64.ts';
-import type { Client } from './client.ts';
-import { countRecords, formatOf, readRecords, type ImportRecord } from './records.ts';
+import { ApiError, LONG_TIMEOUT_MS, UnavailableError, type Client } from './client.ts';
+import { Interrupted, UsageError } from './errors.ts';
+import { countRecords, formatOf, readRecords, type ImportRecord, type LocatedRecord } from './records.ts';
 
 export interface ImportOptions {
   keyspace: string;
@@ -20,6 +23,8 @@ export interface ImportOptions {
   restart: boolean;
   progress: boolean;
   model?: string;
+  /** Aborted with an Interrupted reason when the user stops the import. */
+  signal?: AbortSignal;
 }
 
 export interface ImportSummary {
@@ -30,12 +35,35 @@ export interface ImportSummary {
   seconds: number;
 }
 
-interface State {
+/** What saved progress belongs to. No key, not even hashed: the server URL and table name the target. */
+interface Target {
   file: string;
+  url: string;
   fingerprint: string;
   keyspace: string;
   table: string;
+}
+
+interface State extends Target {
   done: number;
+}
+
+/** An import that failed partway. `stateFile` is set when progress was saved that a re-run of the same command would resume from. */
+export class ImportStopped extends Error {
+  constructor(
+    readonly reason: unknown,
+    readonly stateFile: string | undefined,
+  ) {
+    super((reason as Error)?.message ?? String(reason));
+    this.name = 'ImportStopped';
+  }
+
+  /** Whether running the same command again can get further: not for a bad record or a refused key, which would stop it at the same place. */
+  get resumable(): boolean {
+    const r = this.reason;
+    const transient = r instanceof UnavailableError || r instanceof Interrupted || (r instanceof ApiError && (r.status >= 500 || r.status === 429));
+    return transient && this.stateFile !== undefined;
+  }
 }
 
 /** A record as sent: its vector as float32 bytes in base64 (an empty one as it is, for the server to name). */
@@ -45,61 +73,107 @@ export function toWire(rec: ImportRecord): Omit<ImportRecord, 'vector'> & { vect
   return { ...rest, vector_base64: encodeFloat32Base64(vector) };
 }
 
-export const stateFileOf = (file: string): string => `${file}.vss-import.json`;
+const stateFileOf = (file: string): string => `${file}.vss-import.json`;
 
 async function fingerprint(file: string): Promise<string> {
   const s = await stat(file);
   return createHash('sha256').update(`${s.size}:${s.mtimeMs}`).digest('hex').slice(0, 16);
 }
 
+/** One spelling per server, so `http://host:80/` and `http://host` share their progress. */
+const serverOf = (client: Client): string => new URL(client.baseUrl).href.replace(/\/+$/, '');
+
+const sameTarget = (a: Target, b: Target): boolean => a.file === b.file && a.url === b.url && a.fingerprint === b.fingerprint && a.keyspace === b.keyspace && a.table === b.table;
+
 async function saveState(path: string, state: State): Promise<void> {
   await writeFile(`${path}.tmp`, JSON.stringify(state));
   await rename(`${path}.tmp`, path);
 }
 
+/** Records already sent to this server's table from this version of the file, per the saved progress. */
+async function resumePoint(statePath: string, target: Target, log: (line: string) => void): Promise<number> {
+  let prev: State;
+  try {
+    prev = JSON.parse(await readFile(statePath, 'utf8')) as State;
+  } catch {
+    return 0; // no earlier run
+  }
+  if (sameTarget(prev, target)) return prev.done;
+  log(`ignoring ${statePath}: it belongs to another server, table or version of the file`);
+  return 0;
+}
+
+/** A batch larger than the server takes would be refused only after the whole file was read into it. */
+async function checkBatchSize(client: Client, batch: number, signal?: AbortSignal): Promise<void> {
+  const env = await client.get('/v1/env/', { signal }).catch((e: unknown) => {
+    if (e instanceof ApiError && e.status === 404) return undefined; // an older server: it will say so itself
+    throw e;
+  });
+  const limit = env?.limits?.batch_items;
+  if (typeof limit === 'number' && batch > limit) throw new UsageError(`--batch ${batch} is more than the server takes in one request (at most ${limit})`);
+}
+
+/**
+ * The server names a record by its index in the batch and by the wire's field names
+ * (`/body/vectors/199/vector_base64`); the user knows the file's lines and their own fields (`line 1200, vector`).
+ */
+export function locateBatchError(err: ApiError, wheres: string[]): ApiError {
+  const relocate = (p: string) =>
+    p.replace(/^\/body\/vectors\/(\d+)(?:\/(.*))?$/, (whole, i: string, field: string | undefined) => {
+      const where = wheres[Number(i)];
+      if (where === undefined) return whole;
+      return field ? `${where}, ${field.replace(/^vector_base64\b/, 'vector')}` : where;
+    });
+  const detail = err.detail.replace(/\/body\/vectors\/\d+(?:\/[^\s:;,]*)?/g, relocate);
+  return new ApiError(err.status, err.code, detail, err.fieldErrors.map((f) => ({ path: relocate(f.path), message: f.message })));
+}
+
 export async function importFile(client: Client, file: string, opts: ImportOptions, log: (line: string) => void): Promise<ImportSummary> {
   const format = formatOf(file);
   const statePath = stateFileOf(file);
-  const fp = await fingerprint(file);
-  let resumeFrom = 0;
-  if (!opts.restart) {
-    try {
-      const prev = JSON.parse(await readFile(statePath, 'utf8')) as State;
-      if (prev.fingerprint === fp && prev.keyspace === opts.keyspace && prev.table === opts.table) resumeFrom = prev.done;
-      else log(`ignoring ${statePath}: it belongs to another version of the file or another table`);
-    } catch {
-      // No earlier run.
-    }
-  }
-  const total = await countRecords(file, format);
-  if (resumeFrom > 0) log(`resuming after record ${resumeFrom} of ${total}`);
-
-  const bar = opts.progress
-    ? new cliProgress.SingleBar({ format: ' {bar} {percentage}% | {value}/{total} records | {rate}/s | ETA {eta_formatted}', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic)
-    : null;
-  bar?.start(total, resumeFrom, { rate: 0 });
-  const started = performance.now();
+  const target: Target = { file: path.resolve(file), url: serverOf(client), fingerprint: await fingerprint(file), keyspace: opts.keyspace, table: opts.table };
+  const resumeFrom = opts.restart ? 0 : await resumePoint(statePath, target, log);
+  let started = 0;
   let done = resumeFrom;
-  let n = 0;
-  let batch: ImportRecord[] = [];
+  let total = 0;
+  let bar: cliProgress.SingleBar | null = null;
+  let batch: LocatedRecord[] = [];
   const flush = async () => {
     if (batch.length === 0) return;
-    await client.post('/v1/vector/batch', { keyspace: opts.keyspace, table: opts.table, vectors: batch.map(toWire), ...(opts.model ? { model_name: opts.model } : {}) });
+    const body = { keyspace: opts.keyspace, table: opts.table, vectors: batch.map((r) => toWire(r.record)), ...(opts.model ? { model_name: opts.model } : {}) };
+    try {
+      await client.post('/v1/vector/batch', body, { timeoutMs: LONG_TIMEOUT_MS, signal: opts.signal });
+    } catch (e) {
+      throw e instanceof ApiError ? locateBatchError(e, batch.map((r) => r.where)) : e;
+    }
     done += batch.length;
     batch = [];
-    await saveState(statePath, { file, fingerprint: fp, keyspace: opts.keyspace, table: opts.table, done });
+    await saveState(statePath, { ...target, done });
     const secs = (performance.now() - started) / 1000;
     bar?.update(done, { rate: Math.round((done - resumeFrom) / Math.max(secs, 0.001)) });
   };
   try {
+    await checkBatchSize(client, opts.batch, opts.signal);
+    total = await countRecords(file, format);
+    if (resumeFrom > 0) log(`resuming after record ${resumeFrom} of ${total}`);
+    bar = opts.progress
+      ? new cliProgress.SingleBar({ format: ' {bar} {percentage}% | {value}/{total} records | {rate}/s | ETA {eta_formatted}', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic)
+      : null;
+    bar?.start(total, resumeFrom, { rate: 0 });
+    started = performance.now();
+    let n = 0;
     for await (const rec of readRecords(file, format)) {
+      opts.signal?.throwIfAborted();
       n++;
       if (n <= resumeFrom) continue;
       batch.push(rec);
       if (batch.length >= opts.batch) await flush();
     }
     await flush();
+  } catch (e) {
+    throw new ImportStopped(e, done > 0 ? statePath : undefined);
   } finally {
+    // Also on Ctrl-C: the bar hid the cursor, and only stop() shows it again.
     bar?.stop();
   }
   await rm(statePath, { force: true });

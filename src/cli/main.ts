@@ -1,25 +1,32 @@
 /**
  * The `vss` command line: a client of the HTTP API (plus `serve`, which starts the server).
  * Exit codes a script can act on: 0 done, 1 unexpected, 2 usage, 3 key refused (401/403),
- * 4 not found, 5 server unreachable or not ready, 6 request rejected (400/409/413/415/429).
+ * 4 not found, 5 server unreachable or not ready (502/503/504, timeout), 6 request rejected
+ * (400/409/413/415/429, or a bad record in an import file); 130/143 import stopped by SIGINT/SIGTERM.
  */
-import { openAsBlob } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { createWriteStream, openAsBlob } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { Command, CommanderError, Option } from 'commander';
-import { ApiError, Client, ConnectionError } from './client.ts';
-import { importFile, stateFileOf } from './import.ts';
+import type { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ApiError, Client, LONG_TIMEOUT_MS, UnavailableError } from './client.ts';
+import { Interrupted, UsageError } from './errors.ts';
+import { ImportStopped, importFile } from './import.ts';
 import { RecordError } from './records.ts';
 import { resolveSettings } from './settings.ts';
 
 export const EXIT = { ok: 0, unexpected: 1, usage: 2, auth: 3, notFound: 4, unavailable: 5, rejected: 6 } as const;
 
 function exitCodeOf(err: unknown): number {
-  if (err instanceof ConnectionError) return EXIT.unavailable;
+  if (err instanceof ImportStopped) return exitCodeOf(err.reason);
+  if (err instanceof UsageError) return EXIT.usage;
+  if (err instanceof UnavailableError) return EXIT.unavailable;
+  if (err instanceof Interrupted) return err.exitCode;
   if (err instanceof ApiError) {
     if (err.status === 401 || (err.status === 403 && err.code !== 'quota_exceeded')) return EXIT.auth;
     if (err.status === 404) return EXIT.notFound;
-    if (err.status === 503) return EXIT.unavailable;
+    if (err.status === 502 || err.status === 503 || err.status === 504) return EXIT.unavailable;
     if (err.status >= 400 && err.status < 500) return EXIT.rejected;
   }
   if (err instanceof RecordError) return EXIT.rejected;
@@ -27,6 +34,7 @@ function exitCodeOf(err: unknown): number {
 }
 
 function describe(err: unknown): string {
+  if (err instanceof ImportStopped) return describe(err.reason);
   if (err instanceof ApiError) {
     const hint = err.status === 401 ? ' (set --key, VSS_API_KEY, or "key" in the config file)' : '';
     const fields = err.fieldErrors.map((f) => `\n  ${f.path}: ${f.message}`).join('');
@@ -37,21 +45,84 @@ function describe(err: unknown): string {
 
 const truncate = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
-export function buildProgram(io: { out: (s: string) => void; err: (s: string) => void; env: NodeJS.ProcessEnv; isTTY: boolean }): Command {
+// Option parsers: a bad value is a usage error (exit 2) that names its option, before any request.
+function positiveInteger(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer.');
+  return n;
+}
+
+function positiveSeconds(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a number of seconds above 0.');
+  return n;
+}
+
+function jsonObject(value: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (e) {
+    throw new InvalidArgumentError(`not valid JSON (${(e as Error).message}).`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError('must be a JSON object.');
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * The export goes to a temporary file beside the target, renamed over it only when complete and
+ * on disk: a failed export leaves the previous backup as it was, never a truncated one. The pipeline
+ * writes each page as it comes (waiting while the disk is behind), so no table is held in memory.
+ */
+async function writeFileAtomically(file: string, chunks: AsyncIterable<string>): Promise<void> {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+  try {
+    await pipeline(chunks, createWriteStream(tmp, { flags: 'wx' }));
+    const fh = await open(tmp, 'r+');
+    await fh.sync().finally(() => fh.close());
+    await rename(tmp, file);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
+}
+
+/** Ctrl-C or a kill during an import aborts the request in flight, so the progress bar is stopped (it hid the cursor) and the saved progress reported. */
+function abortOnSignals(): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  const handlers = (['SIGINT', 'SIGTERM'] as const).map((sig) => {
+    const handler = () => controller.abort(new Interrupted(sig));
+    process.once(sig, handler);
+    return () => process.off(sig, handler);
+  });
+  return { signal: controller.signal, dispose: () => handlers.forEach((off) => off()) };
+}
+
+export interface Io {
+  out: (s: string) => void;
+  err: (s: string) => void;
+  /** Where `export` streams its lines (with backpressure, which `out` has not). */
+  stdout: Writable;
+  env: NodeJS.ProcessEnv;
+  isTTY: boolean;
+}
+
+export function buildProgram(io: Io): Command {
   const program = new Command('vss')
     .description('vss: vector search and storage — a client of the HTTP API')
     .option('--url <url>', 'server URL (env VSS_URL; default http://127.0.0.1:8080)')
-    .option('--key <key>', 'API key (env VSS_API_KEY)')
+    .option('--key <key>', 'API key (scripts: prefer env VSS_API_KEY or the config file, which stay out of the shell history)')
     .option('--config <file>', 'config file with {"url", "key"} (default ~/.config/vss/config.json)')
+    .option('--timeout <seconds>', 'give up on a request after this long (default 60; 600 for uploads and import batches)', positiveSeconds)
     .option('--json', 'print JSON instead of tables')
     .showHelpAfterError()
     .exitOverride();
   program.configureOutput({ writeOut: io.out, writeErr: io.err });
 
   const client = () => {
-    const o = program.opts<{ url?: string; key?: string; config?: string }>();
+    const o = program.opts<{ url?: string; key?: string; config?: string; timeout?: number }>();
     const s = resolveSettings(o, io.env);
-    return new Client(s.url, s.key);
+    return new Client(s.url, s.key, o.timeout === undefined ? undefined : o.timeout * 1000);
   };
   const json = () => program.opts<{ json?: boolean }>().json === true;
   const print = (value: unknown, human: () => string) => io.out(`${json() ? JSON.stringify(value, null, 2) : human()}\n`);
@@ -71,13 +142,12 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .command('health')
     .description("the server's health")
     .action(async () => {
-      const c = client();
-      const res = await fetch(`${c.baseUrl.replace(/\/+$/, '')}/v1/healthcheck/`).catch((e: unknown) => {
-        throw new ConnectionError(c.baseUrl, e);
-      });
-      const body = (await res.json()) as { status: string; checks: Record<string, string> };
-      print(body, () => `${body.status}  (${Object.entries(body.checks).map(([k, v]) => `${k}: ${v}`).join(', ')})`);
-      if (!res.ok) throw new ApiError(res.status, 'not_ready', `server is ${body.status}`);
+      // A server that is not ready answers 503 with the same body: print it, then exit 5.
+      const res = await client().send('GET', '/v1/healthcheck/');
+      const body = res.body as { status?: string; checks?: Record<string, string> } | null;
+      if (res.status !== 200 && res.status !== 503) throw new ApiError(res.status, `http_${res.status}`, `unexpected answer to the health check`);
+      print(body, () => `${body?.status}  (${Object.entries(body?.checks ?? {}).map(([k, v]) => `${k}: ${v}`).join(', ')})`);
+      if (res.status !== 200) throw new ApiError(res.status, 'not_ready', `server is ${body?.status}`);
     });
 
   const keyspaces = program.command('keyspaces').description('list or create keyspaces');
@@ -112,15 +182,15 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
 
   tb(ks(program.command('search <text>')))
     .description('semantic search by text')
-    .option('-n, --top <n>', 'matches to show', '5')
-    .option('--filter <json>', 'metadata filter as JSON')
-    .action(async (text: string, o: { keyspace: string; table: string; top: string; filter?: string }) => {
+    .option('-n, --top <n>', 'matches to show', positiveInteger, 5)
+    .option('--filter <json>', 'metadata filter as JSON', jsonObject)
+    .action(async (text: string, o: { keyspace: string; table: string; top: number; filter?: Record<string, unknown> }) => {
       const res = await client().post('/v1/search/', {
         query: text,
         keyspace: o.keyspace,
         table: o.table,
-        final_top_k: Number(o.top),
-        ...(o.filter ? { filter: JSON.parse(o.filter) } : {}),
+        final_top_k: o.top,
+        ...(o.filter ? { filter: o.filter } : {}),
       });
       print(res, () => {
         if (res.matches.length === 0) return '(no matches)';
@@ -146,7 +216,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
         form.append('keyspace', o.keyspace);
         form.append('table', o.table);
         form.append('file', await openAsBlob(file), path.basename(file));
-        const res = await c.request('POST', '/v1/embed/', undefined, { raw: form });
+        const res = await c.request('POST', '/v1/embed/', { raw: form, timeoutMs: LONG_TIMEOUT_MS });
         results.push(res);
         if (!json()) io.out(`uploaded ${file}: ${res.file?.chunks ?? '?'} chunks\n`);
       }
@@ -155,17 +225,22 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
 
   tb(ks(program.command('import <file>')))
     .description('bulk vectors or texts from .jsonl, .csv or .parquet; resumable')
-    .option('--batch <n>', 'records per request', '500')
+    .option('--batch <n>', 'records per request', positiveInteger, 500)
     .option('--model <name>', 'embedding model for records given as text')
     .option('--restart', 'ignore an earlier interrupted run and start from the first record')
     .option('--no-progress', 'no progress bar')
-    .action(async (file: string, o: { keyspace: string; table: string; batch: string; restart?: boolean; progress: boolean; model?: string }) => {
+    .action(async (file: string, o: { keyspace: string; table: string; batch: number; restart?: boolean; progress: boolean; model?: string }) => {
+      const interrupt = abortOnSignals();
       try {
-        const s = await importFile(client(), file, { keyspace: o.keyspace, table: o.table, batch: Number(o.batch), restart: o.restart === true, progress: o.progress && io.isTTY, model: o.model }, (l) => io.err(`${l}\n`));
+        const s = await importFile(client(), file, { keyspace: o.keyspace, table: o.table, batch: o.batch, restart: o.restart === true, progress: o.progress && io.isTTY, model: o.model, signal: interrupt.signal }, (l) => io.err(`${l}\n`));
         print(s, () => `imported ${s.imported} records into ${o.keyspace}.${o.table} in ${s.seconds.toFixed(1)} s (${Math.round(s.imported / Math.max(s.seconds, 0.001))}/s)${s.resumedFrom ? `; ${s.resumedFrom} were done by an earlier run` : ''}; ${s.total} in the file`);
       } catch (e) {
-        io.err(`import stopped: ${describe(e)}\nprogress is saved in ${stateFileOf(file)}; run the same command again to resume.\n`);
+        io.err(`import stopped: ${describe(e)}\n`);
+        // Only where a re-run continues: after a bad record or a refused key it would stop at the same place.
+        if (e instanceof ImportStopped && e.resumable) io.err(`progress is saved in ${e.stateFile}; run the same command again to resume.\n`);
         throw Object.assign(e as object, { reported: true });
+      } finally {
+        interrupt.dispose();
       }
     });
 
@@ -175,18 +250,16 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
     .option('--no-vectors', 'leave the vectors out')
     .action(async (o: { keyspace: string; table: string; out?: string; vectors: boolean }) => {
       const c = client();
-      const lines: string[] = [];
-      let cursor: string | null = null;
-      do {
-        const page: any = await c.post('/v1/vector/list', { keyspace: o.keyspace, table: o.table, limit: 1000, include_vector: o.vectors, ...(cursor ? { cursor } : {}) });
-        for (const v of page.vectors) {
-          const line = JSON.stringify(v);
-          if (o.out) lines.push(line);
-          else io.out(`${line}\n`);
-        }
-        cursor = page.cursor;
-      } while (cursor);
-      if (o.out) await writeFile(o.out, lines.length ? `${lines.join('\n')}\n` : '');
+      async function* pages(): AsyncGenerator<string> {
+        let cursor: string | null = null;
+        do {
+          const page: any = await c.post('/v1/vector/list', { keyspace: o.keyspace, table: o.table, limit: 1000, include_vector: o.vectors, ...(cursor ? { cursor } : {}) });
+          yield page.vectors.map((v: unknown) => `${JSON.stringify(v)}\n`).join('');
+          cursor = page.cursor;
+        } while (cursor);
+      }
+      if (o.out) await writeFileAtomically(o.out, pages());
+      else await pipeline(pages(), io.stdout, { end: false }); // stdout stays open for run() to finish
     });
 
   const keys = program.command('keys').description('API keys');
@@ -234,7 +307,7 @@ export function buildProgram(io: { out: (s: string) => void; err: (s: string) =>
   return program;
 }
 
-export async function run(argv: string[], io = { out: (s: string) => void process.stdout.write(s), err: (s: string) => void process.stderr.write(s), env: process.env, isTTY: process.stderr.isTTY === true }): Promise<number> {
+export async function run(argv: string[], io: Io = { out: (s) => void process.stdout.write(s), err: (s) => void process.stderr.write(s), stdout: process.stdout, env: process.env, isTTY: process.stderr.isTTY === true }): Promise<number> {
   const program = buildProgram(io);
   try {
     await program.parseAsync(argv, { from: 'user' });
