@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -115,6 +116,40 @@ describe('durability (real server process)', () => {
       assert.deepEqual(await ask(), before);
     } finally {
       await server.kill('SIGKILL');
+    }
+  });
+});
+
+describe('shutdown (real server process)', () => {
+  let dataDir: string;
+  before(async () => (dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-shutdown-'))));
+  after(() => rm(dataDir, { recursive: true, force: true }));
+
+  it('exits on SIGTERM within the grace even with a client stalled mid-body, keeping what was acknowledged', async () => {
+    const env = { VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN, VSS_SHUTDOWN_GRACE_MS: '1000' };
+    const server = await startServer(env);
+    const { hostname, port } = new URL(server.url);
+    let exited = false;
+    try {
+      const wrote = await server.call('POST', '/v1/vector/write', { keyspace: 'default_keyspace', table: 'sd', key: 'kept', vector: [1, 2, 3] });
+      assert.equal(wrote.status, 200);
+      // A request whose body never arrives, and an idle keep-alive connection after an answer.
+      const stalled = net.connect(Number(port), hostname);
+      await new Promise((r) => stalled.once('connect', r));
+      stalled.write(`POST /v1/vector/get HTTP/1.1\r\nHost: x\r\nx-api-key: ${ADMIN}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{`);
+      stalled.on('error', () => undefined);
+      const code = await Promise.race([server.kill('SIGTERM'), new Promise((r) => setTimeout(() => r('still running after 8 s'), 8_000).unref())]);
+      assert.equal(code, 0);
+      exited = true;
+      stalled.destroy();
+    } finally {
+      if (!exited) await server.kill('SIGKILL');
+    }
+    const again = await startServer(env);
+    try {
+      assert.equal((await again.call('POST', '/v1/vector/get', { keyspace: 'default_keyspace', table: 'sd', key: 'kept' })).status, 200);
+    } finally {
+      await again.kill('SIGKILL');
     }
   });
 });

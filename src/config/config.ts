@@ -94,6 +94,8 @@ export interface Config {
    * tenant's keyspaces and tables, and a loopback listener is often behind a public proxy.
    */
   readonly metricsPublic: boolean;
+  /** After SIGTERM, how long requests in flight may take before their connections are cut. */
+  readonly shutdownGraceMs: number;
   /** Embedding micro-batching: most texts per model call, and how long to wait to fill one. */
   readonly embedding: { readonly maxBatch: number; readonly batchWindowMs: number; readonly cacheEntries: number };
   /** ANN index upkeep: save after this many changes or this many ms, whichever comes first. */
@@ -255,6 +257,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     plans,
     paidPlan: 'pro',
     metricsPublic: env.VSS_METRICS_PUBLIC === 'true',
+    shutdownGraceMs: int('VSS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     embedding: {
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
       batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 0, 0, 1000),

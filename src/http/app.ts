@@ -13,7 +13,7 @@ import type { Deps } from '../service/deps.ts';
 import { SERVICE_NAME, SERVICE_VERSION } from '../service/system.ts';
 import { authPlugin } from './auth.ts';
 import { consolePlugin } from './console.ts';
-import { sendProblem } from './problem.ts';
+import { clientErrorResponse, sendProblem } from './problem.ts';
 import { registerRateLimit } from './rate-limit.ts';
 import { registerMetrics } from './metrics-route.ts';
 import { BASE64_FORMAT } from './schemas.ts';
@@ -40,6 +40,29 @@ export interface AppOptions {
   metrics?: Metrics;
 }
 
+/** See the `requestTimeout` option below. */
+export const REQUEST_TIMEOUT_MS = 300_000;
+
+/**
+ * The methods each route pattern takes, recorded as routes are added, so that a known path
+ * called with another method is a 405 with `Allow` rather than a 404.
+ */
+function routeMethods(app: FastifyInstance): { allowed: (path: string) => string[] } {
+  const routes: { pattern: RegExp; methods: string[] }[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
+    const source = route.url
+      .replace(/\/+$/, '')
+      .split('/')
+      .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg === '*' ? '.*' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/');
+    routes.push({ pattern: new RegExp(`^${source}/?$`), methods });
+  });
+  return {
+    allowed: (path) => [...new Set(routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods))].sort(),
+  };
+}
+
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? false,
@@ -57,6 +80,14 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       // OpenAPI's base64 format, strict (ajv-formats' own regex is multi-line: "AAAA\n!!" passes)
       // and fast enough for a 1,000-vector batch of `vector_base64` (schemas.ts).
       onCreate: (ajv) => void ajv.addFormat(BASE64_FORMAT, { type: 'string', validate: isStandardBase64 }),
+    },
+    // Fastify turns Node's request timeout off by default; a body that stops arriving (or arrives a
+    // byte at a time) would then hold its connection for ever. Node's own default again: 5 minutes
+    // for a whole request, enough for a 64 MiB upload at ~220 KB/s.
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    clientErrorHandler: (err, socket) => {
+      if (socket.writable) socket.end(clientErrorResponse(err as { code?: string }, randomUUID()));
+      else socket.destroy();
     },
     // Errors Fastify meets before routing (a path with bad percent-encoding) skip the error
     // handler and the hooks: answered here as problems too, with the request id.
@@ -80,10 +111,25 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // Once closing, every answer ends its connection: a keep-alive client would otherwise hold
+  // the process for the keep-alive timeout (72 s), past any orchestrator's grace period.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
   app.setErrorHandler((err, request, reply) => sendProblem(request, reply, err));
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(request, reply, new ServiceError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
-  );
+  const methods = routeMethods(app);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0];
+    const allowed = methods.allowed(path);
+    if (allowed.length > 0) {
+      return sendProblem(request, reply, new ServiceError('method_not_allowed', `${path} takes ${allowed.join(', ')}, not ${request.method}.`, { headers: { allow: allowed.join(', ') } }));
+    }
+    return sendProblem(request, reply, new ServiceError('not_found', `No route ${request.method} ${path}.`));
+  });
 
   await app.register(swagger, {
     openapi: {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startTestApp, type TestApp } from './testing.ts';
+import net from 'node:net';
+import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
 
 // Fake embedder: shapes and statuses only, no meaning.
 describe('keyspaces, metadata, system and embeddings endpoints', () => {
@@ -136,6 +137,49 @@ describe('keyspaces, metadata, system and embeddings endpoints', () => {
       assert.match(res.headers['content-type'] as string, /application\/problem\+json/);
       assert.equal(res.json().code, 'validation_failed');
       assert.ok(res.headers['x-request-id']);
+    }
+  });
+
+  it('answers a known path called with another method 405 with Allow, and plugin client errors as themselves', async () => {
+    for (const [method, url, allow] of [['GET', '/v1/vector/write', 'POST'], ['PUT', '/v1/search', 'POST'], ['DELETE', '/v1/healthcheck/', 'GET, HEAD']] as const) {
+      const res = await t.app.inject({ method, url, headers: { 'x-api-key': ADMIN_KEY } });
+      assert.equal(res.statusCode, 405, `${method} ${url}`);
+      assert.equal(res.json().code, 'method_not_allowed');
+      assert.equal(res.headers.allow, allow);
+    }
+    assert.equal((await t.call('GET', '/v1/no-such-thing')).json().code, 'not_found');
+    // @fastify/static's 416 for a range past the end of a console file was a 500.
+    const range = await t.app.inject({ method: 'GET', url: '/app.js', headers: { range: 'bytes=999999-' } });
+    assert.equal(range.statusCode, 416, range.body);
+    assert.equal(range.json().code, 'range_not_satisfiable');
+  });
+
+  it('answers what Node cannot parse as a problem with a request id, and closes refused unread bodies', async () => {
+    const server = await startTestApp({ model: 'fake' });
+    try {
+      await server.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = server.app.server.address() as { port: number };
+      const raw = (text: string) =>
+        new Promise<string>((resolve, reject) => {
+          const sock = net.connect(port, '127.0.0.1', () => sock.write(text));
+          let got = '';
+          sock.on('data', (d) => (got += d.toString()));
+          sock.on('end', () => resolve(got));
+          sock.on('error', reject);
+          setTimeout(() => (sock.destroy(), resolve(`${got}[still open]`)), 3000).unref();
+        });
+      for (const bad of [`GET /v1 HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`, 'POST /v1 HTTP/1.1\r\nHost: x\r\ncontent-length: abc\r\n\r\n']) {
+        const answer = await raw(bad);
+        assert.match(answer, /^HTTP\/1\.1 4(00|31) /);
+        assert.match(answer, /content-type: application\/problem\+json/i);
+        assert.match(answer, /x-request-id: [0-9a-f-]{36}/i);
+      }
+      // A wrong key with a body still on its way: 401, and the connection closed, not kept reading.
+      const refused = await raw(`POST /v1/vector/get HTTP/1.1\r\nHost: x\r\nx-api-key: vss_wrong\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{`);
+      assert.match(refused, /^HTTP\/1\.1 401 /);
+      assert.doesNotMatch(refused, /\[still open\]$/);
+    } finally {
+      await server.close();
     }
   });
 

@@ -12,8 +12,6 @@ export const STATUS: Record<ErrorCode, number> = {
   malformed_body: 400,
   dimension_mismatch: 400,
   unknown_model: 400,
-  // nginx's "client closed request": nobody reads it, but the log line says what happened.
-  request_aborted: 499,
   unknown_metric: 400,
   unauthenticated: 401,
   forbidden: 403,
@@ -30,6 +28,11 @@ export const STATUS: Record<ErrorCode, number> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
+  request_timeout: 408,
+  range_not_satisfiable: 416,
+  headers_too_large: 431,
+  // nginx's "client closed request": nobody reads it, but the log line says what happened.
+  request_aborted: 499,
   internal: 500,
   not_ready: 503,
   storage_unavailable: 503,
@@ -37,6 +40,30 @@ export const STATUS: Record<ErrorCode, number> = {
 };
 
 export const PROBLEM_TYPE_BASE = 'https://vss.dev/problems/';
+
+const PLUGIN_STATUS: Record<number, ErrorCode> = {
+  401: 'unauthenticated',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  416: 'range_not_satisfiable',
+  431: 'headers_too_large',
+};
+
+/**
+ * The raw HTTP answer to a request Node could not parse (bad or oversized headers, a body
+ * framed two ways, headers that never finished): no Fastify request exists, so the problem body
+ * and its request id are written to the socket here.
+ */
+export function clientErrorResponse(err: { code?: string }, requestId: string): string {
+  const code: ErrorCode = err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'malformed_body';
+  const status = STATUS[code];
+  const detail = code === 'malformed_body' ? 'The request could not be parsed as HTTP.' : ERROR_CODES[code];
+  const body = JSON.stringify({ type: `${PROBLEM_TYPE_BASE}${code}`, title: ERROR_CODES[code], status, detail, code, request_id: requestId });
+  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }[status] ?? 'Bad Request';
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/problem+json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`;
+}
 
 export interface Problem {
   type: string;
@@ -112,12 +139,18 @@ export function toServiceError(err: unknown): ServiceError {
   }
   if (e?.statusCode === 413) return new ServiceError('payload_too_large', e.message);
   if (e?.statusCode === 415) return new ServiceError('unsupported_media_type', e.message);
+  // Plugins' own client errors (@fastify/static: a Range past the end, a path that climbs out)
+  // keep their meaning: a 4xx from the request is never a 500.
+  const fromPlugin = typeof e?.statusCode === 'number' ? PLUGIN_STATUS[e.statusCode] : undefined;
+  if (fromPlugin) return new ServiceError(fromPlugin, e.message);
   return new ServiceError('internal', 'An unexpected error occurred; the request id identifies it in the server log.', { cause: err });
 }
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
   const se = toServiceError(err);
   const status = STATUS[se.code];
+  // A refused request whose body was never read: close rather than read (or wait for) the rest.
+  if (status >= 400 && status < 500 && !request.raw.complete) reply.header('connection', 'close');
   if (status >= 500 && se.code === 'internal') {
     request.log.error({ err: se.cause ?? err }, 'unhandled error');
   }
