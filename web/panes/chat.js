@@ -68,7 +68,9 @@ export function chatPane(ctx) {
       loaded = true;
       try {
         const v = await ctx.api('POST', '/v1/vector/get', { keyspace: s.keyspace, table: s.table, key: s.key });
-        const t = v?.text ?? v?.metadata?.text;
+        // Metadata is the client's: only a string is shown as the passage (h() would take an
+        // object in that place for attributes).
+        const t = [v?.text, v?.metadata?.text].find((x) => typeof x === 'string' && x !== '');
         clear(text, t ? h('p', t) : h('p.muted', 'No text stored with this passage.'), h('p.source-where.mono.muted', `${s.keyspace}.${s.table}`));
       } catch (err) {
         clear(text, h('p.muted', err.message));
