@@ -41,7 +41,7 @@ export interface AppOptions {
 }
 
 /** See the `requestTimeout` option below. */
-export const REQUEST_TIMEOUT_MS = 300_000;
+const REQUEST_TIMEOUT_MS = 300_000;
 
 /**
  * The methods each route pattern takes, recorded as routes are added, so that a known path
