@@ -29,7 +29,7 @@ declare module 'fastify' {
  * The key from `Authorization: Bearer <key>`, which OpenAI's clients send (`api_key=`), so that
  * they can use /v1/embeddings as they are. `x-api-key` wins when both are given.
  */
-export function bearerToken(header: string | undefined): string | undefined {
+function bearerToken(header: string | undefined): string | undefined {
   const m = header === undefined ? null : /^Bearer +(\S+)$/i.exec(header);
   return m ? m[1] : undefined;
 }

@@ -2,8 +2,8 @@
  * Per-user request rate limits from the plan (@fastify/rate-limit). It runs after authentication
  * (its hooks are route-level, ours app-level), so it counts per user, across all of the user's
  * keys (more keys buy no more requests); requests without a key (the exempt routes) count per
- * address. Counters live in this
- * process: behind a load balancer each process enforces the limit on its own share.
+ * address. Counters live in this process: behind a load balancer each process enforces the
+ * limit on its own share.
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';

@@ -59,7 +59,7 @@ export function parseDockerHost(dockerHost: string | undefined): Connection {
 }
 
 /** DOCKER_HOST as it may be shown: a `user:password@` in it is a secret. */
-export const withoutCredentials = (dockerHost: string): string => dockerHost.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1[redacted]@');
+const withoutCredentials = (dockerHost: string): string => dockerHost.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1[redacted]@');
 
 const where = (dockerHost: string | undefined): string =>
   dockerHost === undefined ? `the default socket ${DEFAULT_DOCKER_SOCKET} (DOCKER_HOST is not set)` : `DOCKER_HOST=${withoutCredentials(dockerHost)}`;

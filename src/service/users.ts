@@ -46,7 +46,7 @@ export async function createUser(deps: Deps, input: { name: string; email: strin
 }
 
 /** Connections a user may hold: each is stored with the user and shown by GET /v1/user/. */
-export const MAX_CONNECTIONS = 100;
+const MAX_CONNECTIONS = 100;
 
 /** The caller's own user, with its plan's limits and current usage. */
 export async function currentUser(deps: Deps, caller: Caller) {
