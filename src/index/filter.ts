@@ -28,7 +28,7 @@ const MAX_LIST = 10_000;
  * tree deeper than 1,000, and a chain of conditions nests one level per condition: ~1,000 of them
  * failed every query, whichever the rows.
  */
-export const MAX_CONDITIONS = 256;
+const MAX_CONDITIONS = 256;
 
 type Compare = (typeof COMPARE_OPS)[number];
 

@@ -56,7 +56,7 @@ export async function prepareFile(bytes: Buffer, fileName: string, opts: Prepare
  * write: 10,000,000 characters at the default chunk size are ~16,000 chunks, while chunk_size 16
  * made 625,000 and 2.6 GB of memory for one 10 MB file.
  */
-export const MAX_CHUNKS_PER_FILE = 20_000;
+const MAX_CHUNKS_PER_FILE = 20_000;
 
 const MAX_NAME_BYTES = 255;
 

@@ -127,10 +127,10 @@ export function checkKey(key: string, path: string, errors: FieldError[], limits
  * over every row, refuse documents nested 1,000 deep, so one deeper row would fail every
  * filtered query on its table; JSON.stringify overflows the stack a few thousand deep.
  */
-export const MAX_METADATA_DEPTH = 64;
+const MAX_METADATA_DEPTH = 64;
 
 /** Nesting depth of a parsed JSON value (a scalar is 0), without recursion; stops past `limit`. */
-export function jsonDepth(value: unknown, limit: number): number {
+function jsonDepth(value: unknown, limit: number): number {
   let deepest = 0;
   const stack: Array<[unknown, number]> = [[value, 0]];
   while (stack.length > 0) {
