@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import cassandraDriver from 'cassandra-driver';
 import { exactScore, compareScores, type Metric } from '../../index/metric.ts';
 import type { FileRecord, MetadataRecord, Storage, VectorRow } from '../api.ts';
 import { rejectsWithCode, storageContract } from '../contract.case.ts';
@@ -208,6 +209,43 @@ if (!ENABLED) {
       await rejectsWithCode(s.createKeyspace({ name: 'Bad-Name', owner: null }), 'validation_failed');
       await rejectsWithCode(s.createKeyspace({ name: 'ok_name', owner: null, replication: "{'class': 'SimpleStrategy'}; DROP KEYSPACE x" }), 'validation_failed');
       assert.equal(await s.getKeyspace('Bad-Name'), null);
+    });
+
+    it('applies writes of one key from two processes in the order they were acknowledged, whatever their clocks', async () => {
+      const prefix = `t${randomBytes(5).toString('hex')}_`;
+      const opts = { contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, replication: REPLICATION, systemKeyspace: `${prefix}vss_system`, keyspacePrefix: prefix };
+      const a = await openCassandraStorage(opts);
+      // B as on another host whose clock is 5 ms behind: the driver's default timestamp generator,
+      // which B would use if the store let each process stamp its own writes, reads a slow clock.
+      const policies = cassandraDriver.policies as unknown as { defaultTimestampGenerator: () => unknown; timestampGeneration: { MonotonicTimestampGenerator: new () => { getDate: () => number } } };
+      const usual = policies.defaultTimestampGenerator;
+      policies.defaultTimestampGenerator = () => Object.assign(new policies.timestampGeneration.MonotonicTimestampGenerator(), { getDate: () => Date.now() - 5 });
+      let b: Storage;
+      try {
+        b = await openCassandraStorage(opts);
+      } finally {
+        policies.defaultTimestampGenerator = usual;
+      }
+      try {
+        await a.createKeyspace({ name: 'order', owner: null });
+        await a.createTable({ keyspace: 'order', name: 't', dimension: 2, metric: 'euclidean', model: null });
+        const row = (n: number) => [{ key: 'k', vector: Float32Array.of(n, 1), metadata: { n }, text: null }];
+        let lostRewrite = 0;
+        let keptDeleted = 0;
+        for (let i = 0; i < 100; i++) {
+          await a.upsertVectors('order', 't', row(i));
+          await b.upsertVectors('order', 't', row(i + 0.5)); // acknowledged after A's: it must win
+          if ((await a.getVector('order', 't', 'k'))?.metadata.n !== i + 0.5) lostRewrite++;
+          await a.upsertVectors('order', 't', row(i));
+          assert.equal(await b.deleteVectors('order', 't', ['k']), 1);
+          if ((await a.getVector('order', 't', 'k')) !== null) keptDeleted++;
+        }
+        assert.deepEqual({ lostRewrite, keptDeleted }, { lostRewrite: 0, keptDeleted: 0 });
+      } finally {
+        await a.close();
+        await b!.close();
+        await dropPrefixed(prefix);
+      }
     });
 
     it('shares all state between processes: two stores on one system keyspace', async () => {

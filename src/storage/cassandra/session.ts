@@ -59,6 +59,13 @@ export class Session {
       ...(opts.credentials !== undefined ? { credentials: { username: opts.credentials.username, password: opts.credentials.password } } : {}),
       queryOptions: { prepare: true, consistency: this.#read, serialConsistency: this.#serial, fetchSize: 1000 },
       socketOptions: { connectTimeout: 5000, readTimeout: 30_000 },
+      // Timestamps from the coordinator, not from each service process: two processes' clocks
+      // (and the driver's per-process microsecond counter, which runs ahead after bursts) made a
+      // write acknowledged after another lose to it (a rewrite after a delete lost in 243 of
+      // 1,000 tries on one host). Cassandra then orders writes by its nodes' clocks, which a
+      // cluster keeps in step (NTP) anyway. null is the driver's documented switch; its typings
+      // leave it out.
+      policies: { timestampGeneration: null as unknown as undefined },
       // The driver's own wait for schema agreement counts nodes that are down (it reads
       // system.peers), so with one node dead every DDL would stall for the whole wait. It is
       // off; awaitSchemaAgreement() asks each live node instead.
