@@ -52,6 +52,7 @@ export function claimGraph(claims: GraphClaims, count: number): number {
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { Index, ScalarKind } = require(workerData.usearch);
+parentPort.postMessage({ type: 'loaded' });
 const keysAsNumbers = ${KEYS_AS_NUMBERS_JS};
 const open = new Map();
 const owned = new Map();
@@ -104,12 +105,17 @@ export class GraphWorker {
   /** Graph ids the thread has open, per owner (as of each owner's last finished sync), and all of them. */
   readonly #readyOf = new Map<number, number[]>();
   readonly #ready = new Set<number>();
+  /** Settles once the thread has loaded usearch (or died): see close(). */
+  readonly #loaded: Promise<void>;
+  #markLoaded!: () => void;
 
   constructor() {
     const usearch = createRequire(import.meta.url).resolve('usearch');
+    this.#loaded = new Promise((resolve) => (this.#markLoaded = resolve));
     this.#worker = new Worker(WORKER, { eval: true, workerData: { usearch }, execArgv: [] });
     this.#worker.unref();
-    this.#worker.on('message', (m: { type?: 'synced'; owner: number; ready: number[]; seq: number; results: WorkerAnswer[] }) => {
+    this.#worker.on('message', (m: { type?: 'synced' | 'loaded'; owner: number; ready: number[]; seq: number; results: WorkerAnswer[] }) => {
+      if (m.type === 'loaded') return this.#markLoaded();
       if (m.type === 'synced') {
         this.#syncing--;
         for (const id of this.#readyOf.get(m.owner) ?? []) this.#ready.delete(id);
@@ -123,6 +129,7 @@ export class GraphWorker {
       w?.resolve(m.results);
     });
     const fail = () => {
+      this.#markLoaded();
       this.#worker = null;
       for (const w of this.#waiting.values()) w.resolve([]);
       this.#waiting.clear();
@@ -184,6 +191,12 @@ export class GraphWorker {
     this.#worker = null;
     for (const x of this.#waiting.values()) x.resolve([]);
     this.#waiting.clear();
-    if (w) await w.terminate();
+    if (!w) return;
+    // Stopped while it was still loading usearch, the thread's native module met a dying
+    // environment and threw a C++ exception nothing catches: the whole process aborted
+    // ("terminate called after throwing an instance of 'Napi::Error'", once in a CI run of a test
+    // that opens and closes storage at once). So it is stopped only once loaded, or after 10 s.
+    await Promise.race([this.#loaded, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    await w.terminate();
   }
 }
