@@ -13,6 +13,7 @@ import type { Deps } from './deps.ts';
 import { forOwner } from './owner-lock.ts';
 import { checkFileQuota, checkTableQuota, checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists } from './tables.ts';
+import { checkModelName, validNames } from './validate.ts';
 
 const NAME = /^[a-z][a-z0-9_]{0,47}$/;
 
@@ -99,9 +100,7 @@ export async function checkUpload(deps: Deps, caller: Caller, input: Omit<Upload
   // What the fields alone say, all in one answer: the form's own errors, names, model, chunks.
   const errors: CodedFieldError[] = [...formErrors];
   checkNames(keyspace, tableName, errors);
-  if (input.model_name !== undefined && !deps.models.has(input.model_name)) {
-    errors.push({ path: '/body/model_name', message: `is not a known model; valid: ${deps.models.names().join(', ')}`, code: 'unknown_model' });
-  }
+  checkModelName(deps.models, input.model_name, '/body/model_name', errors);
   if (input.chunk_size !== undefined || input.chunk_overlap !== undefined) {
     try {
       validateChunkOptions({ chunkSize: input.chunk_size, overlap: input.chunk_overlap });
@@ -109,7 +108,7 @@ export async function checkUpload(deps: Deps, caller: Caller, input: Omit<Upload
       errors.push(...((e as ServiceError).errors ?? []));
     }
   }
-  if (errors.length > 0) throw invalidFields(errors, { unknown_model: { valid: deps.models.names() } });
+  if (errors.length > 0) throw invalidFields(errors, validNames(deps.models));
   // The route cannot declare `config.keyspaces`: the keyspace is a multipart field, known only
   // once the body is being read. So the one keyspace gate (authorizeKeyspace) is called here,
   // before any extraction, embedding or storage work.

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
-import { METRIC_NAMES, parseMetric } from '../index/metric.ts';
 import type { KeyspaceInfo, TableStats } from '../storage/api.ts';
 import { coversResource, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
 import { checkKeyspaceQuota, checkTableQuota } from './quota.ts';
 import { requireKeyspaceExists } from './tables.ts';
+import { checkMetricName, checkModelName, validNames } from './validate.ts';
 
 export interface KeyspaceView {
   keyspace: string;
@@ -96,11 +96,9 @@ export async function listKeyspaces(deps: Deps, caller: Caller): Promise<{ keysp
 
 export async function createTable(deps: Deps, input: { keyspace: string; table: string; dimension?: number; metric?: string; model_name?: string }) {
   const errors: CodedFieldError[] = [];
-  const metric = parseMetric(input.metric ?? 'cosine');
-  if (metric === null) errors.push({ path: '/body/metric', message: `is not a known metric; valid: ${METRIC_NAMES.join(', ')}`, code: 'unknown_metric' });
+  const metric = checkMetricName(input.metric ?? 'cosine', '/body/metric', errors);
   let model: string | null = input.model_name ?? null;
-  const modelKnown = model === null || deps.models.has(model);
-  if (!modelKnown) errors.push({ path: '/body/model_name', message: `is not a known model; valid: ${deps.models.names().join(', ')}`, code: 'unknown_model' });
+  const modelKnown = checkModelName(deps.models, input.model_name, '/body/model_name', errors);
   let dimension = input.dimension;
   if (dimension === undefined && modelKnown) {
     model ??= deps.config.defaultModel;
@@ -112,7 +110,7 @@ export async function createTable(deps: Deps, input: { keyspace: string; table: 
     errors.push({ path: '/body/dimension', message: `must be at most ${deps.config.limits.maxDimension}` });
   }
   if (errors.length > 0 || metric === null || dimension === undefined) {
-    throw invalidFields(errors, { unknown_metric: { valid: METRIC_NAMES }, unknown_model: { valid: deps.models.names() } });
+    throw invalidFields(errors, validNames(deps.models));
   }
   await requireKeyspaceExists(deps.storage, input.keyspace);
   if ((await deps.storage.getTable(input.keyspace, input.table)) === null) await checkTableQuota(deps, input.keyspace);

@@ -1,11 +1,11 @@
 import { invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
 import { validateFilter } from '../index/filter.ts';
-import { METRIC_NAMES, parseMetric, type Metric } from '../index/metric.ts';
+import type { Metric } from '../index/metric.ts';
 import type { Filter, Metadata, StoredMatch } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
 import { enrichWithSources } from './sources.ts';
 import { requireTable } from './tables.ts';
-import { isZero, utf8Bytes, vectorOf } from './validate.ts';
+import { checkMetricName, checkModelName, isZero, utf8Bytes, validNames, vectorOf } from './validate.ts';
 
 export interface SearchInput {
   query?: string;
@@ -61,13 +61,9 @@ function resolve(deps: Deps, input: SearchInput) {
   }
   const { vector, field } = vectorOf(input, '/body', errors, limits);
 
-  const metricName = input.metric ?? 'cosine';
-  const metric = parseMetric(metricName);
-  if (metric === null) errors.push({ path: '/body/metric', message: `is not a known metric; valid: ${METRIC_NAMES.join(', ')}`, code: 'unknown_metric' });
+  const metric = checkMetricName(input.metric ?? 'cosine', '/body/metric', errors);
   // Named models must exist whether or not this search embeds anything.
-  if (input.model_name !== undefined && !deps.models.has(input.model_name)) {
-    errors.push({ path: '/body/model_name', message: `is not a known model; valid: ${deps.models.names().join(', ')}`, code: 'unknown_model' });
-  }
+  checkModelName(deps.models, input.model_name, '/body/model_name', errors);
   const initialTopK = input.initial_top_k ?? DEFAULT_INITIAL_TOP_K;
   const finalTopK = input.final_top_k ?? DEFAULT_FINAL_TOP_K;
   if (finalTopK > initialTopK) {
@@ -76,7 +72,7 @@ function resolve(deps: Deps, input: SearchInput) {
   if (input.filter !== undefined) errors.push(...validateFilter(input.filter, '/body/filter'));
   if (vector && metric === 'cosine' && isZero(vector)) errors.push({ path: `/body/${field}`, message: 'a zero vector has no cosine similarity' });
   if (errors.length > 0 || metric === null) {
-    throw invalidFields(errors, { unknown_metric: { valid: METRIC_NAMES }, unknown_model: { valid: deps.models.names() } });
+    throw invalidFields(errors, validNames(deps.models));
   }
 
   const modelName = input.model_name ?? defaultModel;

@@ -3,7 +3,8 @@
  * Each pushes FieldErrors so one answer names every bad field.
  */
 import type { Limits } from '../config/config.ts';
-import type { FieldError } from '../errors.ts';
+import type { CodedFieldError, ErrorCode, FieldError } from '../errors.ts';
+import { METRIC_NAMES, parseMetric, type Metric } from '../index/metric.ts';
 import { isStandardBase64, STANDARD_BASE64 } from '../float32-base64.ts';
 import type { Metadata } from '../storage/api.ts';
 
@@ -159,3 +160,29 @@ export function checkText(text: string | undefined, path: string, errors: FieldE
   if (text === undefined) return;
   if (checkWellFormed(text, path, errors) && utf8Bytes(text) > maxBytes) errors.push({ path, message: `must be at most ${maxBytes} bytes in UTF-8` });
 }
+
+/** The model names a request may use (the registry's view of them). */
+interface ModelNames {
+  has(name: string): boolean;
+  names(): string[];
+}
+
+/** False (and `path` named, as unknown_model) when the request names a model that is not here. */
+export function checkModelName(models: ModelNames, name: string | undefined, path: string, errors: CodedFieldError[]): boolean {
+  if (name === undefined || models.has(name)) return true;
+  errors.push({ path, message: `is not a known model; valid: ${models.names().join(', ')}`, code: 'unknown_model' });
+  return false;
+}
+
+/** The metric a request names, or null (and `path` named, as unknown_metric). */
+export function checkMetricName(name: string, path: string, errors: CodedFieldError[]): Metric | null {
+  const metric = parseMetric(name);
+  if (metric === null) errors.push({ path, message: `is not a known metric; valid: ${METRIC_NAMES.join(', ')}`, code: 'unknown_metric' });
+  return metric;
+}
+
+/** The `valid` lists an answer carries when all that is wrong is a model or a metric name. */
+export const validNames = (models: ModelNames): Partial<Record<ErrorCode, Record<string, unknown>>> => ({
+  unknown_metric: { valid: METRIC_NAMES },
+  unknown_model: { valid: models.names() },
+});

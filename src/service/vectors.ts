@@ -7,7 +7,7 @@ import type { Deps } from './deps.ts';
 import { forOwner } from './owner-lock.ts';
 import { checkTableQuota, checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists, requireTable } from './tables.ts';
-import { checkKey, checkMetadata, checkText, isZero, toFloat32, vectorOf } from './validate.ts';
+import { checkKey, checkMetadata, checkModelName, checkText, isZero, toFloat32, validNames, vectorOf } from './validate.ts';
 
 export interface VectorRecordInput {
   key?: string;
@@ -60,10 +60,9 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
   if (records.length > limits.batchItems) errors.push({ path: basePath, message: `must hold at most ${limits.batchItems} items (has ${records.length})` });
   if (errors.length) throw invalid(errors);
   // A named model must exist even when every record brings its vector.
-  const modelKnown = modelName === undefined || deps.models.has(modelName);
-  if (!modelKnown) errors.push({ path: '/body/model_name', message: `is not a known model; valid: ${deps.models.names().join(', ')}`, code: 'unknown_model' });
+  const modelKnown = checkModelName(deps.models, modelName, '/body/model_name', errors);
   const parsed = records.map((r, i) => parseRecord(r, form === 'single' ? '/body' : `${basePath}/${i}`, form === 'bare', errors, limits));
-  const refuse = () => invalidFields(errors, { unknown_model: { valid: deps.models.names() } });
+  const refuse = () => invalidFields(errors, validNames(deps.models));
 
   let ks;
   try {
@@ -95,9 +94,10 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
   }
 
   await forOwner(deps.storage, ks.owner, async () => {
-    // Again, now that nothing else of this owner's is being written (see owner-lock.ts).
-    let table = await deps.storage.getTable(keyspace, tableName);
-    await checkLimits(table);
+    // Again, now that nothing else of this owner's is being written (see owner-lock.ts); a
+    // keyspace without an owner has no quota to check.
+    let table = ks.owner === null ? existing : await deps.storage.getTable(keyspace, tableName);
+    if (ks.owner !== null) await checkLimits(table);
     table ??= await deps.storage.createTable(
       { keyspace, name: tableName, dimension, metric: 'cosine', model: embedder ? model : null },
       { ifNotExists: true },
