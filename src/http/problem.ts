@@ -47,6 +47,8 @@ const PLUGIN_STATUS: Record<number, ErrorCode> = {
   404: 'not_found',
   405: 'method_not_allowed',
   408: 'request_timeout',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
   416: 'range_not_satisfiable',
   431: 'headers_too_large',
 };
@@ -137,10 +139,8 @@ export function toServiceError(err: unknown): ServiceError {
   if (e instanceof SyntaxError || e?.statusCode === 400) {
     return new ServiceError('malformed_body', `The body is not valid JSON: ${e.message}`);
   }
-  if (e?.statusCode === 413) return new ServiceError('payload_too_large', e.message);
-  if (e?.statusCode === 415) return new ServiceError('unsupported_media_type', e.message);
-  // Plugins' own client errors (@fastify/static: a Range past the end, a path that climbs out)
-  // keep their meaning: a 4xx from the request is never a 500.
+  // Plugins' own client errors (@fastify/static: a Range past the end, a path that climbs out;
+  // multipart's limits) keep their meaning: a 4xx from the request is never a 500.
   const fromPlugin = typeof e?.statusCode === 'number' ? PLUGIN_STATUS[e.statusCode] : undefined;
   if (fromPlugin) return new ServiceError(fromPlugin, e.message);
   return new ServiceError('internal', 'An unexpected error occurred; the request id identifies it in the server log.', { cause: err });
