@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import net from 'node:net';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
 
 // Fake embedder: shapes and statuses only, no meaning.
@@ -94,6 +95,11 @@ describe('keyspaces, metadata, system and embeddings endpoints', () => {
   it('serves an OpenAPI 3.1 document naming every route', async () => {
     const doc = (await t.call('GET', '/v1/openapi.json', undefined, null)).json();
     assert.equal(doc.openapi, '3.1.0');
+    // Checked against the OpenAPI 3.1 schema itself: client generators refuse a document that is not.
+    const validator = new Validator();
+    const verdict = await validator.validate(doc);
+    assert.equal(validator.version, '3.1');
+    assert.ok(verdict.valid, JSON.stringify(verdict.errors, null, 1));
     for (const p of ['/v1/search/', '/v1/vector/write', '/v1/vector/batch', '/v1/metadata/write', '/v1/keyspaces/create', '/v1/embeddings']) assert.ok(doc.paths[p], p);
     const docs = await t.call('GET', '/v1/docs', undefined, null);
     assert.ok([200, 302].includes(docs.statusCode), String(docs.statusCode));
