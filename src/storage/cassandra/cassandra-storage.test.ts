@@ -19,7 +19,7 @@ import { openCassandraStorage, type CassandraStorageOptions } from './cassandra-
 import type { Ctx } from './context.ts';
 import { LARGE_VERDICT_MS, searchWithPlan } from './search.ts';
 import { Session } from './session.ts';
-import { dropPrefixed as dropTestKeyspaces } from './test-support.ts';
+import { dropPrefixed as dropTestKeyspaces, storedContentIds } from './test-support.ts';
 import { deleteVectors } from './vectors.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
@@ -336,6 +336,126 @@ if (!ENABLED) {
         assert.equal(await s.readFileContent('fks', 'docs', 'a.txt'), null);
         assert.equal((await s.getMetadata('fks', 'docs', ['a.txt'])).size, 0);
         assert.equal(await s.deleteFile('fks', 'docs', 'a.txt'), false);
+      });
+
+      it('keeps exactly one upload whole when two processes race replacements, or a replacement and a delete, of one file', async (t) => {
+        // Two stores on one system keyspace: two service processes. Uploads of different chunk
+        // counts (so that one's surplus-chunk delete can hit the other's rows) race, then a
+        // replacement races a delete; after each race the file row, its content, its chunk rows
+        // and its record must describe one upload (or nothing), with no content left unnamed.
+        const prefix = `t${randomBytes(5).toString('hex')}_`;
+        const opts = { contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, replication: REPLICATION, systemKeyspace: `${prefix}vss_system`, keyspacePrefix: prefix };
+        const a = await openCassandraStorage(opts);
+        const b = await openCassandraStorage(opts);
+        try {
+          await a.createKeyspace({ name: 'race', owner: null });
+          await a.createTable({ keyspace: 'race', name: 'docs', dimension: D, metric: 'cosine', model: null });
+          const name = 'r.txt';
+          const upload = (st: Storage, v: number, n: number): Promise<void> => {
+            const c = Buffer.from(`upload ${v}`);
+            return st.replaceFile(fileOf(name, c, n, 'docs', 'race'), c, chunkRows(name, n, v), recordOf(name, `v${v}`, 'docs', 'race'));
+          };
+          const jitter = (): Promise<void> => new Promise((r) => setTimeout(r, Math.random() * 4));
+          const problems: string[] = [];
+          /** What the stores hold of the file: the upload it names (null: none); records any disagreement. */
+          const check = async (label: string): Promise<number | null> => {
+            const f = await a.getFile('race', 'docs', name);
+            const content = await b.readFileContent('race', 'docs', name);
+            const rows = (await a.scanVectors('race', 'docs', { limit: 10_000 })).rows;
+            const got = rows.map((r) => `${r.key} v${r.metadata.v}`).sort((x, y) => x.localeCompare(y, 'en', { numeric: true }));
+            const rec = (await b.getMetadata('race', 'docs', [name])).get(name);
+            const contentIds = await storedContentIds(CONTACT_POINTS, LOCAL_DC, opts.systemKeyspace);
+            if (f === null) {
+              if (content !== null || rows.length > 0 || rec !== undefined || contentIds.length > 0) {
+                problems.push(`${label}: no file, yet ${rows.length} chunk rows [${got.join(', ')}], ${contentIds.length} content, record ${rec?.processing_details}`);
+              }
+              return null;
+            }
+            const v = Number(/^upload (\d+)$/.exec(content?.toString() ?? '')?.[1]);
+            const want = Array.from({ length: f.chunks }, (_, i) => `${name}#${i} v${v}`);
+            if (JSON.stringify(got) !== JSON.stringify(want) || rec?.processing_details !== `v${v}` || contentIds.length !== 1 || f.size !== content?.length) {
+              problems.push(`${label}: file names upload ${v} with ${f.chunks} chunks; chunk rows [${got.join(', ')}], record ${rec?.processing_details}, ${contentIds.length} content`);
+            }
+            return v;
+          };
+
+          await upload(a, 0, 3);
+          let v = 1;
+          for (let i = 0; i < 15; i++) {
+            const [va, vb] = [v++, v++];
+            const [na, nb] = i % 2 === 0 ? [2 + (i % 4), 7 - (i % 4)] : [7 - (i % 4), 2 + (i % 4)];
+            await Promise.all([upload(a, va, na), jitter().then(() => upload(b, vb, nb))]);
+            const won = await check(`replacement race ${i}`);
+            if (won !== null && won !== va && won !== vb) problems.push(`replacement race ${i}: upload ${won} won, not ${va} or ${vb}`);
+          }
+          const outcomes = { deleted: 0, replaced: 0 };
+          for (let i = 0; i < 15; i++) {
+            if ((await a.getFile('race', 'docs', name)) === null) await upload(a, v++, 4);
+            const vu = v++;
+            const [, deleted] = await Promise.all([(i % 2 === 0 ? jitter() : Promise.resolve()).then(() => upload(a, vu, 2 + (i % 5))), (i % 2 === 1 ? jitter() : Promise.resolve()).then(() => b.deleteFile('race', 'docs', name))]);
+            assert.equal(deleted, true, 'the file existed when the race began');
+            const won = await check(`replacement/delete race ${i}`);
+            outcomes[won === null ? 'deleted' : 'replaced']++;
+            if (won !== null && won !== vu) problems.push(`replacement/delete race ${i}: upload ${won} is there, not ${vu}`);
+          }
+          if ((await a.getFile('race', 'docs', name)) === null) await upload(a, v++, 4);
+          assert.equal(await b.deleteFile('race', 'docs', name), true);
+          assert.equal(await check('after the last delete'), null);
+          t.diagnostic(`replacement/delete races: ${outcomes.deleted} ended deleted, ${outcomes.replaced} replaced`);
+          assert.deepEqual(problems, []);
+        } finally {
+          await a.close();
+          await b.close();
+          await dropPrefixed(prefix);
+        }
+      });
+
+      it('takes a file name over from an upload whose process died once its lease runs out, and removes what it wrote', async () => {
+        // What a dead upload leaves (files.ts): the row taken (op = its content id, a lease,
+        // key_bound raised to its chunk count), its content, and some of its chunk rows written.
+        const prefix = `t${randomBytes(5).toString('hex')}_`;
+        const systemKeyspace = `${prefix}vss_system`;
+        const a = await openCassandraStorage({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, replication: REPLICATION, systemKeyspace, keyspacePrefix: prefix });
+        const c = new cassandraDriver.Client({ contactPoints: CONTACT_POINTS, localDataCenter: LOCAL_DC });
+        try {
+          await c.connect();
+          await a.createKeyspace({ name: 'lease', owner: null });
+          await a.createTable({ keyspace: 'lease', name: 'docs', dimension: D, metric: 'cosine', model: null });
+          const upload = (name: string, v: number, n: number): Promise<void> => {
+            const content = Buffer.from(`upload ${v}`);
+            return a.replaceFile(fileOf(name, content, n, 'docs', 'lease'), content, chunkRows(name, n, v), recordOf(name, `v${v}`, 'docs', 'lease'));
+          };
+          const die = async (name: string, leaseMs: number, chunks: number): Promise<void> => {
+            const op = cassandraDriver.types.Uuid.random();
+            await c.execute(`INSERT INTO "${systemKeyspace}".file_content (content_id, seq, data) VALUES (?, 0, ?)`, [op, Buffer.from('dead')], { prepare: true });
+            const rs = await c.execute(`UPDATE "${systemKeyspace}".files SET op = ?, op_until = ?, key_bound = ? WHERE keyspace_name = 'lease' AND table_name = 'docs' AND name = ? IF EXISTS`, [op, new Date(Date.now() + leaseMs), chunks, name], { prepare: true });
+            assert.equal(rs.wasApplied(), true);
+            await a.upsertVectors('lease', 'docs', chunkRows(name, chunks, 99));
+          };
+          const keys = async () => (await a.scanVectors('lease', 'docs', { limit: 1000 })).rows.map((r) => `${r.key} v${r.metadata.v}`).sort();
+
+          await upload('x.txt', 1, 2);
+          await die('x.txt', 1500, 5);
+          // The dead upload never committed: the file is still upload 1 for readers.
+          assert.equal((await a.getFile('lease', 'docs', 'x.txt'))?.chunks, 2);
+          const started = Date.now();
+          await upload('x.txt', 2, 3); // waits for the lease, then takes over
+          assert.ok(Date.now() - started >= 1000, `the upload waited for the lease (${Date.now() - started} ms)`);
+          assert.deepEqual(await keys(), ['x.txt#0 v2', 'x.txt#1 v2', 'x.txt#2 v2']);
+          assert.deepEqual((await a.readFileContent('lease', 'docs', 'x.txt'))?.toString(), 'upload 2');
+          assert.equal((await storedContentIds(CONTACT_POINTS, LOCAL_DC, systemKeyspace)).length, 1);
+
+          // A lease already run out is taken over at once, by a delete too.
+          await die('x.txt', -1000, 6);
+          assert.equal(await a.deleteFile('lease', 'docs', 'x.txt'), true);
+          assert.deepEqual(await keys(), []);
+          assert.equal(await a.getFile('lease', 'docs', 'x.txt'), null);
+          assert.deepEqual(await storedContentIds(CONTACT_POINTS, LOCAL_DC, systemKeyspace), []);
+        } finally {
+          await c.shutdown();
+          await a.close();
+          await dropPrefixed(prefix);
+        }
       });
 
       it('counts file bytes in usage', async () => {

@@ -10,7 +10,8 @@
  *   api_keys          hash -> the key record         (authentication is one partition read)
  *   api_key_ids       id -> hash                      (get and revoke by id)
  *   metadata_records  (keyspace_name, table_name) source_file -> the record's fields
- *   files             (keyspace_name) table_name, name -> size, sha256, type, chunks, content_id
+ *   files             (keyspace_name) table_name, name -> size, sha256, type, chunks, content_id,
+ *                     op, op_until, key_bound (LWT-only: one upload or delete of a name at a time)
  *   file_content      (content_id) seq -> 256 KiB pieces of a file's bytes
  *   webhook_events    id -> type, user_id, plan, applied, received_at
  *
@@ -73,6 +74,11 @@ const TABLES: Record<string, TableDef> = {
       ['chunks', 'int'],
       ['content_id', 'uuid'],
       ['created_at', 'text'],
+      // The upload or delete that last took the name, the end of its lease, and how many chunk
+      // keys `<name>#<i>` may exist (files.ts).
+      ['op', 'uuid'],
+      ['op_until', 'timestamp'],
+      ['key_bound', 'int'],
     ],
     primaryKey: '((keyspace_name), table_name, name)',
   },
