@@ -248,6 +248,19 @@ export class SegmentedAnn {
     return out;
   }
 
+  /**
+   * Live rows of segments retired earlier and not yet re-added: `retire` handed them back once,
+   * but the queue they went to is not saved, so a restart asks for them again here.
+   */
+  retiredLive(isLive: (rowId: number) => boolean): number[] {
+    const out: number[] = [];
+    for (const s of this.#sealed) {
+      if (!s.retired) continue;
+      for (const id of s.ids) if (!s.dead.has(id) && isLive(id)) out.push(id);
+    }
+    return out;
+  }
+
   /** Drops segments with no live row left; returns how many. */
   prune(): number {
     let n = 0;

@@ -282,6 +282,49 @@ describe('embedded storage', () => {
     });
   }
 
+  it('re-indexes after a restart the rows a mostly-deleted segment handed back before it (they were out of the searches\' reach)', async () => {
+    const dataDir = path.join(dir, 'retired');
+    const d = 16;
+    const r = rng(77);
+    const g = (): number => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+    const centres = Array.from({ length: 2 }, () => Float32Array.from({ length: d }, g));
+    const near = (c: Float32Array, spread: number): Float32Array => Float32Array.from(c, (x) => x + spread * g());
+    // The first segment: per topic 495 rows to delete, right at its centre, and 5 to keep a little
+    // further out; then filler far from both centres for two more segments. Once the 495 are
+    // gone, the 5 are each topic's nearest rows, but the first segment's graph answers a query at
+    // a centre with dead rows only (it returns its best ~150).
+    const first: VectorRow[] = [];
+    centres.forEach((c, t) => {
+      for (let j = 0; j < 500; j++) first.push({ key: j < 495 ? `d${t}-${j}` : `t${t}-${j}`, vector: near(c, j < 495 ? 0.05 : 0.3), metadata: null, text: null });
+    });
+    const filler = Array.from({ length: 2000 }, (_, i): VectorRow => ({ key: `f${i}`, vector: Float32Array.from({ length: d }, g), metadata: null, text: null }));
+    const opts = { dataDir, index: indexOpts(0, 1000) };
+    let s = await openEmbeddedStorage(opts);
+    await s.createKeyspace({ name: 'ks', owner: null });
+    await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'euclidean', model: null });
+    await ingest(s, 'ks', 't', first);
+    await ingest(s, 'ks', 't', filler);
+    await s.whenIndexed();
+    assert.ok(s.indexStatus()[0].segments >= 3, JSON.stringify(s.indexStatus()[0]));
+    // 99% of the first segment goes: it hands its 10 live rows back for re-indexing, and the
+    // store closes (saving its index) before they are indexed again.
+    await s.deleteVectors('ks', 't', first.filter((x) => x.key.startsWith('d')).map((x) => x.key));
+    await s.close();
+
+    s = await openEmbeddedStorage(opts);
+    try {
+      await s.whenIndexed();
+      for (const [t, c] of centres.entries()) {
+        const got = await s.search('ks', 't', { vector: c, metric: 'euclidean', candidates: 10, limit: 5 });
+        const exact = await s.search('ks', 't', { vector: c, metric: 'euclidean', candidates: 100_000, limit: 5 });
+        assert.ok(exact.filter((m) => m.key.startsWith(`t${t}-`)).length >= 3, 'the kept rows are the nearest');
+        assert.deepEqual(brief(got), brief(exact), `topic ${t}`);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
   it('ANN recall@10 >= 0.9 on 20k clustered vectors with 100 candidates, and new writes are searchable at once', async () => {
     const dataDir = path.join(dir, 'recall');
     const d = 64;

@@ -175,7 +175,11 @@ export class IndexKeeper {
       t.ann.dropMissing((id) => t.matrix.has(id));
       t.ann.prune();
       t.pending = new Map();
-      for (const r of this.#src.rowsSince(t.meta.id, loaded.seq)) t.pending.set(r.id, r.seq);
+      // First the rows that retired segments had handed back before the save (the queue is not
+      // saved): they are what the saved seq covers, so they go before the rows written since.
+      // Left out, they stayed in graphs whose nearest entries were all dead, out of the searches' reach.
+      for (const id of t.ann.retiredLive((id) => t.matrix.has(id))) t.pending.set(id, loaded.seq + 1);
+      for (const r of this.#src.rowsSince(t.meta.id, loaded.seq)) if (!t.pending.has(r.id)) t.pending.set(r.id, r.seq);
       t.changes += 1;
       if (t.ann.stats().segments > 0) t.warmBy = performance.now() + WARM_DEADLINE_MS;
       if (this.#opts.worker) t.ann.shareWith(this.#opts.worker);
