@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -19,6 +19,24 @@ describe('first start', () => {
     const models = ModelRegistry.fromModels([new FakeEmbeddingModel({ name: config.defaultModel, dimension: 384 })]);
     return { dataDir, config, storage, models, done: async () => (await storage.close(), await rm(dataDir, { recursive: true, force: true })) };
   };
+
+  it('stores no key when its file cannot be written, so the next start makes one it can show', async () => {
+    const d = await open({});
+    const file = path.join(d.dataDir, ADMIN_KEY_FILE);
+    try {
+      // A directory where the file goes: the write fails, as a start killed before it would leave things.
+      await mkdir(file);
+      await assert.rejects(bootstrap(d));
+      assert.equal(await d.storage.countApiKeys(), 0);
+      await rm(file, { recursive: true });
+      const next = await bootstrap(d);
+      assert.match(next.generatedKey!, /^vss_/);
+      assert.equal((await readFile(file, 'utf8')).trim(), next.generatedKey);
+      assert.equal((await authenticate(d.storage, next.generatedKey)).permissions, 'All');
+    } finally {
+      await d.done();
+    }
+  });
 
   it('generates an administrator key once, saves it 0600, stores only its hash', async () => {
     const d = await open({});

@@ -1,5 +1,6 @@
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { removeDeadTemps, writeFileDurably } from '../durable-file.ts';
 import type { Deps } from './deps.ts';
 import { hashKey, newSecret } from './keys.ts';
 import { isServiceError } from '../errors.ts';
@@ -38,6 +39,17 @@ export async function bootstrap({ config, storage, models }: Deps): Promise<Boot
   const result: BootstrapResult = { adminUserId: admin.id };
   if ((await storage.countApiKeys()) === 0) {
     const secret = config.adminKey ?? newSecret();
+    let keyFile: string | undefined;
+    if (config.adminKey === undefined) {
+      // The file first, whole (temp, fsync, rename), and the key's hash after it: a start killed
+      // in between leaves no key stored, so the next start makes a new one and replaces the file.
+      // The other way round, a kill after the commit left the only working key unwritten (an
+      // empty file, nothing printed) and every later start saw a key stored: locked out for good.
+      await mkdir(config.dataDir, { recursive: true });
+      removeDeadTemps(config.dataDir);
+      keyFile = path.join(config.dataDir, ADMIN_KEY_FILE);
+      await writeFileDurably(keyFile, `${secret}\n`, { mode: 0o600 });
+    }
     const made = await storage
       .createApiKey({ userId: admin.id, name: 'admin', hash: hashKey(secret), permissions: 'All', resources: ['*'] })
       .then(
@@ -48,11 +60,7 @@ export async function bootstrap({ config, storage, models }: Deps): Promise<Boot
           throw err;
         },
       );
-    if (made && config.adminKey === undefined) {
-      await mkdir(config.dataDir, { recursive: true });
-      const keyFile = path.join(config.dataDir, ADMIN_KEY_FILE);
-      await writeFile(keyFile, `${secret}\n`, { mode: 0o600 });
-      await chmod(keyFile, 0o600);
+    if (made && keyFile !== undefined) {
       result.generatedKey = secret;
       result.keyFile = keyFile;
     }
