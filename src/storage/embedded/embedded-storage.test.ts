@@ -295,9 +295,9 @@ describe('embedded storage', () => {
     // a centre with dead rows only (it returns its best ~150).
     const first: VectorRow[] = [];
     centres.forEach((c, t) => {
-      for (let j = 0; j < 500; j++) first.push({ key: j < 495 ? `d${t}-${j}` : `t${t}-${j}`, vector: near(c, j < 495 ? 0.05 : 0.3), metadata: null, text: null });
+      for (let j = 0; j < 500; j++) first.push({ key: j < 495 ? `d${t}-${j}` : `t${t}-${j}`, vector: near(c, j < 495 ? 0.05 : 0.3), metadata: {}, text: null });
     });
-    const filler = Array.from({ length: 2000 }, (_, i): VectorRow => ({ key: `f${i}`, vector: Float32Array.from({ length: d }, g), metadata: null, text: null }));
+    const filler = Array.from({ length: 2000 }, (_, i): VectorRow => ({ key: `f${i}`, vector: Float32Array.from({ length: d }, g), metadata: {}, text: null }));
     const opts = { dataDir, index: indexOpts(0, 1000) };
     let s = await openEmbeddedStorage(opts);
     await s.createKeyspace({ name: 'ks', owner: null });
