@@ -125,6 +125,24 @@ describe('filter', () => {
     assert.equal(row.lt, 1);
   });
 
+  it('SQL and JS agree on range bounds past 2^53, whose JSON text is not the double', () => {
+    // 2^60 is written "1152921504606847000", which SQLite reads as that integer, not the double.
+    const nums = [2 ** 60, -(2 ** 60), 2 ** 53 + 2, 1e19, 1e21, 123456789012345680000, 0.1 + 0.2, 7];
+    const big = new Database(':memory:');
+    big.exec('CREATE TABLE docs (id INTEGER PRIMARY KEY, metadata TEXT NOT NULL)');
+    nums.forEach((n, id) => big.prepare('INSERT INTO docs VALUES (?, ?)').run(id, JSON.stringify({ n, arr: [n] })));
+    for (const bound of nums) {
+      for (const op of ['$gt', '$gte', '$lt', '$lte']) {
+        for (const field of ['n', 'arr']) {
+          const f: Filter = { [field]: { [op]: bound } };
+          const js = nums.flatMap((n, id) => (matchesFilter({ n, arr: [n] }, f) ? [id] : []));
+          assert.deepEqual(sqlIds(big, f), js, JSON.stringify(f));
+        }
+      }
+    }
+    big.close();
+  });
+
   it('random filters agree between SQL and JS', () => {
     let seed = 7;
     const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);

@@ -200,8 +200,12 @@ function toSql(node: Node, col: string, params: unknown[]): string {
       return `(json_type(${col}, ${sqlLiteral(jsonPath(node.path))}) IS NOT NULL)`;
     case 'cmp': {
       const sqlOp = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' }[node.op];
-      const types = typeof node.value === 'number' ? `('integer','real')` : `('text')`;
-      return anyElement(col, node.path, (v, t) => `(${t} IN ${types} AND ${v} ${sqlOp} ${param(node.value)})`);
+      if (typeof node.value === 'string') return anyElement(col, node.path, (v, t) => `(${t} = 'text' AND ${v} ${sqlOp} ${param(node.value)})`);
+      // The bound goes through SQLite's JSON parser as the stored numbers did (as $in's values do):
+      // past 2^53 a number's JSON text ("1152921504606847000" for 2^60) reads back as an integer
+      // that is not the double, and against the double itself 2^60 was "> 2^60".
+      const json = JSON.stringify(node.value);
+      return anyElement(col, node.path, (v, t) => `(${t} IN ('integer','real') AND ${v} ${sqlOp} json_extract(${param(json)}, '$'))`);
     }
     case 'in': {
       const nums = node.values.filter((v): v is number => typeof v === 'number');
