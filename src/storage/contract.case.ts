@@ -6,6 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Metric, Storage, VectorRow } from './api.ts';
+import { randomDifferentialCase } from './contract-random.case.ts';
 
 export type OpenStorage = () => Promise<{ storage: Storage; cleanup: () => Promise<void> }>;
 
@@ -363,6 +364,12 @@ export function storageContract(name: string, open: OpenStorage): void {
           assert.equal(r.text, byKey.get(r.key)!.text);
         }
         await rejectsWithCode(storage.scanVectors('scan_ks', 'missing', { limit: 10 }), 'table_not_found');
+      });
+    });
+
+    describe('random differential', () => {
+      it('agrees with an in-memory model over a seeded random sequence of writes, deletes and checks', async (t) => {
+        await randomDifferentialCase(storage, (msg) => t.diagnostic(msg));
       });
     });
 
