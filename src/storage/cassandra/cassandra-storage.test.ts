@@ -20,7 +20,7 @@ import type { Ctx } from './context.ts';
 import { LARGE_VERDICT_MS, searchWithPlan } from './search.ts';
 import { Session } from './session.ts';
 import { dropPrefixed as dropTestKeyspaces, storedContentIds } from './test-support.ts';
-import { deleteVectors } from './vectors.ts';
+import { deleteByFilter, deleteVectors } from './vectors.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
 const CONTACT_POINTS = (process.env.VSS_TEST_CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean);
@@ -245,6 +245,101 @@ if (!ENABLED) {
         await a.close();
         await b!.close();
         await dropPrefixed(prefix);
+      }
+    });
+
+    it('deletes by filter as of its scan: a row rewritten between the scan and the delete keeps its new version', async () => {
+      // A: another process writing; B: the process deleting by filter, with a seam after its scan.
+      const { storage: a, prefix, cleanup } = await openFresh();
+      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
+      await session.connect();
+      let between: (() => Promise<void>) | null = null;
+      const pages = session.pages.bind(session);
+      // Runs `between` once B's scan of (key, metadata) has read its last page, before any delete.
+      session.pages = async function* (cql, params, o) {
+        yield* pages(cql, params, o);
+        if (cql.startsWith('SELECT "key", "metadata"') && between !== null) {
+          const f = between;
+          between = null;
+          await f();
+        }
+      };
+      try {
+        const ctx: Ctx = { session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows: 10_000, keyspacePrefix: prefix, largeTables: new Map() };
+        await a.createKeyspace({ name: 'dbf', owner: null });
+        const row = (key: string, metadata: VectorRow['metadata']): VectorRow => ({ key, vector: Float32Array.of(1, 2), metadata, text: null });
+        // What A does to doomed row i while B is between its scan and its deletes.
+        const kinds = ['rewritten to no longer match', 'rewritten, still matching', 'left alone', 'deleted by A'] as const;
+        const kindOf = (i: number) => kinds[i % kinds.length];
+        // 1 row: one DELETE; 40: one LOGGED batch; 600: concurrent single DELETEs (too many for a batch).
+        const got: Record<string, unknown>[] = [];
+        const want: Record<string, unknown>[] = [];
+        for (const n of [1, 40, 600]) {
+          const table = `t${n}`;
+          await a.createTable({ keyspace: 'dbf', name: table, dimension: 2, metric: 'euclidean', model: null });
+          const doomed = Array.from({ length: n }, (_, i) => `k${i}`);
+          await a.upsertVectors('dbf', table, [...doomed.map((k, i) => row(k, { doomed: true, i })), ...[0, 1, 2].map((j) => row(`bystander${j}`, { doomed: false }))]);
+          between = async () => {
+            // Coordinators stamp whole milliseconds (unique per node only): on a cluster, a write in the
+            // scanned version's millisecond through another node could tie with it, and a tie deletes.
+            await new Promise((r) => setTimeout(r, 2));
+            const rewrites = doomed.flatMap((k, i) =>
+              kindOf(i) === 'rewritten to no longer match' ? [row(k, { doomed: false, v: 2 })] : kindOf(i) === 'rewritten, still matching' ? [row(k, { doomed: true, v: 2 })] : [],
+            );
+            for (let j = 0; j < rewrites.length; j += 10) await a.upsertVectors('dbf', table, rewrites.slice(j, j + 10));
+            await a.deleteVectors('dbf', table, doomed.filter((_, i) => kindOf(i) === 'deleted by A'));
+          };
+          const deleted = await deleteByFilter(ctx, 'dbf', table, { doomed: true });
+          assert.equal(between, null, 'the seam ran');
+          const left = new Map((await a.scanVectors('dbf', table, { limit: 10_000 })).rows.map((r) => [r.key, r]));
+          // Per kind of row: how many ended in each state.
+          const g: Record<string, unknown> = { n, deleted, bystanders: [0, 1, 2].filter((j) => left.has(`bystander${j}`)).length };
+          const w: Record<string, unknown> = { n, deleted: n, bystanders: 3 };
+          doomed.forEach((k, i) => {
+            const kind = kindOf(i);
+            const r = left.get(k);
+            const state = r === undefined ? 'gone' : r.metadata.v === 2 ? `A's version (doomed: ${String(r.metadata.doomed)})` : 'the scanned version';
+            const expected = kind === 'rewritten to no longer match' ? "A's version (doomed: false)" : kind === 'rewritten, still matching' ? "A's version (doomed: true)" : 'gone';
+            const gk = (g[kind] ??= {}) as Record<string, number>;
+            gk[state] = (gk[state] ?? 0) + 1;
+            const wk = (w[kind] ??= {}) as Record<string, number>;
+            wk[expected] = (wk[expected] ?? 0) + 1;
+          });
+          got.push(g);
+          want.push(w);
+        }
+        assert.deepEqual(got, want);
+      } finally {
+        await session.shutdown();
+        await cleanup();
+      }
+    });
+
+    it('loses no rewrite acknowledged by one process while another deletes by filter', async () => {
+      const { storage: a, prefix, cleanup } = await openFresh();
+      const b = await openCassandraStorage({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, replication: REPLICATION, systemKeyspace: `${prefix}vss_system`, keyspacePrefix: prefix });
+      try {
+        await a.createKeyspace({ name: 'dbf', owner: null });
+        await a.createTable({ keyspace: 'dbf', name: 'race', dimension: 2, metric: 'euclidean', model: null });
+        const n = 1000;
+        const row = (i: number, doomed: boolean): VectorRow => ({ key: `k${i}`, vector: Float32Array.of(i, 1), metadata: { doomed, i }, text: null });
+        await a.upsertVectors('dbf', 'race', Array.from({ length: n }, (_, i) => row(i, true)));
+        // While B deletes every matching row, A rewrites every row so that it no longer matches. Each
+        // rewrite either lands before B's scan reads its row (B does not match it) or after (B deletes
+        // as of the older version it scanned): either way every row must end up rewritten. (The former
+        // scan-then-delete lost those landing between its scan and its deletes: 176-239 of 1,000 in three runs.)
+        const [, deleted] = await Promise.all([
+          (async () => {
+            for (let i = 0; i < n; i += 10) await a.upsertVectors('dbf', 'race', Array.from({ length: 10 }, (_, j) => row(i + j, false)));
+          })(),
+          b.deleteByFilter('dbf', 'race', { doomed: true }),
+        ]);
+        const left = (await a.scanVectors('dbf', 'race', { limit: 10_000 })).rows;
+        const lost = n - left.filter((r) => r.metadata.doomed === false).length;
+        assert.deepEqual({ lost, stillMatching: left.filter((r) => r.metadata.doomed !== false).length }, { lost: 0, stillMatching: 0 }, `B's delete matched ${deleted} rows`);
+      } finally {
+        await b.close();
+        await cleanup();
       }
     });
 

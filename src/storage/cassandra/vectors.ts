@@ -13,7 +13,13 @@
  *
  * Filters live in a JSON text column that SAI cannot index: deleteByFilter and countVectors page
  * through every row of the table (O(rows)); countVectors without a filter pages through keys only.
+ *
+ * deleteByFilter takes effect as of its scan: the scan reads each matching row's write time, and the
+ * row is deleted `USING TIMESTAMP` that time, which removes the version the scan saw (and older
+ * ones) but not a rewrite made after it (a later timestamp), even one that still matches. Write
+ * timestamps are the coordinators' (session.ts), so this holds as far as the nodes' clocks agree.
  */
+import cassandra from 'cassandra-driver';
 import { type FieldError, invalid } from '../../errors.ts';
 import { compileFilter } from '../../index/filter.ts';
 import type { Filter, TableInfo, VectorRow } from '../api.ts';
@@ -26,6 +32,9 @@ import { forEachLimit } from './session.ts';
 const LOGGED_BATCH_MAX_BYTES = 24 * 1024;
 const WRITE_CONCURRENCY = 8;
 const IN_CHUNK = 100;
+
+/** A write timestamp (microseconds since the epoch) as the driver reads and binds a bigint. */
+type Long = InstanceType<typeof cassandra.types.Long>;
 
 export async function upsertVectors(ctx: Ctx, keyspace: string, table: string, rows: VectorRow[]): Promise<void> {
   const t = await requireTable(ctx, keyspace, table);
@@ -87,24 +96,39 @@ async function existingKeys(ctx: Ctx, keyspace: string, table: string, keys: str
   return found;
 }
 
+/** Deletes the keys as of now (plain DELETEs, the coordinator's timestamp): whatever they hold. */
 export async function deleteKeys(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<void> {
+  await deleteRows(ctx, keyspace, table, keys.map((key) => ({ key, at: null })));
+}
+
+/** A key to delete; with `at`, only cells written at or before that timestamp (`USING TIMESTAMP`). */
+interface Doomed {
+  key: string;
+  at: Long | null;
+}
+
+async function deleteRows(ctx: Ctx, keyspace: string, table: string, rows: Doomed[]): Promise<void> {
   try {
-    await deleteKeysNow(ctx, keyspace, table, keys);
+    await deleteRowsNow(ctx, keyspace, table, rows);
   } finally {
     // The table may now be small enough for an exact search again: search.ts counts it afresh.
-    if (keys.length > 0) ctx.largeTables.delete(`${keyspace}.${table}`);
+    if (rows.length > 0) ctx.largeTables.delete(`${keyspace}.${table}`);
   }
 }
 
-async function deleteKeysNow(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<void> {
-  const cql = `DELETE FROM ${dataTable(ctx, keyspace, table)} WHERE "key" = ?`;
+async function deleteRowsNow(ctx: Ctx, keyspace: string, table: string, rows: Doomed[]): Promise<void> {
+  const from = dataTable(ctx, keyspace, table);
+  const now = `DELETE FROM ${from} WHERE "key" = ?`;
+  const asOf = `DELETE FROM ${from} USING TIMESTAMP ? WHERE "key" = ?`;
+  const statements = rows.map((r) => (r.at === null ? { query: now, params: [r.key] } : { query: asOf, params: [r.at, r.key] }));
   const errCtx = { keyspace, table, action: 'deleting vectors' };
-  if (keys.length === 0) return;
-  if (keys.length === 1) return ctx.session.write(cql, [keys[0]], errCtx);
-  if (keys.reduce((s, k) => s + utf8Bytes(k) + 64, 0) <= LOGGED_BATCH_MAX_BYTES) {
-    return ctx.session.batch(keys.map((k) => ({ query: cql, params: [k] })), true, errCtx);
+  if (statements.length === 0) return;
+  if (statements.length === 1) return ctx.session.write(statements[0].query, statements[0].params, errCtx);
+  if (rows.reduce((s, r) => s + utf8Bytes(r.key) + 64, 0) <= LOGGED_BATCH_MAX_BYTES) {
+    // Each statement carries its own timestamp (the batch has none), as CQL allows.
+    return ctx.session.batch(statements, true, errCtx);
   }
-  await forEachLimit(keys, WRITE_CONCURRENCY, (k) => ctx.session.write(cql, [k], errCtx));
+  await forEachLimit(statements, WRITE_CONCURRENCY, (s) => ctx.session.write(s.query, s.params, errCtx));
 }
 
 /** Deletes the keys; answers how many of them existed (read before delete). */
@@ -138,12 +162,38 @@ async function matchingKeys(ctx: Ctx, keyspace: string, table: string, filter: F
   return out;
 }
 
+/**
+ * Rows whose metadata matches, each with the newest write time among its cells as this scan read
+ * them: O(rows). Every row this backend writes has "vector" and "metadata" set (one INSERT of all
+ * columns, so one timestamp); "text" may be null, and WRITETIME of a null cell is null. A row with
+ * no timestamp at all (none of its cells set: not one this backend writes) gets a plain delete.
+ */
+async function matchingRows(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<Doomed[]> {
+  const match = compile(filter);
+  const out: Doomed[] = [];
+  const cql = `SELECT "key", "metadata", WRITETIME("vector") AS wv, WRITETIME("metadata") AS wm, WRITETIME("text") AS wt FROM ${dataTable(ctx, keyspace, table)}`;
+  for await (const page of ctx.session.pages(cql, [], { fetchSize: 2000, ctx: { keyspace, table, action: 'scanning metadata' } })) {
+    for (const r of page) {
+      if (!match(fromMetadataText(r.metadata))) continue;
+      let at: Long | null = null;
+      for (const w of [r.wv, r.wm, r.wt] as (Long | null)[]) if (w !== null && w !== undefined && (at === null || w.greaterThan(at))) at = w;
+      out.push({ key: r.key as string, at });
+    }
+  }
+  return out;
+}
+
+/**
+ * Deletes the rows matching `filter` as the scan found them: a row rewritten (or re-created) after
+ * the scan read it keeps its new version, matching or not; one deleted meanwhile stays deleted.
+ * Answers how many rows the scan matched.
+ */
 export async function deleteByFilter(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<number> {
   await requireTable(ctx, keyspace, table);
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw invalid([{ path: '/filter', message: 'must be an object' }]);
-  const keys = await matchingKeys(ctx, keyspace, table, filter);
-  await deleteKeys(ctx, keyspace, table, keys);
-  return keys.length;
+  const rows = await matchingRows(ctx, keyspace, table, filter);
+  await deleteRows(ctx, keyspace, table, rows);
+  return rows.length;
 }
 
 export async function countVectors(ctx: Ctx, keyspace: string, table: string, filter?: Filter): Promise<number> {
