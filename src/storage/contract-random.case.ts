@@ -21,6 +21,7 @@
  * filled with tombstones and Index.remove spun for ever (src/index/ann-churn.test.ts).
  */
 import assert from 'node:assert/strict';
+import { bruteScore } from './brute-score.case.ts';
 import type { Filter, Json, Metadata, MetadataRecord, Metric, Storage, StoredMatch } from './api.ts';
 
 export const RANDOM_CONTRACT_SEED = 3;
@@ -244,29 +245,11 @@ function cmpCodePoints(a: string, b: string): number {
 
 // ---------------------------------------------------------------- scoring (independent, float64)
 
-function score(metric: Metric, q: Float32Array, v: Float32Array): number {
-  let dot = 0;
-  let qq = 0;
-  let vv = 0;
-  let l2 = 0;
-  for (let i = 0; i < q.length; i++) {
-    const a = q[i];
-    const b = v[i];
-    dot += a * b;
-    qq += a * a;
-    vv += b * b;
-    l2 += (a - b) * (a - b);
-  }
-  if (metric === 'euclidean') return Math.sqrt(l2);
-  if (metric === 'dot_product') return dot;
-  return qq === 0 || vv === 0 ? 0 : dot / Math.sqrt(qq * vv);
-}
-
 const better = (metric: Metric, a: number, b: number): number => (metric === 'euclidean' ? a - b : b - a);
 
 function brute(rows: Map<string, ModelRow>, q: Float32Array, metric: Metric, limit: number, filter?: Filter): { key: string; score: number }[] {
   const out: { key: string; score: number }[] = [];
-  for (const [key, r] of rows) if (filter === undefined || matchFilter(r.metadata, filter)) out.push({ key, score: score(metric, q, r.vector) });
+  for (const [key, r] of rows) if (filter === undefined || matchFilter(r.metadata, filter)) out.push({ key, score: bruteScore(metric, q, r.vector) });
   out.sort((a, b) => better(metric, a.score, b.score));
   return out.slice(0, limit);
 }
@@ -633,7 +616,7 @@ async function checkSearch(storage: Storage, model: Model, t: number, s: SearchS
     const row = rows.get(g.key);
     assert.ok(row, `${tag}: match ${i} ${JSON.stringify(g.key)} is not stored (deleted or never written)`);
     if (s.filter) assert.ok(matchFilter(row.metadata, s.filter), `${tag}: match ${JSON.stringify(g.key)} does not match the filter (metadata ${JSON.stringify(row.metadata)})`);
-    const want = score(s.metric, q, row.vector);
+    const want = bruteScore(s.metric, q, row.vector);
     assert.ok(Math.abs(g.score - want) <= SCORE_EPS, `${tag}: ${JSON.stringify(g.key)} scores ${g.score}, its stored vector ${want}`);
     assert.deepStrictEqual(g.metadata, row.metadata, `${tag}: metadata of ${JSON.stringify(g.key)}`);
     assert.equal(g.text, row.text, `${tag}: text of ${JSON.stringify(g.key)}`);

@@ -6,6 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Metric, Storage, VectorRow } from './api.ts';
+import { bruteScore } from './brute-score.case.ts';
 import { randomDifferentialCase } from './contract-random.case.ts';
 
 export type OpenStorage = () => Promise<{ storage: Storage; cleanup: () => Promise<void> }>;
@@ -25,23 +26,6 @@ function rng(seed: number): () => number {
 }
 
 const randomVector = (r: () => number, d: number): Float32Array => Float32Array.from({ length: d }, () => r() * 2 - 1);
-
-/** Float64 brute force written independently of the backends' code. */
-function bruteScore(metric: Metric, a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  let l2 = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-    l2 += (a[i] - b[i]) ** 2;
-  }
-  if (metric === 'euclidean') return Math.sqrt(l2);
-  if (metric === 'dot_product') return dot;
-  return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
-}
 
 function bruteForce(rows: VectorRow[], q: Float32Array, metric: Metric, limit: number): { key: string; score: number }[] {
   const scored = rows.map((r) => ({ key: r.key, score: bruteScore(metric, q, r.vector) }));
