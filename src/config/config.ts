@@ -31,6 +31,8 @@ export interface Limits {
   readonly embeddingInputs: number;
   /** Most tables in one keyspace (each holds a vector file open). */
   readonly tablesPerKeyspace: number;
+  /** Most uploads one user may have in progress at once, in one process. */
+  readonly uploadsPerUser: number;
 }
 
 export interface PlanLimits {
@@ -128,6 +130,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   metadataBytes: 64 * 1024,
   embeddingInputs: 2048,
   tablesPerKeyspace: 100,
+  uploadsPerUser: 4,
 });
 
 type Env = Record<string, string | undefined>;
@@ -203,6 +206,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     bodyBytes: int('VSS_MAX_BODY_BYTES', DEFAULT_LIMITS.bodyBytes, 1024, 1024 * MiB),
     uploadBytes: int('VSS_MAX_UPLOAD_BYTES', DEFAULT_LIMITS.uploadBytes, 1024, 4096 * MiB),
     batchItems: int('VSS_MAX_BATCH_ITEMS', DEFAULT_LIMITS.batchItems, 1, 100_000),
+    uploadsPerUser: int('VSS_MAX_UPLOADS_PER_USER', DEFAULT_LIMITS.uploadsPerUser, 1, 1000),
     ...overrides.limits,
   };
   const { limits: _ignored, ...rest } = overrides;

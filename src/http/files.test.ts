@@ -446,6 +446,27 @@ describe('files: uploads at once, and uploads their client left (fake model, slo
     }
   });
 
+  it('refuses an upload past the per-user limit of uploads in progress, before reading it, and frees the slot when one ends', async () => {
+    const t = await startTestApp({ model: 'fake', fakeDelayMs: 40, limits: { uploadsPerUser: 1 } });
+    try {
+      const text = Array.from({ length: 600 }, (_, i) => `Sentence ${i} is about ships, harbours and the weather at sea.`).join(' ');
+      const model = t.deps.models.get().model as unknown as { callCount: number };
+      const before = model.callCount;
+      const first = upload(t, fileForm('first.txt', text));
+      while (model.callCount < before + 1) await new Promise((r) => setTimeout(r, 5));
+      const refused = await upload(t, fileForm('second.txt', 'A short file.'));
+      assert.equal(refused.statusCode, 429, refused.body);
+      assert.equal(refused.json().code, 'rate_limited');
+      assert.equal(refused.headers['retry-after'], '5');
+      assert.equal((await first).statusCode, 200);
+      const after = await upload(t, fileForm('second.txt', 'A short file.'));
+      assert.equal(after.statusCode, 200, after.body);
+      assert.deepEqual((await listNames(t)).sort(), ['first.txt', 'second.txt']);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('stops embedding and stores nothing when the client leaves in the middle', async () => {
     const t = await startTestApp({ model: 'fake', fakeDelayMs: 40 });
     try {

@@ -40,6 +40,7 @@ export function environment({ config, models }: Deps) {
     limits: {
       body_bytes: config.limits.bodyBytes,
       upload_bytes: config.limits.uploadBytes,
+      uploads_per_user: config.limits.uploadsPerUser,
       batch_items: config.limits.batchItems,
       max_dimension: config.limits.maxDimension,
       max_final_top_k: config.limits.maxFinalTopK,

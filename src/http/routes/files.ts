@@ -22,6 +22,7 @@ import { ServiceError, type FieldError } from '../../errors.ts';
 import type { Caller } from '../../service/caller.ts';
 import type { Deps } from '../../service/deps.ts';
 import { checkUpload, deleteFile, downloadFile, listFiles, uploadFile, type UploadInput } from '../../service/files.ts';
+import { UploadSlots } from '../../service/upload-slots.ts';
 import { callerOf } from '../auth.ts';
 import { Keyspace, TableName } from '../schemas.ts';
 
@@ -172,6 +173,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
   const uploads = path.join(deps.config.dataDir, 'uploads');
   await mkdir(uploads, { recursive: true, mode: 0o700 });
   await sweepStaleUploads(uploads);
+  const slots = new UploadSlots(deps.config.limits.uploadsPerUser);
 
   // In this plugin only multipart bodies are parsed: a JSON (or any other) body to /v1/embed/
   // is a 415 before it is read. @fastify/multipart is registered here, not on the root, so the
@@ -196,18 +198,24 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
     },
     handler: async (req, reply) => {
       const caller = callerOf(req);
-      // The response closing before it is written means the client left: stop the upload's work.
-      const left = new AbortController();
-      reply.raw.once('close', () => reply.raw.writableFinished || left.abort());
-      if (!req.isMultipart()) {
-        throw new ServiceError('unsupported_media_type', 'POST /v1/embed/ takes multipart/form-data with the file in the field `file`.');
-      }
-      const target = path.join(uploads, `${randomUUID()}.part`);
+      // Held until the work stops (a client that left frees it only once the upload has stopped).
+      const release = slots.claim(caller.userId);
       try {
-        const input = await receiveForm(deps, caller, req, target);
-        return await uploadFile(deps, caller, { ...input, signal: left.signal });
+        // The response closing before it is written means the client left: stop the upload's work.
+        const left = new AbortController();
+        reply.raw.once('close', () => reply.raw.writableFinished || left.abort());
+        if (!req.isMultipart()) {
+          throw new ServiceError('unsupported_media_type', 'POST /v1/embed/ takes multipart/form-data with the file in the field `file`.');
+        }
+        const target = path.join(uploads, `${randomUUID()}.part`);
+        try {
+          const input = await receiveForm(deps, caller, req, target);
+          return await uploadFile(deps, caller, { ...input, signal: left.signal });
+        } finally {
+          await rm(target, { force: true });
+        }
       } finally {
-        await rm(target, { force: true });
+        release();
       }
     },
   });
