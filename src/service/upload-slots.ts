@@ -31,9 +31,4 @@ export class UploadSlots {
       else this.#inFlight.set(userId, left);
     };
   }
-
-  /** Uploads in progress for `userId`. */
-  inFlight(userId: string): number {
-    return this.#inFlight.get(userId) ?? 0;
-  }
 }

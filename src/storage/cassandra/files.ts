@@ -34,7 +34,6 @@
  * between 2 and 6 can leave unreferenced content pieces behind. Every file of a keyspace lives in
  * one partition, so LWTs on different files of one keyspace contend (Paxos is per partition).
  */
-import { randomUUID } from 'node:crypto';
 import cassandra from 'cassandra-driver';
 import { invalid, ServiceError } from '../../errors.ts';
 import type { FileRecord, MetadataRecord, VectorRow } from '../api.ts';

@@ -149,36 +149,29 @@ export function compile(filter: Filter): (m: ReturnType<typeof fromMetadataText>
   }
 }
 
-/** Keys whose metadata matches, by a paged scan of (key, metadata): O(rows). */
-async function matchingKeys(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<string[]> {
+/** Rows whose metadata matches, by a paged scan of "key", "metadata" and `more` columns: O(rows). */
+async function* matching(ctx: Ctx, keyspace: string, table: string, filter: Filter, more = ''): AsyncGenerator<cassandra.types.Row> {
   const match = compile(filter);
-  const out: string[] = [];
-  for await (const page of ctx.session.pages(`SELECT "key", "metadata" FROM ${dataTable(ctx, keyspace, table)}`, [], {
+  for await (const page of ctx.session.pages(`SELECT "key", "metadata"${more} FROM ${dataTable(ctx, keyspace, table)}`, [], {
     fetchSize: 2000,
     ctx: { keyspace, table, action: 'scanning metadata' },
   })) {
-    for (const r of page) if (match(fromMetadataText(r.metadata))) out.push(r.key as string);
+    for (const r of page) if (match(fromMetadataText(r.metadata))) yield r;
   }
-  return out;
 }
 
 /**
  * Rows whose metadata matches, each with the newest write time among its cells as this scan read
- * them: O(rows). Every row this backend writes has "vector" and "metadata" set (one INSERT of all
- * columns, so one timestamp); "text" may be null, and WRITETIME of a null cell is null. A row with
- * no timestamp at all (none of its cells set: not one this backend writes) gets a plain delete.
+ * them. Every row this backend writes has "vector" and "metadata" set (one INSERT of all columns,
+ * so one timestamp); "text" may be null, and WRITETIME of a null cell is null. A row with no
+ * timestamp at all (none of its cells set: not one this backend writes) gets a plain delete.
  */
 async function matchingRows(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<Doomed[]> {
-  const match = compile(filter);
   const out: Doomed[] = [];
-  const cql = `SELECT "key", "metadata", WRITETIME("vector") AS wv, WRITETIME("metadata") AS wm, WRITETIME("text") AS wt FROM ${dataTable(ctx, keyspace, table)}`;
-  for await (const page of ctx.session.pages(cql, [], { fetchSize: 2000, ctx: { keyspace, table, action: 'scanning metadata' } })) {
-    for (const r of page) {
-      if (!match(fromMetadataText(r.metadata))) continue;
-      let at: Long | null = null;
-      for (const w of [r.wv, r.wm, r.wt] as (Long | null)[]) if (w !== null && w !== undefined && (at === null || w.greaterThan(at))) at = w;
-      out.push({ key: r.key as string, at });
-    }
+  for await (const r of matching(ctx, keyspace, table, filter, ', WRITETIME("vector") AS wv, WRITETIME("metadata") AS wm, WRITETIME("text") AS wt')) {
+    let at: Long | null = null;
+    for (const w of [r.wv, r.wm, r.wt] as (Long | null)[]) if (w !== null && w !== undefined && (at === null || w.greaterThan(at))) at = w;
+    out.push({ key: r.key as string, at });
   }
   return out;
 }
@@ -201,7 +194,9 @@ export async function countVectors(ctx: Ctx, keyspace: string, table: string, fi
   if (filter === undefined || Object.keys(filter).length === 0) {
     return countRows(ctx, keyspace, table);
   }
-  return (await matchingKeys(ctx, keyspace, table, filter)).length;
+  let n = 0;
+  for await (const _ of matching(ctx, keyspace, table, filter)) n++;
+  return n;
 }
 
 
