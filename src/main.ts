@@ -8,6 +8,7 @@ import { Metrics } from './observability/metrics.ts';
 import { buildApp } from './http/app.ts';
 import { loggerOptions } from './http/logging.ts';
 import { bootstrap } from './service/bootstrap.ts';
+import { offerSearchDrafts } from './service/drafts.ts';
 import { openStorage } from './storage/factory.ts';
 import { tuneV8Heap } from './v8-heap.ts';
 
@@ -42,6 +43,8 @@ async function main(): Promise<void> {
   });
   storageLog = (msg, err) => app.log.warn(err === undefined ? {} : { err }, msg);
   for (const [msg, err] of early.splice(0)) storageLog(msg, err);
+  // The unwrapped backend: metrics time requests, not this.
+  offerSearchDrafts(config, models, backend, (level, msg, fields) => app.log[level](fields, msg));
 
   await models.discover();
   const boot = await bootstrap(deps);

@@ -20,6 +20,12 @@ describe('configuration', () => {
     );
   });
 
+  it('turns search drafts off with VSS_SEARCH_DRAFT=false, and refuses other words', () => {
+    assert.equal(loadConfig({}).searchDraft, true);
+    assert.equal(loadConfig({ VSS_SEARCH_DRAFT: 'false' }).searchDraft, false);
+    assert.throws(() => loadConfig({ VSS_SEARCH_DRAFT: 'no' }), (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && /VSS_SEARCH_DRAFT/.test(e.problems[0]));
+  });
+
   it('refuses a VSS_CHAT_URL that is not an http(s) URL, without echoing it', () => {
     for (const url of ['not a url', 'ftp://user:s3cret@x/y', 'localhost:8000/v1']) {
       assert.throws(

@@ -96,6 +96,11 @@ export interface Config {
    * tenant's keyspaces and tables, and a loopback listener is often behind a public proxy.
    */
   readonly metricsPublic: boolean;
+  /**
+   * Text searches start their graph walks from the model's int8 draft while the model computes
+   * the exact vector (VSS_SEARCH_DRAFT, default true): see storage's addDraftEncoder.
+   */
+  readonly searchDraft: boolean;
   /** After SIGTERM, how long requests in flight may take before their connections are cut. */
   readonly shutdownGraceMs: number;
   /** Embedding micro-batching: most texts per model call, and how long to wait to fill one. */
@@ -169,6 +174,12 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       return def;
     }
     return n;
+  };
+  const bool = (name: string, def: boolean): boolean => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return def;
+    if (raw !== 'true' && raw !== 'false') problems.push(`${name} must be true or false (got "${raw}")`);
+    return raw === 'true';
   };
   const str = (name: string): string | undefined => {
     const v = env[name];
@@ -261,6 +272,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     plans,
     paidPlan: 'pro',
     metricsPublic: env.VSS_METRICS_PUBLIC === 'true',
+    searchDraft: bool('VSS_SEARCH_DRAFT', true),
     shutdownGraceMs: int('VSS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     embedding: {
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),

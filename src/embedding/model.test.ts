@@ -43,6 +43,17 @@ describe('all-MiniLM-L6-v2', () => {
     assert.equal(model.maxTokens, 256);
   });
 
+  test('gives the ids the model sees, and its draft (listed in SHA256SUMS)', () => {
+    for (const it of items) {
+      const ids = model.inputIds(it.text);
+      assert.equal(ids.length, it.tokens, JSON.stringify(it.text.slice(0, 40)));
+      assert.equal(ids[0], 101);
+      assert.equal(ids[ids.length - 1], 102, 'the final [SEP] is kept, past the limit too');
+      assert.deepEqual([...ids.subarray(1, -1)], model.tokenize(it.text).ids.slice(0, it.tokens - 2));
+    }
+    assert.equal(model.draftFile, path.join(MODEL_DIR, NAME, 'onnx', 'model_quantized.onnx'));
+  });
+
   test('matches the reference vectors (one batch) and token counts', async () => {
     assert.ok(items.length >= 40);
     const { vectors, tokens } = await model.embed(items.map((i) => i.text));
@@ -170,12 +181,27 @@ describe('loading checks', () => {
     await assert.rejects(loadModel(path.dirname(dir), NAME), /onnx.model\.onnx.*100-dimensional/);
   });
 
+  test('a draft that SHA256SUMS does not list is not used', async () => {
+    const dir = await copyModel('unlisted-draft');
+    const sums = path.join(dir, 'SHA256SUMS');
+    const text = await readFile(sums, 'utf8');
+    assert.match(text, /model_quantized\.onnx/);
+    await writeFile(sums, text.replace(/^.*model_quantized\.onnx\n/m, ''));
+    const m = await loadModel(path.dirname(dir), NAME);
+    try {
+      assert.equal(m.draftFile, undefined);
+    } finally {
+      await m.dispose();
+    }
+  });
+
   test('an intact copy loads', async () => {
     const dir = await copyModel('intact');
     const m = await loadModel(path.dirname(dir), NAME);
     try {
       const { tokens } = await m.embed(['ok']);
       assert.deepEqual(tokens, [3]);
+      assert.equal(m.draftFile, path.join(dir, 'onnx', 'model_quantized.onnx'));
     } finally {
       await m.dispose();
     }

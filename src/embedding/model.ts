@@ -23,6 +23,14 @@ export interface EmbeddingModel {
   tokenize(text: string): TokenizedText;
   /** Tokens the model sees for this text: specials included, after truncation. */
   countTokens(text: string): number;
+  /** The token ids the model sees for this text: specials included, after truncation. */
+  inputIds(text: string): Int32Array;
+  /**
+   * A smaller copy of the model (int8), checked against SHA256SUMS like the model: search may
+   * start its candidate walks from its approximate vector while the model computes the exact
+   * one (see storage's addDraftEncoder). Absent when the folder has none.
+   */
+  readonly draftFile?: string;
   dispose(): Promise<void>;
 }
 
@@ -110,10 +118,11 @@ export async function readModelInfo(modelDir: string, name: string): Promise<Mod
 }
 
 /**
- * Checks every file listed in `<dir>/SHA256SUMS` (`sha256sum` format). Throws an Error naming the
- * first missing or mismatching file; a missing or empty SHA256SUMS is an error too.
+ * Checks every file listed in `<dir>/SHA256SUMS` (`sha256sum` format) and returns their paths as
+ * listed. Throws an Error naming the first missing or mismatching file; a missing or empty
+ * SHA256SUMS is an error too.
  */
-export async function verifyChecksums(dir: string): Promise<void> {
+export async function verifyChecksums(dir: string): Promise<string[]> {
   const sumsFile = path.join(dir, 'SHA256SUMS');
   let text: string;
   try {
@@ -144,6 +153,7 @@ export async function verifyChecksums(dir: string): Promise<void> {
     }
     if (d.sha256 !== hex) throw new Error(`model file ${rel} (${file}) does not match SHA256SUMS (expected ${hex}, got ${d.sha256})`);
   });
+  return entries.map((e) => e.rel);
 }
 
 /* transformers.js keeps its settings in one global `env`; loads are serialised so that two
@@ -160,6 +170,11 @@ type Forward = (inputs: Record<string, Tensor>, output: Tensor) => Promise<void>
 
 /** The ONNX graph file transformers.js would pick for dtype fp32. */
 const ONNX_FILE = path.join('onnx', 'model.onnx');
+/**
+ * The int8 copy transformers.js would pick for dtype q8 (onnxruntime's dynamic quantization),
+ * used as the draft encoder when SHA256SUMS lists it: scripts/make-draft-model.py.
+ */
+const DRAFT_FILE = 'onnx/model_quantized.onnx';
 
 /**
  * Loads `<modelDir>/<name>/` after checking its SHA256SUMS. Throws an Error saying where it looked
@@ -173,7 +188,9 @@ export async function loadModel(modelDir: string, name: string, opts: LoadModelO
 
 async function load(modelDir: string, name: string, opts: LoadModelOptions): Promise<EmbeddingModel> {
   const info = await readModelInfo(modelDir, name);
-  await verifyChecksums(info.dir);
+  const verified = await verifyChecksums(info.dir);
+  // Only a checked file reaches onnxruntime: an unlisted draft is not used.
+  const draftFile = verified.some((rel) => path.normalize(rel) === path.normalize(DRAFT_FILE)) ? path.join(info.dir, DRAFT_FILE) : undefined;
   const threads = opts.threads ?? DEFAULT_THREADS;
 
   env.localModelPath = path.resolve(modelDir) + path.sep;
@@ -202,7 +219,7 @@ async function load(modelDir: string, name: string, opts: LoadModelOptions): Pro
     for (const [k, v] of Object.entries(inputs)) if (declared.has(k)) feeds[k] = v;
     await session.run(feeds, { last_hidden_state: output });
   };
-  const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release());
+  const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release(), draftFile);
   // One call now: a graph whose hidden size is not config.json's fails the load, not a search,
   // and the first query does not pay for onnxruntime's first-run allocations.
   try {
@@ -254,6 +271,7 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     private readonly tok: TokenizerLike,
     private readonly forward: Forward,
     private readonly release: () => Promise<unknown>,
+    readonly draftFile?: string,
   ) {
     this.name = info.name;
     this.dimension = info.dimension;
@@ -275,6 +293,18 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     return Math.min(n, this.maxBody) + this.prefix.length + this.suffix.length;
   }
 
+  inputIds(text: string): Int32Array {
+    const body = this.bodyIds(text);
+    return Int32Array.from([...this.prefix, ...body, ...this.suffix]);
+  }
+
+  /** Word pieces without special tokens, cut to what fits beside them. */
+  private bodyIds(text: string): number[] {
+    if (typeof text !== 'string') throw new TypeError('embed() takes strings');
+    const ids = this.tok.encode(text, { add_special_tokens: false });
+    return ids.length > this.maxBody ? ids.slice(0, this.maxBody) : ids;
+  }
+
   embed(texts: string[]): Promise<{ vectors: Float32Array[]; tokens: number[] }> {
     if (this.disposed) return Promise.reject(new Error(`model "${this.name}" is disposed`));
     if (texts.length === 0) return Promise.resolve({ vectors: [], tokens: [] });
@@ -285,13 +315,9 @@ class OnnxEmbeddingModel implements EmbeddingModel {
 
   private async run(texts: string[]): Promise<{ vectors: Float32Array[]; tokens: number[] }> {
     if (this.disposed) throw new Error(`model "${this.name}" is disposed`);
-    const { prefix, suffix, maxBody } = this;
+    const { prefix, suffix } = this;
     // Tokenise without truncation, cut the word pieces, then add [CLS] ... [SEP] ourselves.
-    const bodies = texts.map((t) => {
-      if (typeof t !== 'string') throw new TypeError('embed() takes strings');
-      const ids = this.tok.encode(t, { add_special_tokens: false });
-      return ids.length > maxBody ? ids.slice(0, maxBody) : ids;
-    });
+    const bodies = texts.map((t) => this.bodyIds(t));
     const tokens = bodies.map((b) => b.length + prefix.length + suffix.length);
     let seq = 0;
     for (const n of tokens) if (n > seq) seq = n;

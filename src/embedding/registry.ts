@@ -49,6 +49,7 @@ export class ModelRegistry {
   private closed = false;
   private started: Promise<void> | undefined;
   private discovered: Promise<void> | undefined;
+  private readonly loadedListeners: ((model: EmbeddingModel) => void)[] = [];
 
   constructor(opts: ModelRegistryOptions) {
     this.opts = opts;
@@ -144,6 +145,7 @@ export class ModelRegistry {
           return;
         }
         this.slots.set(name, { state: 'ready', dimension: model.dimension, maxTokens: model.maxTokens, embedder: new Embedder(model, this.opts.embedding) });
+        for (const listener of this.loadedListeners) listener(model);
       } catch (e) {
         const error = e instanceof Error ? e : new Error(String(e));
         this.slots.set(name, { state: 'failed', dimension: slot.dimension, maxTokens: slot.maxTokens, error });
@@ -151,6 +153,12 @@ export class ModelRegistry {
     })();
     this.slots.set(name, { state: 'loading', dimension: slot.dimension, maxTokens: slot.maxTokens, promise });
     return promise;
+  }
+
+  /** Calls `listener` with every model that is loaded now and every one that loads later. */
+  whenLoaded(listener: (model: EmbeddingModel) => void): void {
+    this.loadedListeners.push(listener);
+    for (const s of this.slots.values()) if (s.state === 'ready') listener(s.embedder.model);
   }
 
   /** The default model is loaded. */

@@ -17,6 +17,7 @@ import { loadConfig, type Config, type Limits } from '../config/config.ts';
 import { FakeEmbeddingModel } from '../embedding/fake.ts';
 import { ModelRegistry } from '../embedding/registry.ts';
 import { bootstrap } from '../service/bootstrap.ts';
+import { offerSearchDrafts } from '../service/drafts.ts';
 import type { Deps } from '../service/deps.ts';
 import { hashKey } from '../service/keys.ts';
 import type { Permission, Storage } from '../storage/api.ts';
@@ -96,6 +97,7 @@ export async function startTestApp(
   } else {
     models = new ModelRegistry({ ...config, embedding });
     await models.start();
+    offerSearchDrafts(config, models, backend, () => undefined);
   }
   const deps: Deps = { config, storage, models };
   await bootstrap(deps);

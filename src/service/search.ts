@@ -84,17 +84,23 @@ export async function search(deps: Deps, input: SearchInput): Promise<SearchOutp
   const r = resolve(deps, input);
   const table = await requireTable(deps.storage, input.keyspace, input.table);
 
-  const queryVector = r.vector ?? (await r.embedder!.embed([input.query!]))[0];
-  if (queryVector.length !== table.dimension) {
+  // The model's dimension is known before it runs: a table of another one costs no model call.
+  const dimension = r.vector?.length ?? r.embedder!.dimension;
+  if (dimension !== table.dimension) {
     throw new ServiceError(
       'dimension_mismatch',
-      `The query vector has ${queryVector.length} dimensions; table "${table.name}" holds ${table.dimension}.`,
-      { errors: [{ path: r.vector ? `/body/${r.field}` : '/body/model_name', message: `gives ${queryVector.length} dimensions, table has ${table.dimension}` }] },
+      `The query vector has ${dimension} dimensions; table "${table.name}" holds ${table.dimension}.`,
+      { errors: [{ path: r.vector ? `/body/${r.field}` : '/body/model_name', message: `gives ${dimension} dimensions, table has ${table.dimension}` }] },
     );
   }
-
+  // A text query's vector is passed while the model computes it, with a draft storage may start
+  // its graph walks from meanwhile (SearchQuery.draft); the scores are the exact vector's.
+  const text = r.embedder ? { vector: r.embedder.embed([input.query!]).then((v) => v[0]), draft: r.embedder.draftFor(input.query!) ?? undefined } : null;
+  // Storage may fail before it awaits the vector; a failed model call then has no other listener.
+  text?.vector.catch(() => undefined);
   const found = await deps.storage.search(input.keyspace, input.table, {
-    vector: queryVector,
+    vector: text?.vector ?? r.vector!,
+    ...(text?.draft ? { draft: text.draft } : {}),
     metric: r.metric,
     candidates: r.initialTopK,
     limit: r.finalTopK,

@@ -71,7 +71,8 @@ export interface EmbeddedStorage extends Storage {
   /** Reads the searched tables through the database's memory map now (see db-warmer.ts); joins a pass under way. */
   warmDatabase(): Promise<WarmPass>;
   /** How many searches took each path since opening. */
-  searchCounts(): { exact: number; ann: number; filtered: number };
+  /** Searches by stage-1 path; `drafted`: of the ANN ones, those begun from a draft (SearchQuery.draft). */
+  searchCounts(): { exact: number; ann: number; filtered: number; drafted: number };
   /** How long opening took, how many rows its tables hold, and how many were re-read from the database. */
   readonly startup: { ms: number; rows: number; refilled: number };
 }
@@ -188,6 +189,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     countVectors: (ks, t, filter) => run(() => vectors.count(ks, t, filter)),
     scanVectors: (ks, t, opts) => run(() => scanVectors(db, catalog, ks, t, opts)),
     search: (ks, t, q) => runAsync(() => vectors.search(ks, t, q)),
+    ...(worker ? { addDraftEncoder: worker.addDraft.bind(worker) } : {}),
 
     upsertMetadata: (records) => run(() => metadata.upsert(records)),
     getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
@@ -224,7 +226,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     whenIndexed: () => keeper.whenIndexed(),
     indexStatus: () => keeper.status(),
     warmDatabase: () => warmer.warm(),
-    searchCounts: () => ({ ...vectors.searches }),
+    searchCounts: () => ({ ...vectors.searches, drafted: worker?.drafts ?? 0 }),
     flushIndexes: () => keeper.saveDirty(),
     close: () => {
       closing ??= (async () => {

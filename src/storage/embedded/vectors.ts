@@ -205,24 +205,26 @@ export class Vectors {
 
   async search(keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]> {
     const t = this.#catalog.require(keyspace, table);
-    const d = t.meta.dimension;
-    const query = q.vector instanceof Float32Array ? q.vector : Float32Array.from(q.vector as ArrayLike<number>);
-    if (query.length !== d) {
-      throw new ServiceError('dimension_mismatch', `the query vector has dimension ${query.length}; table ${keyspace}.${table} has dimension ${d}`, {
-        extra: { expected: d, actual: query.length },
-      });
-    }
-    if (!checkFinite(query)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
     const metric = q.metric ?? t.meta.metric;
     const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
+    // Stage 1 may begin before the vector exists, from the draft (SegmentedAnn.searchAsync); the
+    // table's state decides whether the graphs are used, and the vector is checked when it comes.
+    let started: Promise<number[]> | null = null;
+    if (q.vector instanceof Promise && q.draft !== undefined && this.#worker && limit >= 1 && q.filter === undefined && this.#annUsable(t, q.candidates, metric)) {
+      const exact = q.vector.then((v) => this.#checkQuery(v, t, keyspace, table));
+      started = t.ann!.searchAsync(exact, q.candidates, this.#worker, q.draft);
+      started.catch(() => undefined); // the same failure reaches the caller through `query` below
+    }
+    const query = this.#checkQuery(await q.vector, t, keyspace, table);
     if (!(limit >= 1)) return [];
     this.#keeper.searched();
 
-    if (q.filter === undefined && this.#useAnn(t, q.candidates, metric, query)) {
+    const useAnn = started !== null ? !isZeroCosine(metric, query) : q.filter === undefined && this.#useAnn(t, q.candidates, metric, query);
+    if (useAnn) {
       // Stage 1: the graphs' candidates (walked on both threads, see SegmentedAnn.searchAsync),
       // plus the exact best of rows they do not hold yet.
       const ann = t.ann!;
-      const fromAnn = this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
+      const fromAnn = started !== null ? await started : this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
       const fromPending = t.pending.size > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pending.keys()).map((s) => s.rowId) : [];
       this.searches.ann++;
       return this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, q.includeVector === true);
@@ -240,15 +242,31 @@ export class Vectors {
     return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
+  #checkQuery(vector: Float32Array | ArrayLike<number>, t: TableState, keyspace: string, table: string): Float32Array {
+    const d = t.meta.dimension;
+    const query = vector instanceof Float32Array ? vector : Float32Array.from(vector);
+    if (query.length !== d) {
+      throw new ServiceError('dimension_mismatch', `the query vector has dimension ${query.length}; table ${keyspace}.${table} has dimension ${d}`, {
+        extra: { expected: d, actual: query.length },
+      });
+    }
+    if (!checkFinite(query)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
+    return query;
+  }
+
   #useAnn(t: TableState, candidates: number, metric: string, query: Float32Array): boolean {
+    return this.#annUsable(t, candidates, metric) && !isZeroCosine(metric, query);
+  }
+
+  /** Whether the graphs answer stage 1 for this table and query shape (the query itself aside). */
+  #annUsable(t: TableState, candidates: number, metric: string): boolean {
     const n = t.matrix.size;
     return (
       this.#keeper.ready(t) &&
       metric === t.meta.metric &&
       n >= this.#settings.exactBelowRows &&
       candidates < n * ANN_MAX_CANDIDATE_SHARE &&
-      t.pending.size < n * ANN_MAX_PENDING_SHARE &&
-      !(metric === 'cosine' && query.every((x) => x === 0))
+      t.pending.size < n * ANN_MAX_PENDING_SHARE
     );
   }
 
@@ -363,3 +381,6 @@ export function sqlIndexSource(db: Db, seq: SeqCounter): IndexSource {
     currentSeq: () => seq.value,
   };
 }
+
+/** A cosine query without a direction: the graphs cannot rank it (the exact scan answers). */
+const isZeroCosine = (metric: string, query: Float32Array): boolean => metric === 'cosine' && query.every((x) => x === 0);
