@@ -265,23 +265,23 @@ describe('SegmentedAnn searches begun from a draft encoder', () => {
   it('walks every graph it can from the draft while the vector is on its way', async () => {
     const exact = new Float32Array(D); // never walked: the worker takes every graph before it arrives
     exact[0] = 1;
-    const before = { drafts: worker.drafts, walked: worker.walked };
+    const before = { drafts: worker.draftSearches, walked: worker.walked };
     const got = await ann.searchAsync(later(exact, 300), 30, worker, { encoder: 'm', ids: IDS });
-    assert.equal(worker.drafts - before.drafts, 1);
+    assert.equal(worker.draftSearches - before.drafts, 1);
     assert.equal(worker.walked - before.walked, 4, 'the worker walked all four graphs');
     assert.deepEqual(got, ann.search(draftVector, 30), 'the candidates are the draft vector\'s');
   });
 
   it('searches with the vector alone when it is at hand, the encoder is unknown, or the worker is busy', async () => {
     const q = draftVector.map((x, i) => x + (i % 7 === 0 ? 0.05 : 0));
-    const before = worker.drafts;
+    const before = worker.draftSearches;
     assert.deepEqual(await ann.searchAsync(q, 30, worker, { encoder: 'm', ids: IDS }), ann.search(q, 30), 'a vector, not a promise');
     assert.deepEqual(await ann.searchAsync(later(q, 50), 30, worker, { encoder: 'other', ids: IDS }), ann.search(q, 30), 'no such encoder');
     const busy = worker.search([1e9], q, 10, newGraphClaims()); // unanswered until this thread yields
     const got = ann.searchAsync(later(q, 50), 30, worker, { encoder: 'm', ids: IDS });
     await busy;
     assert.deepEqual(await got, ann.search(q, 30), 'the worker had another search');
-    assert.equal(worker.drafts, before);
+    assert.equal(worker.draftSearches, before);
   });
 
   it('fails with the vector, and refuses a draft file that is not a model', async () => {
@@ -292,5 +292,7 @@ describe('SegmentedAnn searches begun from a draft encoder', () => {
     assert.ok(error !== null && error.length > 0, 'the reason is told');
     assert.equal(worker.hasDraft('junk'), false);
     assert.equal(worker.hasDraft('m'), true);
+    const again = await new Promise<string | null>((resolve) => worker.addDraft('m', DRAFT, D, IDS, resolve));
+    assert.match(again ?? '', /already/, 'one encoder per name');
   });
 });

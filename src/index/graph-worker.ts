@@ -160,7 +160,7 @@ export class GraphWorker {
   searches = 0;
   walked = 0;
   /** Of the searches, those sent as a draft (see addDraft). */
-  drafts = 0;
+  draftSearches = 0;
   readonly #waiting = new Map<number, { resolve: (r: WorkerAnswer[]) => void }>();
   #syncing = 0;
   /** Graph ids the thread has open, per owner (as of each owner's last finished sync), and all of them. */
@@ -249,10 +249,11 @@ export class GraphWorker {
    * Loads a draft encoder on the thread: `file` is an ONNX graph taking input_ids (and
    * attention_mask, token_type_ids if it declares them) and giving last_hidden_state of
    * `dimension` per token. `probe` (token ids) is encoded once to check that. `onLoad` is told
-   * null when it is ready, or why it is not (searches then go without it).
+   * null when it is ready, or why it is not (searches then go without it). One per name.
    */
   addDraft(name: string, file: string, dimension: number, probe: Int32Array, onLoad?: (error: string | null) => void): void {
-    if (!this.#worker || this.#drafts.has(name)) return;
+    if (!this.#worker) return onLoad?.('the search thread is not running');
+    if (this.#drafts.has(name)) return onLoad?.(`a draft encoder named ${name} is already given`);
     let settle!: () => void;
     const settled = new Promise<void>((r) => (settle = r));
     this.#drafts.set(name, { ready: false, settled, settle, onLoad });
@@ -277,7 +278,7 @@ export class GraphWorker {
     const seq = this.#seq++;
     this.searches++;
     const what = query instanceof Float32Array ? { query } : { draft: { encoder: query.encoder, ids: query.ids } };
-    if (!(query instanceof Float32Array)) this.drafts++;
+    if (!(query instanceof Float32Array)) this.draftSearches++;
     return new Promise((resolve) => {
       this.#waiting.set(seq, { resolve });
       this.#worker!.postMessage({ type: 'search', seq, ids, k, claims, ...what });

@@ -226,7 +226,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     whenIndexed: () => keeper.whenIndexed(),
     indexStatus: () => keeper.status(),
     warmDatabase: () => warmer.warm(),
-    searchCounts: () => ({ ...vectors.searches, drafted: worker?.drafts ?? 0 }),
+    searchCounts: () => ({ ...vectors.searches, drafted: worker?.draftSearches ?? 0 }),
     flushIndexes: () => keeper.saveDirty(),
     close: () => {
       closing ??= (async () => {
