@@ -232,6 +232,36 @@ describe('ModelRegistry', () => {
     await reg.close();
   });
 
+  test('whenLoaded() hears of models loaded before and after it is called, and a listener that throws fails no model', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const reg = new ModelRegistry({
+      modelDir: path.join(PROJECT_ROOT, 'models'),
+      defaultModel: 'all-MiniLM-L6-v2',
+      embedding: { maxBatch: 8, batchWindowMs: 1, cacheEntries: 0 },
+      load: async (_dir, name) => {
+        await gate;
+        return new FakeEmbeddingModel({ name, dimension: 384 });
+      },
+    });
+    const early: string[] = [];
+    reg.whenLoaded((m) => early.push(m.name));
+    reg.whenLoaded(() => {
+      throw new Error('a listener bug');
+    });
+    const started = reg.start();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(early, [], 'nothing is loaded yet');
+    release();
+    await assert.rejects(started, /a listener bug/);
+    assert.deepEqual(early, ['all-MiniLM-L6-v2']);
+    assert.equal(reg.ready(), true, 'the model is ready all the same');
+    const late: string[] = [];
+    reg.whenLoaded((m) => late.push(m.name));
+    assert.deepEqual(late, ['all-MiniLM-L6-v2'], 'told at once of a model already loaded');
+    await reg.close();
+  });
+
   test('start() finds other model folders (onnx/model.onnx + SHA256SUMS) and loads them in the background', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'vss-models-'));
     try {

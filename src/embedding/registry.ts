@@ -145,11 +145,14 @@ export class ModelRegistry {
           return;
         }
         this.slots.set(name, { state: 'ready', dimension: model.dimension, maxTokens: model.maxTokens, embedder: new Embedder(model, this.opts.embedding) });
-        for (const listener of this.loadedListeners) listener(model);
       } catch (e) {
         const error = e instanceof Error ? e : new Error(String(e));
         this.slots.set(name, { state: 'failed', dimension: slot.dimension, maxTokens: slot.maxTokens, error });
+        return;
       }
+      // Outside the load's try: what a listener does with the model cannot fail the model.
+      const ready = this.slots.get(name);
+      if (ready?.state === 'ready') for (const listener of this.loadedListeners) listener(ready.embedder.model);
     })();
     this.slots.set(name, { state: 'loading', dimension: slot.dimension, maxTokens: slot.maxTokens, promise });
     return promise;
