@@ -206,7 +206,8 @@ describe('ModelRegistry', () => {
     assert.equal(reg.ready(), false);
   });
 
-  test('a model still loading is not_ready; ready once loaded', async () => {
+  /** A registry over the default model's folder whose (fake) model loads only once released. */
+  function gatedRegistry(): { reg: ModelRegistry; release: () => void } {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const reg = new ModelRegistry({
@@ -218,6 +219,11 @@ describe('ModelRegistry', () => {
         return new FakeEmbeddingModel({ name, dimension: 384 });
       },
     });
+    return { reg, release };
+  }
+
+  test('a model still loading is not_ready; ready once loaded', async () => {
+    const { reg, release } = gatedRegistry();
     assert.equal(reg.ready(), false);
     assert.throws(() => reg.get(), (e: unknown) => isServiceError(e) && e.code === 'not_ready');
     const started = reg.start();
@@ -233,17 +239,7 @@ describe('ModelRegistry', () => {
   });
 
   test('whenLoaded() hears of models loaded before and after it is called, and a listener that throws fails no model', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const reg = new ModelRegistry({
-      modelDir: path.join(PROJECT_ROOT, 'models'),
-      defaultModel: 'all-MiniLM-L6-v2',
-      embedding: { maxBatch: 8, batchWindowMs: 1, cacheEntries: 0 },
-      load: async (_dir, name) => {
-        await gate;
-        return new FakeEmbeddingModel({ name, dimension: 384 });
-      },
-    });
+    const { reg, release } = gatedRegistry();
     const early: string[] = [];
     reg.whenLoaded((m) => early.push(m.name));
     reg.whenLoaded(() => {
