@@ -277,7 +277,7 @@ export class GraphWorker {
     if (!this.#worker || ids.length === 0) return Promise.resolve([]);
     const seq = this.#seq++;
     this.searches++;
-    const what = query instanceof Float32Array ? { query } : { draft: { encoder: query.encoder, ids: query.ids } };
+    const what = query instanceof Float32Array ? { query } : { draft: query };
     if (!(query instanceof Float32Array)) this.draftSearches++;
     return new Promise((resolve) => {
       this.#waiting.set(seq, { resolve });

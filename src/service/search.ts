@@ -95,12 +95,12 @@ export async function search(deps: Deps, input: SearchInput): Promise<SearchOutp
   }
   // A text query's vector is passed while the model computes it, with a draft storage may start
   // its graph walks from meanwhile (SearchQuery.draft); the scores are the exact vector's.
-  const text = r.embedder ? { vector: r.embedder.embed([input.query!]).then((v) => v[0]), draft: r.embedder.draftFor(input.query!) ?? undefined } : null;
+  const vector = r.embedder ? r.embedder.embed([input.query!]).then((v) => v[0]) : r.vector!;
   // Storage may fail before it awaits the vector; a failed model call then has no other listener.
-  text?.vector.catch(() => undefined);
+  if (vector instanceof Promise) vector.catch(() => undefined);
   const found = await deps.storage.search(input.keyspace, input.table, {
-    vector: text?.vector ?? r.vector!,
-    ...(text?.draft ? { draft: text.draft } : {}),
+    vector,
+    draft: r.embedder?.draftFor(input.query!) ?? undefined,
     metric: r.metric,
     candidates: r.initialTopK,
     limit: r.finalTopK,

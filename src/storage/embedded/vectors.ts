@@ -219,8 +219,8 @@ export class Vectors {
     if (!(limit >= 1)) return [];
     this.#keeper.searched();
 
-    const useAnn = started !== null ? !isZeroCosine(metric, query) : q.filter === undefined && this.#useAnn(t, q.candidates, metric, query);
-    if (useAnn) {
+    // A stage 1 already started stands: the table's state was checked when it began.
+    if (q.filter === undefined && !isZeroCosine(metric, query) && (started !== null || this.#annUsable(t, q.candidates, metric))) {
       // Stage 1: the graphs' candidates (walked on both threads, see SegmentedAnn.searchAsync),
       // plus the exact best of rows they do not hold yet.
       const ann = t.ann!;
@@ -252,10 +252,6 @@ export class Vectors {
     }
     if (!checkFinite(query)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
     return query;
-  }
-
-  #useAnn(t: TableState, candidates: number, metric: string, query: Float32Array): boolean {
-    return this.#annUsable(t, candidates, metric) && !isZeroCosine(metric, query);
   }
 
   /** Whether the graphs answer stage 1 for this table and query shape (the query itself aside). */
