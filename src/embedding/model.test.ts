@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../config/config.ts';
+import { draftVectors } from './draft-test-support.ts';
 import { loadModel, type EmbeddingModel } from './model.ts';
 
 const MODEL_DIR = path.join(PROJECT_ROOT, 'models');
@@ -52,6 +53,21 @@ describe('all-MiniLM-L6-v2', () => {
       assert.deepEqual([...ids.subarray(1, -1)], model.tokenize(it.text).ids.slice(0, it.tokens - 2));
     }
     assert.equal(model.draftFile, path.join(MODEL_DIR, NAME, 'onnx', 'model_quantized.onnx'));
+  });
+
+  test('has a draft close to it: cosine >= 0.95 to every reference vector, >= 0.98 on short queries', async () => {
+    // The draft only chooses search candidates (stage 2 re-scores with the model), so it need
+    // not pass the fidelity bar; docs/PERFORMANCE.md quotes these minima.
+    const fromRef = await draftVectors(model.draftFile!, 384, items.map((it) => model.inputIds(it.text)));
+    const refMin = Math.min(...items.map((it, i) => dot(fromRef[i], it.vector)));
+    const base = ['what is a vector database', 'cheap flights to lisbon', 'how to bake sourdough bread', 'kitten sleeping on a couch', 'rust borrow checker error'];
+    const short = Array.from({ length: 200 }, (_, i) => `${base[i % 5]} ${i}`);
+    const fromShort = await draftVectors(model.draftFile!, 384, short.map((t) => model.inputIds(t)));
+    const { vectors } = await model.embed(short);
+    const shortMin = Math.min(...short.map((_, i) => dot(fromShort[i], vectors[i])));
+    console.log(`draft: min cosine ${refMin.toFixed(6)} over the ${items.length} reference texts, ${shortMin.toFixed(6)} over ${short.length} short queries`);
+    assert.ok(refMin >= 0.95, `reference min ${refMin}`);
+    assert.ok(shortMin >= 0.98, `short-query min ${shortMin}`);
   });
 
   test('matches the reference vectors (one batch) and token counts', async () => {

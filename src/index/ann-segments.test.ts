@@ -8,6 +8,7 @@ import { GraphWorker, newGraphClaims } from './graph-worker.ts';
 import { ANN_PARAMS } from './ann.ts';
 import { newYieldSignal } from '../yield-signal.ts';
 import { usearchMetric } from './exact.ts';
+import { draftVectors } from '../embedding/draft-test-support.ts';
 
 function rng(seed: number): () => number {
   return () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
@@ -239,21 +240,7 @@ describe('SegmentedAnn searches begun from a draft encoder', () => {
     const loaded = new Promise<string | null>((resolve) => worker.addDraft('m', DRAFT, D, IDS, resolve));
     assert.equal(await loaded, null, 'the draft encoder loaded');
     while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
-    // What the worker computes from IDS, computed here the same way (mean over tokens, L2).
-    const { InferenceSession, Tensor } = await import('onnxruntime-node');
-    const session = await InferenceSession.create(DRAFT, { intraOpNumThreads: 1 });
-    const n = IDS.length;
-    const out = await session.run({
-      input_ids: new Tensor('int64', BigInt64Array.from(IDS, (x) => BigInt(x)), [1, n]),
-      attention_mask: new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
-      token_type_ids: new Tensor('int64', new BigInt64Array(n), [1, n]),
-    });
-    const h = out.last_hidden_state.data as Float32Array;
-    const acc = new Float64Array(D);
-    for (let t = 0; t < n; t++) for (let j = 0; j < D; j++) acc[j] += h[t * D + j];
-    const norm = Math.hypot(...acc);
-    draftVector = Float32Array.from(acc, (x) => x / norm);
-    await session.release();
+    [draftVector] = await draftVectors(DRAFT, D, [IDS]);
   });
   after(async () => {
     await worker.close();
