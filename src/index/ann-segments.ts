@@ -21,7 +21,7 @@ import path from 'node:path';
 import { writeFileDurably } from '../durable-file.ts';
 import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
 import type { YieldSignal } from '../yield-signal.ts';
-import { ANN_PARAMS, AnnIndex } from './ann.ts';
+import { ANN_PARAMS, AnnIndex, graphQuantization } from './ann.ts';
 import { usearchMetric } from './exact.ts';
 import { claimGraph, newGraphClaims, type DraftQuery, type GraphClaims, type GraphWorker, type WorkerAnswer } from './graph-worker.ts';
 import { METRICS, type Metric } from './metric.ts';
@@ -64,6 +64,8 @@ interface Manifest {
   tag: string;
   dimension: number;
   metric: Metric;
+  /** The graphs' scalar kind (graphQuantization); absent in manifests from before int8 graphs, whose graphs are bf16. */
+  quantization?: string;
   segments: ManifestSegment[];
   delta: { file: string; size: number; digest: FileDigest; idsDigest: FileDigest } | null;
 }
@@ -223,7 +225,7 @@ export class SegmentedAnn {
     mine.set(this, key);
     worker.sync(
       this,
-      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: usearchMetric(this.metric), ...annGraphParams() })),
+      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: usearchMetric(this.metric), quantization: graphQuantization(this.metric), ...annGraphParams() })),
     );
   }
 
@@ -341,6 +343,7 @@ export class SegmentedAnn {
       tag,
       dimension: this.dimension,
       metric: this.metric,
+      quantization: graphQuantization(this.metric),
       segments: segmentsAtCall.map((s, i) => ({
         file: s.saved!.file,
         size: s.ids.length,
@@ -418,6 +421,8 @@ export class SegmentedAnn {
       m.dimension !== expect.dimension ||
       m.metric !== expect.metric ||
       !METRICS.includes(m.metric) ||
+      // Graphs of another scalar kind are rebuilt: usearch would open them as they are.
+      (m.quantization ?? 'bf16') !== graphQuantization(expect.metric) ||
       !Number.isSafeInteger(m.seq) ||
       !Array.isArray(m.segments)
     ) {

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { digestFile } from '../file-digest.ts';
 import { Index, MetricKind, ScalarKind } from 'usearch';
-import { ANN_PARAMS, AnnIndex } from './ann.ts';
+import { ANN_PARAMS, AnnIndex, graphQuantization } from './ann.ts';
 import { SegmentedMatrix } from './matrix.ts';
 import { exactSearchMatrix } from './exact.ts';
 
@@ -114,6 +114,22 @@ describe('AnnIndex', () => {
     assert.equal(await AnnIndex.open(file, expect, 'load'), null, 'garbage');
     const left = await fs.readdir(dir);
     assert.ok(left.every((f) => !f.endsWith('.tmp')), `temp files left: ${left}`);
+  });
+
+  it('keeps one byte a component for cosine tables and two for the others', async () => {
+    // usearch writes the row copies first, after their count and their width in bytes.
+    const widths: Record<string, number> = {};
+    for (const metric of ['cosine', 'dot_product', 'euclidean'] as const) {
+      const ann = AnnIndex.create(d, metric);
+      ann.add(ids, data);
+      const file = path.join(dir, `width-${metric}.usearch`);
+      await ann.writeFile(file);
+      const head = (await fs.readFile(file)).subarray(0, 8);
+      assert.equal(head.readUInt32LE(0), n);
+      widths[metric] = head.readUInt32LE(4);
+    }
+    assert.deepEqual(widths, { cosine: d, dot_product: 2 * d, euclidean: 2 * d });
+    assert.deepEqual([graphQuantization('cosine'), graphQuantization('dot_product'), graphQuantization('euclidean')], ['i8', 'bf16', 'bf16']);
   });
 
   it('becomes a view of its own file without changing its answers', async () => {

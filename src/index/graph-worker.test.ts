@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ANN_PARAMS, AnnIndex } from './ann.ts';
+import { ANN_PARAMS, AnnIndex, graphQuantization } from './ann.ts';
 import { usearchMetric } from './exact.ts';
 import { GraphWorker, newGraphClaims, type WorkerAnswer } from './graph-worker.ts';
 
@@ -33,7 +33,7 @@ describe('GraphWorker', () => {
   it('walks only the graphs it claims, and says which it could not open', async () => {
     const worker = new GraphWorker();
     try {
-      const params = { dimension: d, metric: usearchMetric('cosine'), ...ANN_PARAMS };
+      const params = { dimension: d, metric: usearchMetric('cosine'), quantization: graphQuantization('cosine'), ...ANN_PARAMS };
       worker.sync(graphs, [...files.map((file, i) => ({ id: i + 1, file, ...params })), { id: 9, file: path.join(dir, 'absent.usearch'), ...params }]);
       while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
       assert.deepEqual([1, 2, 3, 4, 9].map((id) => worker.isReady(id)), [true, true, true, true, false]);

@@ -20,7 +20,7 @@
  * ids instead: this thread encodes them with the draft (~half the time) and walks graphs with
  * that approximate vector while the main thread computes the exact one, then claims what is left.
  * Stage 2 re-scores every candidate with the exact vector, so a draft only chooses candidates,
- * as the graphs' bf16 copies of the rows already do.
+ * as the graphs' compact copies of the rows already do.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -32,6 +32,8 @@ export interface WorkerGraph {
   dimension: number;
   /** usearch's metric kind name (MetricKind value), quantization and parameters. */
   metric: string;
+  /** usearch's scalar kind name (ScalarKind value) of the graph's row copies. */
+  quantization: string;
   connectivity: number;
   expansionAdd: number;
   expansionSearch: number;
@@ -67,7 +69,7 @@ export function claimGraph(claims: GraphClaims, count: number): number {
 /** Plain JS: it runs as is under tsx and inside the bundle alike. */
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { Index, ScalarKind } = require(workerData.usearch);
+const { Index } = require(workerData.usearch);
 parentPort.postMessage({ type: 'loaded' });
 const keysAsNumbers = ${KEYS_AS_NUMBERS_JS};
 const open = new Map();
@@ -130,7 +132,7 @@ parentPort.on('message', (m) => {
     for (const g of m.graphs) {
       if (open.has(g.id)) continue;
       try {
-        const index = new Index({ dimensions: g.dimension, metric: g.metric, quantization: ScalarKind.BF16, connectivity: g.connectivity, expansion_add: g.expansionAdd, expansion_search: g.expansionSearch, multi: false });
+        const index = new Index({ dimensions: g.dimension, metric: g.metric, quantization: g.quantization, connectivity: g.connectivity, expansion_add: g.expansionAdd, expansion_search: g.expansionSearch, multi: false });
         index.view(g.file);
         // Map every page once, in order, rather than one fault at a time during searches.
         index.save('/dev/null');
