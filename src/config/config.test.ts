@@ -26,6 +26,15 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ VSS_SEARCH_DRAFT: 'no' }), (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && /VSS_SEARCH_DRAFT/.test(e.problems[0]));
   });
 
+  it('serves metrics without a key only with VSS_METRICS_PUBLIC=true, and refuses other words', () => {
+    assert.equal(loadConfig({}).metricsPublic, false);
+    assert.equal(loadConfig({ VSS_METRICS_PUBLIC: 'true' }).metricsPublic, true);
+    // "1" or "yes" used to mean false without a word: a typo must not silently keep metrics closed (or open).
+    for (const word of ['1', 'yes', 'TRUE']) {
+      assert.throws(() => loadConfig({ VSS_METRICS_PUBLIC: word }), (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && /VSS_METRICS_PUBLIC/.test(e.problems[0]), word);
+    }
+  });
+
   it('refuses a VSS_CHAT_URL that is not an http(s) URL, without echoing it', () => {
     for (const url of ['not a url', 'ftp://user:s3cret@x/y', 'localhost:8000/v1']) {
       assert.throws(

@@ -271,7 +271,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     limits,
     plans,
     paidPlan: 'pro',
-    metricsPublic: env.VSS_METRICS_PUBLIC === 'true',
+    metricsPublic: bool('VSS_METRICS_PUBLIC', false),
     searchDraft: bool('VSS_SEARCH_DRAFT', true),
     shutdownGraceMs: int('VSS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     embedding: {
