@@ -33,6 +33,8 @@ export interface Limits {
   readonly tablesPerKeyspace: number;
   /** Most uploads one user may have in progress at once, in one process. */
   readonly uploadsPerUser: number;
+  /** Requests with an invalid key one client address may make in a minute, in one process. */
+  readonly authFailuresPerMinute: number;
 }
 
 export interface PlanLimits {
@@ -136,6 +138,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   embeddingInputs: 2048,
   tablesPerKeyspace: 100,
   uploadsPerUser: 4,
+  authFailuresPerMinute: 120,
 });
 
 type Env = Record<string, string | undefined>;
@@ -218,6 +221,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     uploadBytes: int('VSS_MAX_UPLOAD_BYTES', DEFAULT_LIMITS.uploadBytes, 1024, 4096 * MiB),
     batchItems: int('VSS_MAX_BATCH_ITEMS', DEFAULT_LIMITS.batchItems, 1, 100_000),
     uploadsPerUser: int('VSS_MAX_UPLOADS_PER_USER', DEFAULT_LIMITS.uploadsPerUser, 1, 1000),
+    authFailuresPerMinute: int('VSS_MAX_AUTH_FAILURES_PER_MINUTE', DEFAULT_LIMITS.authFailuresPerMinute, 1, 10_000_000),
     ...overrides.limits,
   };
   const { limits: _ignored, ...rest } = overrides;

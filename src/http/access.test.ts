@@ -67,6 +67,31 @@ describe('authentication and authorisation', () => {
     assert.equal(res.json().code, 'keyspace_not_found');
   });
 
+  it('turns an address away after VSS_MAX_AUTH_FAILURES_PER_MINUTE invalid keys, before looking at its next key', async () => {
+    const own = await startTestApp({ model: 'fake', env: { VSS_MAX_AUTH_FAILURES_PER_MINUTE: '3' } });
+    try {
+      const search = { query: 'a', keyspace: 'default_keyspace', table: 'vector' };
+      const from = (remoteAddress: string, key: string | null) =>
+        own.app.inject({ method: 'POST', url: '/v1/search/', remoteAddress, payload: search, headers: key === null ? {} : { 'x-api-key': key } });
+      // A valid key and a refused permission are not failures.
+      const read = await own.makeKey('Read');
+      assert.equal((await from('10.0.0.1', ADMIN_KEY)).statusCode, 200);
+      assert.equal((await own.app.inject({ method: 'POST', url: '/v1/vector/write', remoteAddress: '10.0.0.1', headers: { 'x-api-key': read }, payload: { keyspace: 'default_keyspace', table: 'vector', vector: [1] } })).statusCode, 403);
+      for (const key of ['wrong-1', null, 'wrong-2']) assert.equal((await from('10.0.0.1', key)).statusCode, 401);
+      const turned = await from('10.0.0.1', 'wrong-3');
+      assert.equal(turned.statusCode, 429);
+      assert.equal(turned.json().code, 'rate_limited');
+      assert.ok(Number(turned.headers['retry-after']) > 0 && Number(turned.headers['retry-after']) <= 60, String(turned.headers['retry-after']));
+      // Turned away before the key is looked at: a valid one too, from that address.
+      assert.equal((await from('10.0.0.1', ADMIN_KEY)).statusCode, 429);
+      assert.equal((await from('10.0.0.2', ADMIN_KEY)).statusCode, 200);
+      assert.equal((await from('10.0.0.2', 'wrong')).statusCode, 401);
+      assert.equal((await own.app.inject({ method: 'GET', url: '/v1/healthcheck/', remoteAddress: '10.0.0.1' })).statusCode, 200);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('echoes x-request-id, or makes one', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/v1', headers: { 'x-request-id': 'abc-123' } });
     assert.equal(res.headers['x-request-id'], 'abc-123');

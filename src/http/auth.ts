@@ -3,7 +3,8 @@
  *   - `permission`: 'public' (no key), or the least of 'Read' | 'Write' | 'All' it needs;
  *   - `keyspaces`: optional, which keyspace names the request touches (read after parsing).
  * The key is checked in onRequest, before the body is read or parsed; permission right after;
- * keyspace reach in preHandler, after validation and before the handler does any work.
+ * keyspace reach in preHandler, after validation and before the handler does any work. An address
+ * that has sent too many invalid keys is turned away before its key is looked at (auth-failures.ts).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -11,6 +12,7 @@ import { ServiceError } from '../errors.ts';
 import type { Permission, Storage } from '../storage/api.ts';
 import { authorizeKeyspace, requirePermission, type Caller } from '../service/caller.ts';
 import { authenticate } from '../service/keys.ts';
+import { AuthFailures } from './auth-failures.ts';
 
 export type RouteAccess = 'public' | Permission;
 
@@ -42,16 +44,32 @@ export function callerOf(request: FastifyRequest): Caller {
 
 // A named function: fastify-plugin names an anonymous one after the file in a stack trace it
 // takes (slow once source-mapped, and the bundle's file name rather than this one's).
-export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { storage: Storage; publicPrefixes?: string[] }) {
+export const authPlugin = fp(async function auth(
+  app: FastifyInstance,
+  opts: { storage: Storage; publicPrefixes?: string[]; failuresPerMinute: number },
+) {
   // Routes registered by third-party plugins (the docs UI) cannot carry our route config.
   const publicPrefixes = opts.publicPrefixes ?? [];
+  const failures = new AuthFailures(opts.failuresPerMinute);
   app.decorateRequest('caller', null);
 
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config?.permission;
     if (access === 'public' || publicPrefixes.some((p) => request.routeOptions.url?.startsWith(p))) return;
+    const wait = failures.retryAfter(request.ip);
+    if (wait > 0) {
+      throw new ServiceError('rate_limited', `Too many requests with an invalid key from this address; retry in ${wait} s.`, {
+        headers: { 'retry-after': String(wait) },
+      });
+    }
     // Routes without a declaration (including unknown paths) need at least a valid key.
-    const caller = await authenticate(opts.storage, request.headers['x-api-key'] ?? bearerToken(request.headers.authorization));
+    let caller: Caller;
+    try {
+      caller = await authenticate(opts.storage, request.headers['x-api-key'] ?? bearerToken(request.headers.authorization));
+    } catch (e) {
+      if (e instanceof ServiceError && e.code === 'unauthenticated') failures.record(request.ip);
+      throw e;
+    }
     request.caller = caller;
     // Unknown paths need any valid key (then 404); declared routes default to the strictest level.
     requirePermission(caller, access ?? (request.is404 ? 'Read' : 'All'));
