@@ -86,6 +86,8 @@ export interface Config {
     readonly apiKey?: string | undefined;
     /** How long to wait for the chat endpoint before answering extractively (default 15000). */
     readonly timeoutMs?: number;
+    /** Calls to the chat endpoint in flight at once in this process; more are answered extractively (default 4). */
+    readonly maxConcurrent?: number;
   };
   readonly logLevel: string;
   readonly limits: Limits;
@@ -270,6 +272,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       model: str('VSS_CHAT_MODEL'),
       apiKey: str('VSS_CHAT_API_KEY'),
       timeoutMs: int('VSS_CHAT_TIMEOUT_MS', 15_000, 1, 600_000),
+      maxConcurrent: int('VSS_CHAT_MAX_CONCURRENT', 4, 1, 1000),
     },
     logLevel,
     limits,

@@ -225,7 +225,7 @@ describe('POST /v1/chat/: commands and extractive answers (real model)', () => {
   });
 });
 
-type StubMode = 'ok' | 'slow' | 'error' | 'malformed' | 'nochoices';
+type StubMode = 'ok' | 'slow' | 'error' | 'malformed' | 'nochoices' | 'hold';
 
 // Real model behind the extractive fallback; the chat endpoint is a stub started here.
 describe('POST /v1/chat/ with an OpenAI-compatible endpoint (stub server)', () => {
@@ -233,6 +233,8 @@ describe('POST /v1/chat/ with an OpenAI-compatible endpoint (stub server)', () =
   let stub: http.Server;
   let mode: StubMode = 'ok';
   const received: { url: string; headers: http.IncomingHttpHeaders; body: any }[] = [];
+  /** Answers of calls made in 'hold' mode, sent when the test says. */
+  const held: (() => void)[] = [];
   const ANSWER = 'According to the passages, the Eiffel Tower was completed in 1889.';
   const question = { query: 'When was the Eiffel Tower finished?', keyspace: 'library' };
 
@@ -250,6 +252,8 @@ describe('POST /v1/chat/ with an OpenAI-compatible endpoint (stub server)', () =
         switch (mode) {
           case 'ok':
             return json(200, JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: ANSWER }, finish_reason: 'stop' }] }));
+          case 'hold':
+            return void held.push(() => json(200, JSON.stringify({ choices: [{ message: { role: 'assistant', content: ANSWER } }] })));
           case 'slow':
             return void setTimeout(() => json(200, JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'too late' } }] })), 1500);
           case 'error':
@@ -340,6 +344,33 @@ describe('POST /v1/chat/ with an OpenAI-compatible endpoint (stub server)', () =
     const a = await ask({ query: '/help' });
     assert.equal(a.mode, 'command');
     assert.equal(received.length, 0);
+  });
+
+  it('answers extractively at once while VSS_CHAT_MAX_CONCURRENT calls are with the endpoint', async () => {
+    const { port } = stub.address() as net.AddressInfo;
+    const one = await startTestApp({ model: 'real', env: { VSS_CHAT_URL: `http://127.0.0.1:${port}/v1`, VSS_CHAT_TIMEOUT_MS: '20000', VSS_CHAT_MAX_CONCURRENT: '1' } });
+    try {
+      await seed(one, 'library');
+      mode = 'hold';
+      received.length = 0;
+      const first = one.call('POST', '/v1/chat/', question);
+      while (received.length === 0) await new Promise((r) => setTimeout(r, 10));
+      const busy = (await one.call('POST', '/v1/chat/', question)).json() as ChatAnswer;
+      assert.equal(busy.mode, 'extractive');
+      assert.match(busy.note ?? '', /busy/);
+      assert.match(busy.response, /completed in 1889/);
+      assert.equal(received.length, 1, 'the second question did not reach the endpoint');
+      held.splice(0).forEach((send) => send());
+      const written = (await first).json() as ChatAnswer;
+      assert.equal(written.mode, 'llm');
+      assert.equal(written.response, ANSWER);
+      // The slot is back: the next question is written again.
+      mode = 'ok';
+      assert.equal(((await one.call('POST', '/v1/chat/', question)).json() as ChatAnswer).mode, 'llm');
+    } finally {
+      held.splice(0).forEach((send) => send());
+      await one.close();
+    }
   });
 
   it('reports an unreachable endpoint as an LlmError, and builds the completions URL', async () => {

@@ -13,6 +13,7 @@ import { exactScore } from '../index/metric.ts';
 import type { FileRecord } from '../storage/api.ts';
 import { coversResource, requireKeyspace, type Caller } from './caller.ts';
 import { chatCompletion, LlmError, type ChatMessage } from './chat-llm.ts';
+import type { LlmSlots } from './llm-slots.ts';
 import type { Deps } from './deps.ts';
 import { listKeyspaces, tableViews } from './keyspaces.ts';
 import { searchKeyspace, type QueryMatch } from './query.ts';
@@ -72,7 +73,8 @@ export const COMMANDS: readonly { command: string; description: string }[] = [
 
 const KEYSPACE_NAME = /^[a-z][a-z0-9_]{0,47}$/;
 
-export async function chat(deps: Deps, caller: Caller, input: ChatInput): Promise<ChatOutput> {
+/** `llm` bounds the calls to the chat endpoint: one per process, shared by every request. */
+export async function chat(deps: Deps, caller: Caller, input: ChatInput, llm: LlmSlots): Promise<ChatOutput> {
   const text = input.query.trim();
   if (text === '') throw invalid([{ path: '/body/query', message: 'must not be empty' }]);
   if (utf8Bytes(input.query) > deps.config.limits.queryBytes) {
@@ -82,7 +84,7 @@ export async function chat(deps: Deps, caller: Caller, input: ChatInput): Promis
     const [, name, rest] = /^(\/\S*)\s*([\s\S]*)$/.exec(text)!;
     return command(deps, caller, input, name.toLowerCase(), rest.trim());
   }
-  return answer(deps, caller, input.query, input.keyspace ?? deps.config.defaultKeyspace);
+  return answer(deps, caller, input.query, input.keyspace ?? deps.config.defaultKeyspace, llm);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -175,7 +177,7 @@ interface Sentence {
   score: number;
 }
 
-async function answer(deps: Deps, caller: Caller, question: string, keyspace: string): Promise<ChatOutput> {
+async function answer(deps: Deps, caller: Caller, question: string, keyspace: string, slots: LlmSlots): Promise<ChatOutput> {
   const embedder = deps.models.get();
   await requireKeyspace(deps.storage, caller, keyspace);
   const [qv] = await embedder.embed([question]);
@@ -218,6 +220,10 @@ async function answer(deps: Deps, caller: Caller, question: string, keyspace: st
 
   const { chat: llm } = deps.config;
   if (llm.url === undefined) return extractive;
+  const release = slots.tryClaim();
+  if (release === null) {
+    return { ...extractive, note: `The chat model is busy (${slots.max} questions are with it); this answer is extracted from the stored passages.` };
+  }
   try {
     const written = await chatCompletion(
       { url: llm.url, model: llm.model, apiKey: llm.apiKey, timeoutMs: llm.timeoutMs ?? 15_000 },
@@ -227,6 +233,8 @@ async function answer(deps: Deps, caller: Caller, question: string, keyspace: st
   } catch (e) {
     if (!(e instanceof LlmError)) throw e;
     return { ...extractive, note: `The chat model gave no answer (${e.message}); this answer is extracted from the stored passages.` };
+  } finally {
+    release();
   }
 }
 

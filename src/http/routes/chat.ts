@@ -4,6 +4,7 @@ import { Type, type Static } from 'typebox';
 import { DEFAULT_LIMITS } from '../../config/config.ts';
 import { chat, type ChatOutput } from '../../service/chat.ts';
 import type { Deps } from '../../service/deps.ts';
+import { LlmSlots } from '../../service/llm-slots.ts';
 import { callerOf } from '../auth.ts';
 import { NAME_PATTERN } from '../schemas.ts';
 
@@ -27,12 +28,13 @@ function* events(out: ChatOutput): Generator<string> {
 }
 
 export const chatRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  const llm = new LlmSlots(deps.config.chat.maxConcurrent ?? 4);
   app.post('/v1/chat/', {
     schema: { tags: ['search'], summary: 'Commands, and questions answered from stored content with their sources', body: ChatBody },
     // Only a named keyspace is gated here: commands like /help need none, the default is checked by the service.
     config: { permission: 'Read', keyspaces: (r) => [(r.body as ChatBody).keyspace] },
     handler: async (req, reply) => {
-      const out = await chat(deps, callerOf(req), { query: req.body.query, keyspace: req.body.keyspace });
+      const out = await chat(deps, callerOf(req), { query: req.body.query, keyspace: req.body.keyspace }, llm);
       const accept = req.headers.accept ?? '';
       const stream = req.body.stream ?? accept.includes('text/event-stream');
       if (!stream) return out;
