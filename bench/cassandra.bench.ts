@@ -23,6 +23,7 @@ import cassandra from 'cassandra-driver';
 import { PROJECT_ROOT } from '../src/config/config.ts';
 import { dropPrefixed, freshNames } from '../src/storage/cassandra/test-support.ts';
 import { startServer, type RunningServer } from '../test/server.ts';
+import { machineKind } from './machine-check.ts';
 import { fmt, ingest, makeCentres, makeVectors, pct, restart, rssMb, runQueries, textSearch, writeVector } from './workload.ts';
 
 const { values: args } = parseArgs({
@@ -195,7 +196,7 @@ async function main() {
     await rm(dataDir, { recursive: true, force: true });
     if (!args.keep) await dropPrefixed(CONTACT_POINTS.split(','), 'datacenter1', names.keyspacePrefix);
   }
-  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, ${os.cpus().length} cores (${os.cpus()[0]?.model}), node ${process.version}, whole run ${((Date.now() - started) / 60_000).toFixed(1)} min\n`);
+  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, ${machineKind()}, node ${process.version}, whole run ${((Date.now() - started) / 60_000).toFixed(1)} min\n`);
   console.log('| measure | figure |\n|---|---|');
   console.log(rows.join('\n'));
 }

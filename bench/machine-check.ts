@@ -9,6 +9,8 @@
  * - memory bandwidth: summing 64 MiB in order (the model streams its 42 MB of weights per call);
  * - arithmetic: a register-only integer loop (everything else).
  */
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 
 export interface MachineCheck {
@@ -69,3 +71,23 @@ export class MachineChecker {
 
 export const fmtCheck = (m: MachineCheck): string =>
   `memory latency ${m.latencyNs.toFixed(0)} ns, bandwidth ${m.bandwidthGBs.toFixed(1)} GB/s, arithmetic ${m.arithmeticNs.toFixed(2)} ns/iteration`;
+
+/**
+ * Cores, CPU model and vector instructions, for a bench's header: the VMs here come in an AVX2
+ * kind and an AVX-512 kind whose model calls and graph walks differ 2-3x (docs/PERFORMANCE.md,
+ * "Two kinds of machine"), so a figure means little without it.
+ */
+export function machineKind(): string {
+  const cpus = os.cpus();
+  let info = '';
+  try {
+    info = readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    // Not Linux: the model name alone.
+  }
+  const field = (name: string) => new RegExp(`^${name}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1]?.trim();
+  const flags = new Set((field('flags') ?? '').split(/\s+/));
+  const vector = flags.has('avx512f') ? `AVX-512${flags.has('avx512_bf16') ? ' with BF16' : ''}` : flags.has('avx2') ? 'AVX2' : 'no AVX2';
+  const family = field('cpu family');
+  return `${cpus.length} cores (${cpus[0]?.model}${family ? `, family ${family} model ${field('model')}` : ''}, ${vector})`;
+}

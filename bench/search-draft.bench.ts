@@ -19,7 +19,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { ModelRegistry } from '../src/embedding/registry.ts';
 import { offerSearchDrafts } from '../src/service/drafts.ts';
 import { openEmbeddedStorage } from '../src/storage/embedded/embedded-storage.ts';
-import { fmtCheck, MachineChecker } from './machine-check.ts';
+import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
 import { makeCentres, writeVector } from './workload.ts';
 
 const { values: args } = parseArgs({
@@ -92,7 +92,7 @@ async function main() {
     console.error(`machine check: ${fmtCheck(machine.check())}`);
     const drafted = storage.searchCounts().drafted - before;
     const rows = await storage.countVectors(KS, TABLE);
-    console.log(`\n${rows.toLocaleString('en')} rows × ${DIM}, ${PAIRS} pairs, ${os.cpus().length} cores (${os.cpus()[0]?.model}), node ${process.version}\n`);
+    console.log(`\n${rows.toLocaleString('en')} rows × ${DIM}, ${PAIRS} pairs, ${machineKind()}, node ${process.version}\n`);
     console.log('| text search, initial_top_k 100, concurrency 1, in process | p50 | p90 |\n|---|---|---|');
     console.log(`| without the draft | ${pct(lat.plain, 50).toFixed(2)} ms | ${pct(lat.plain, 90).toFixed(2)} ms |`);
     console.log(`| with the draft (${drafted} of ${PAIRS} drafted) | ${pct(lat.draft, 50).toFixed(2)} ms | ${pct(lat.draft, 90).toFixed(2)} ms |`);

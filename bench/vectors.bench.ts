@@ -20,7 +20,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startServer, type RunningServer } from '../test/server.ts';
-import { fmtCheck, MachineChecker } from './machine-check.ts';
+import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
 import { filePmdMappedMb, fmt, ingest, makeCentres, makeVectors, restart, rssMb, runQueries, textSearch, WIRE_ENCODINGS, writeVector, type WireEncoding } from './workload.ts';
 
 const { values: args } = parseArgs({
@@ -179,7 +179,7 @@ async function main() {
     if (!args.keep) await rm(dataDir, { recursive: true, force: true });
     else console.error(`data directory kept: ${dataDir}`);
   }
-  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, write encoding ${ENCODING}, ${os.cpus().length} cores (${os.cpus()[0]?.model}), node ${process.version}\n`);
+  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, write encoding ${ENCODING}, ${machineKind()}, node ${process.version}\n`);
   console.log('| measure | figure |\n|---|---|');
   console.log(rows.join('\n'));
 }

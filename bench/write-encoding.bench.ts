@@ -11,10 +11,10 @@
  * own table, so background work and a noisy machine weigh on both alike; compare the ratio.
  * Prints a markdown table: body size, median and mean ms per batch, vectors/s (from the mean).
  */
-import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ADMIN_KEY, startTestApp } from '../src/http/testing.ts';
+import { machineKind } from './machine-check.ts';
 import { makeCentres, makeVectors, pct, vectorField, type WireEncoding } from './workload.ts';
 
 const { values: args } = parseArgs({
@@ -72,7 +72,7 @@ async function main() {
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const label: Record<WireEncoding, string> = { json: '`vector` (JSON numbers)', base64: '`vector_base64`' };
     console.log(`\n${BATCHES} batches of ${BATCH.toLocaleString('en')} x ${DIM} vectors with metadata, app.inject(), embedded storage, fake embedder; ` +
-      `${os.cpus().length} cores (${os.cpus()[0]?.model}), node ${process.version}\n`);
+      `${machineKind()}, node ${process.version}\n`);
     console.log('| encoding | body | ms per batch (median) | ms per batch (mean) | p90 | vectors/s (mean) |\n|---|---|---|---|---|---|');
     for (const e of ENCODINGS) {
       const m = mean(times[e]);
