@@ -153,25 +153,6 @@ describe('SegmentedAnn', () => {
     assert.deepEqual(await fs.readdir(sub), []);
   });
 
-  it('does not open graphs saved with 16-bit copies where a table now keeps 8-bit ones', async () => {
-    const manifest = (name: string) => path.join(dir, 'kinds', `${name}.json`);
-    const withoutKind = async (name: string) => {
-      const m = JSON.parse(await fs.readFile(manifest(name), 'utf8'));
-      delete m.quantization; // as written before int8 graphs, when every graph was bf16
-      await fs.writeFile(manifest(name), JSON.stringify(m));
-    };
-    for (const [name, metric] of [['c', 'cosine'], ['e', 'euclidean']] as const) {
-      const ann = SegmentedAnn.create(d, metric);
-      ann.add(Array.from({ length: 500 }, (_, i) => i), randomRows(500, 9));
-      ann.seal();
-      await ann.save(path.join(dir, 'kinds'), name, 3, 'db');
-      assert.ok(await SegmentedAnn.open(path.join(dir, 'kinds'), name, { dimension: d, metric, tag: 'db' }), metric);
-      await withoutKind(name);
-    }
-    assert.equal(await SegmentedAnn.open(path.join(dir, 'kinds'), 'c', { dimension: d, metric: 'cosine', tag: 'db' }), null, 'rebuilt');
-    assert.ok(await SegmentedAnn.open(path.join(dir, 'kinds'), 'e', { dimension: d, metric: 'euclidean', tag: 'db' }), 'still bf16: kept');
-  });
-
   it('gives the same answers with its saved graphs shared with a worker thread', async () => {
     const sub = path.join(dir, 'worker');
     const { ann, data } = fourSegments(6);

@@ -64,8 +64,6 @@ interface Manifest {
   tag: string;
   dimension: number;
   metric: Metric;
-  /** The graphs' scalar kind (graphQuantization); absent in manifests from before int8 graphs, whose graphs are bf16. */
-  quantization?: string;
   segments: ManifestSegment[];
   delta: { file: string; size: number; digest: FileDigest; idsDigest: FileDigest } | null;
 }
@@ -343,7 +341,6 @@ export class SegmentedAnn {
       tag,
       dimension: this.dimension,
       metric: this.metric,
-      quantization: graphQuantization(this.metric),
       segments: segmentsAtCall.map((s, i) => ({
         file: s.saved!.file,
         size: s.ids.length,
@@ -421,8 +418,6 @@ export class SegmentedAnn {
       m.dimension !== expect.dimension ||
       m.metric !== expect.metric ||
       !METRICS.includes(m.metric) ||
-      // Graphs of another scalar kind are rebuilt: usearch would open them as they are.
-      (m.quantization ?? 'bf16') !== graphQuantization(expect.metric) ||
       !Number.isSafeInteger(m.seq) ||
       !Array.isArray(m.segments)
     ) {

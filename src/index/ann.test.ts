@@ -132,6 +132,21 @@ describe('AnnIndex', () => {
     assert.deepEqual([graphQuantization('cosine'), graphQuantization('dot_product'), graphQuantization('euclidean')], ['i8', 'bf16', 'bf16']);
   });
 
+  it('opens a graph saved with another scalar kind as it was saved (bf16 graphs from before int8 ones)', async () => {
+    const old = new Index({ dimensions: d, metric: MetricKind.Cos, quantization: ScalarKind.BF16, connectivity: ANN_PARAMS.connectivity, expansion_add: ANN_PARAMS.expansionAdd, expansion_search: ANN_PARAMS.expansionSearch, multi: false });
+    old.add(BigUint64Array.from(ids, (x) => BigInt(x)), data, 0);
+    const file = path.join(dir, 'old-bf16.usearch');
+    old.save(file);
+    const want = Array.from({ length: 20 }, (_, q) => Array.from(old.search(data.subarray(q * 7 * d, (q * 7 + 1) * d), 10, 1).keys, Number));
+    for (const how of ['view', 'load'] as const) {
+      const ann = await AnnIndex.open(file, { dimension: d, metric: 'cosine', size: n, digest: await digestFile(file) }, how);
+      assert.ok(ann, how);
+      // usearch takes the kind from the file: the same bf16 walk, not int8 reads of bf16 bytes.
+      assert.deepEqual(Array.from({ length: 20 }, (_, q) => ann.search(data.subarray(q * 7 * d, (q * 7 + 1) * d), 10)), want, how);
+    }
+    assert.equal(graphQuantization('cosine'), ScalarKind.I8);
+  });
+
   it('becomes a view of its own file without changing its answers', async () => {
     const ann = AnnIndex.create(d, 'cosine');
     ann.add(ids, data);
