@@ -35,6 +35,16 @@ describe('configuration', () => {
     }
   });
 
+  it('reads VSS_TRUST_PROXY as a switch or the proxies\' addresses, naming every bad one', () => {
+    assert.equal(loadConfig({}).trustProxy, false);
+    assert.equal(loadConfig({ VSS_TRUST_PROXY: 'true' }).trustProxy, true);
+    assert.deepEqual(loadConfig({ VSS_TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,::1,fd00::/8' }).trustProxy, ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8']);
+    assert.throws(
+      () => loadConfig({ VSS_TRUST_PROXY: '10.0.0.1,proxy.local,10.0.0.0/33,::1/64' }),
+      (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && /"proxy\.local", "10\.0\.0\.0\/33"\)/.test(e.problems[0]),
+    );
+  });
+
   it('refuses a VSS_CHAT_URL that is not an http(s) URL, without echoing it', () => {
     for (const url of ['not a url', 'ftp://user:s3cret@x/y', 'localhost:8000/v1']) {
       assert.throws(

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -101,6 +102,13 @@ export interface Config {
    */
   readonly metricsPublic: boolean;
   /**
+   * Whose address a request is from, behind a reverse proxy (Fastify's `trustProxy`): false (the
+   * socket's peer), true (the first address of X-Forwarded-For), or the proxies' addresses and
+   * CIDR ranges (the nearest address in X-Forwarded-For not among them). Per-address limits
+   * count what this gives.
+   */
+  readonly trustProxy: boolean | string[];
+  /**
    * Text searches start their graph walks from the model's int8 draft while the model computes
    * the exact vector (VSS_SEARCH_DRAFT, default true): see storage's addDraftEncoder.
    */
@@ -144,6 +152,23 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
 });
 
 type Env = Record<string, string | undefined>;
+
+/** VSS_TRUST_PROXY: true, false, or comma-separated addresses and CIDR ranges of the proxies. */
+function trustProxy(raw: string | undefined, problems: string[]): boolean | string[] {
+  if (raw === undefined || raw.trim() === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  const entries = raw.split(',').map((s) => s.trim());
+  const bad = entries.filter((e) => {
+    const [address, bits, ...more] = e.split('/');
+    const family = isIP(address);
+    if (family === 0 || more.length > 0) return true;
+    return bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+  });
+  if (bad.length > 0) {
+    problems.push(`VSS_TRUST_PROXY must be true, false, or the proxies' IP addresses and CIDR ranges, comma-separated (not: ${bad.map((b) => `"${b}"`).join(', ')})`);
+  }
+  return entries;
+}
 
 function isHttpUrl(value: string): boolean {
   try {
@@ -279,6 +304,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     plans,
     paidPlan: 'pro',
     metricsPublic: bool('VSS_METRICS_PUBLIC', false),
+    trustProxy: trustProxy(env.VSS_TRUST_PROXY, problems),
     searchDraft: bool('VSS_SEARCH_DRAFT', true),
     shutdownGraceMs: int('VSS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     embedding: {

@@ -92,6 +92,22 @@ describe('authentication and authorisation', () => {
     }
   });
 
+  it('counts invalid keys per client behind a trusted proxy (VSS_TRUST_PROXY), and ignores X-Forwarded-For otherwise', async () => {
+    for (const trust of [true, false]) {
+      const own = await startTestApp({ model: 'fake', env: { VSS_MAX_AUTH_FAILURES_PER_MINUTE: '2', ...(trust ? { VSS_TRUST_PROXY: '10.9.9.9' } : {}) } });
+      try {
+        const via = (client: string, key: string) =>
+          own.app.inject({ method: 'POST', url: '/v1/search/', remoteAddress: '10.9.9.9', headers: { 'x-forwarded-for': client, 'x-api-key': key }, payload: { query: 'a', keyspace: 'default_keyspace', table: 'vector' } });
+        for (const key of ['wrong-1', 'wrong-2']) assert.equal((await via('192.0.2.1', key)).statusCode, 401);
+        assert.equal((await via('192.0.2.1', 'wrong-3')).statusCode, 429);
+        // Another client through the same proxy: its own count when the proxy is trusted; the proxy's when not.
+        assert.equal((await via('192.0.2.2', ADMIN_KEY)).statusCode, trust ? 200 : 429, `trust ${trust}`);
+      } finally {
+        await own.close();
+      }
+    }
+  });
+
   it('echoes x-request-id, or makes one', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/v1', headers: { 'x-request-id': 'abc-123' } });
     assert.equal(res.headers['x-request-id'], 'abc-123');

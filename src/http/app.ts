@@ -67,6 +67,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   const app = Fastify({
     logger: opts.logger ?? false,
     bodyLimit: deps.config.limits.bodyBytes,
+    // Per-address limits (invalid keys, requests without a key) count the client, not a proxy.
+    trustProxy: deps.config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true },
     // An id from the client is echoed when it is sane; otherwise one is made.
     requestIdHeader: false,
