@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,9 +35,13 @@ describe('GraphWorker', () => {
     const worker = new GraphWorker();
     try {
       const params = { dimension: d, metric: usearchMetric('cosine'), quantization: graphQuantization('cosine'), ...ANN_PARAMS };
+      const stdin = fsSync.fstatSync(0);
       worker.sync(graphs, [...files.map((file, i) => ({ id: i + 1, file, ...params })), { id: 9, file: path.join(dir, 'absent.usearch'), ...params }]);
       while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
       assert.deepEqual([1, 2, 3, 4, 9].map((id) => worker.isReady(id)), [true, true, true, true, false]);
+      // The absent file left the process's descriptors alone (usearch closes fd 0 when it cannot open one).
+      const after = fsSync.fstatSync(0);
+      assert.deepEqual([after.dev, after.ino], [stdin.dev, stdin.ino]);
       const q = rows(1, 99);
       const ids = [1, 2, 3, 4];
       const plain = (a: WorkerAnswer) => ('missing' in a ? a : { index: a.index, keys: Array.from(a.keys), distances: Array.from(a.distances) });

@@ -69,6 +69,7 @@ export function claimGraph(claims: GraphClaims, count: number): number {
 /** Plain JS: it runs as is under tsx and inside the bundle alike. */
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
+const { statSync } = require('node:fs');
 const { Index } = require(workerData.usearch);
 parentPort.postMessage({ type: 'loaded' });
 const keysAsNumbers = ${KEYS_AS_NUMBERS_JS};
@@ -133,6 +134,10 @@ parentPort.on('message', (m) => {
       if (open.has(g.id)) continue;
       try {
         const index = new Index({ dimensions: g.dimension, metric: g.metric, quantization: g.quantization, connectivity: g.connectivity, expansion_add: g.expansionAdd, expansion_search: g.expansionSearch, multi: false });
+        // usearch 2.26's view of a file it cannot open closes descriptor 0, the process's stdin, and
+        // the next descriptor opened there later aborts Node (libuv: "fd > STDERR_FILENO"). A
+        // retired segment's file can be gone by the time it is synced here, so look first.
+        statSync(g.file);
         index.view(g.file);
         // Map every page once, in order, rather than one fault at a time during searches.
         index.save('/dev/null');
