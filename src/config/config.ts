@@ -87,8 +87,8 @@ export interface Config {
     readonly apiKey?: string | undefined;
     /** How long to wait for the chat endpoint before answering extractively (default 15000). */
     readonly timeoutMs?: number;
-    /** Calls to the chat endpoint in flight at once in this process; more are answered extractively (default 4). */
-    readonly maxConcurrent?: number;
+    /** Calls to the chat endpoint in flight at once in this process; more are answered extractively. */
+    readonly maxConcurrent: number;
   };
   readonly logLevel: string;
   readonly limits: Limits;

@@ -6,6 +6,8 @@
  * A fixed window per address, in this process (as the plan's limits). The table is bounded: when
  * full, windows that are over go first, then the oldest, so many addresses cost memory up to the
  * bound and no more (and an evicted address starts afresh, which only ever lets more through).
+ * A window is (re)inserted when it starts, so the table's order is start order: both kinds of
+ * eviction take from the front.
  */
 
 const WINDOW_MS = 60_000;
@@ -56,9 +58,10 @@ export class AuthFailures {
   }
 
   #evict(now: number): void {
-    for (const [address, w] of this.#windows) if (now - w.start >= WINDOW_MS) this.#windows.delete(address);
-    // Insertion order is window start order (a new window is re-inserted), so the first is the oldest.
-    while (this.#windows.size >= MAX_ADDRESSES) this.#windows.delete(this.#windows.keys().next().value!);
+    for (const [address, w] of this.#windows) {
+      if (this.#windows.size < MAX_ADDRESSES && now - w.start < WINDOW_MS) break;
+      this.#windows.delete(address);
+    }
   }
 }
 

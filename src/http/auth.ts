@@ -63,13 +63,10 @@ export const authPlugin = fp(async function auth(
       });
     }
     // Routes without a declaration (including unknown paths) need at least a valid key.
-    let caller: Caller;
-    try {
-      caller = await authenticate(opts.storage, request.headers['x-api-key'] ?? bearerToken(request.headers.authorization));
-    } catch (e) {
+    const caller = await authenticate(opts.storage, request.headers['x-api-key'] ?? bearerToken(request.headers.authorization)).catch((e: unknown) => {
       if (e instanceof ServiceError && e.code === 'unauthenticated') failures.record(request.ip);
       throw e;
-    }
+    });
     request.caller = caller;
     // Unknown paths need any valid key (then 404); declared routes default to the strictest level.
     requirePermission(caller, access ?? (request.is404 ? 'Read' : 'All'));

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SegmentedAnn } from './ann-segments.ts';
 import { GraphWorker, newGraphClaims } from './graph-worker.ts';
-import { ANN_PARAMS, graphQuantization } from './ann.ts';
+import { ANN_PARAMS } from './ann.ts';
 import { newYieldSignal } from '../yield-signal.ts';
 import { usearchMetric } from './exact.ts';
 import { draftVectors } from '../embedding/draft-test-support.ts';
@@ -199,7 +199,7 @@ describe('SegmentedAnn', () => {
       ann.shareWith(worker);
       // Another table's graph (one of the same files, under an id of its own) to keep the worker busy.
       const file = path.join(sub, (await fs.readdir(sub)).find((f) => f.endsWith('.seg.usearch'))!);
-      worker.sync({}, [{ id: 1e9, file, dimension: d, metric: usearchMetric('cosine'), quantization: graphQuantization('cosine'), ...ANN_PARAMS }]);
+      worker.sync({}, [{ id: 1e9, file, dimension: d, metric: usearchMetric('cosine'), ...ANN_PARAMS }]);
       while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
       const q = data.subarray(77 * d, 78 * d);
       const busy = worker.search(Array(200).fill(1e9), q, 100, newGraphClaims());

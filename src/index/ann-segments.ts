@@ -21,7 +21,7 @@ import path from 'node:path';
 import { writeFileDurably } from '../durable-file.ts';
 import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
 import type { YieldSignal } from '../yield-signal.ts';
-import { ANN_PARAMS, AnnIndex, graphQuantization } from './ann.ts';
+import { ANN_PARAMS, AnnIndex } from './ann.ts';
 import { usearchMetric } from './exact.ts';
 import { claimGraph, newGraphClaims, type DraftQuery, type GraphClaims, type GraphWorker, type WorkerAnswer } from './graph-worker.ts';
 import { METRICS, type Metric } from './metric.ts';
@@ -223,7 +223,7 @@ export class SegmentedAnn {
     mine.set(this, key);
     worker.sync(
       this,
-      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: usearchMetric(this.metric), quantization: graphQuantization(this.metric), ...annGraphParams() })),
+      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: usearchMetric(this.metric), ...annGraphParams() })),
     );
   }
 

@@ -3,10 +3,11 @@
  * table's approximate stage-1 index (ann-segments.ts). The caller re-scores what it returns with
  * the full-precision vectors, so it is derived state that may always be rebuilt.
  *
- * The copies are 8-bit for cosine tables and bfloat16 for the others (graphQuantization). A walk
- * is mostly waiting for each visited row's copy to arrive from memory, so the bytes per row set its
- * pace; usearch's int8 cast scales each vector to unit length first, which keeps cosine and
- * nothing else, so dot-product and Euclidean tables keep 16 bits. bfloat16 rather than IEEE half:
+ * The copies are 8-bit for cosine tables and bfloat16 for the others (graphQuantization): smaller
+ * files and page cache, faster builds and somewhat faster walks. usearch's int8 cast scales each
+ * vector to unit length first, which keeps cosine and nothing else, so dot-product and Euclidean
+ * tables keep 16 bits. A saved graph keeps the kind it was written with: usearch reads it from the
+ * file, whatever the index was created with. bfloat16 rather than IEEE half:
  * the same size and, measured here, the same recall, but float32's exponent range (f16 turns any
  * component above 65504 into infinity, which breaks dot-product and Euclidean tables of
  * unnormalised vectors).
@@ -50,10 +51,11 @@ export const ANN_PARAMS = Object.freeze({ connectivity: 32, expansionAdd: 96, ex
 
 /**
  * The scalar kind of a graph's row copies for a table of `metric`. Measured on a 250k-row graph of
- * the bench's clustered 384-d data (300 queries, one thread, docs/PERFORMANCE.md, "Graph copies"):
- * a walk at effort 128 took 1.29 ms with int8 copies against 1.58 ms with bfloat16 on an AVX2
- * machine, 0.47 against 0.53 ms on an AVX-512 one; recall@10 after re-scoring 100 candidates
- * 0.965 against 0.969 and 0.970 against 0.981. The file is 660 instead of 1,044 bytes a row.
+ * the bench's clustered 384-d data (300 queries, one thread; docs/PERFORMANCE.md, "Two kinds of
+ * machine, and int8 graph copies"): a walk at effort 128 took 1.29 ms with int8 copies against
+ * 1.58 ms with bfloat16 on an AVX2 machine, 0.47 against 0.53 ms on an AVX-512 one; recall@10
+ * after re-scoring 100 candidates 0.965 against 0.969 and 0.970 against 0.981. The file is 660
+ * instead of 1,044 bytes a row.
  */
 export function graphQuantization(metric: Metric): ScalarKind.I8 | ScalarKind.BF16 {
   return metric === 'cosine' ? ScalarKind.I8 : ScalarKind.BF16;

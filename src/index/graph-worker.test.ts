@@ -4,7 +4,8 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ANN_PARAMS, AnnIndex, graphQuantization } from './ann.ts';
+import { Index, ScalarKind } from 'usearch';
+import { ANN_PARAMS, AnnIndex } from './ann.ts';
 import { usearchMetric } from './exact.ts';
 import { GraphWorker, newGraphClaims, type WorkerAnswer } from './graph-worker.ts';
 
@@ -34,7 +35,7 @@ describe('GraphWorker', () => {
   it('walks only the graphs it claims, and says which it could not open', async () => {
     const worker = new GraphWorker();
     try {
-      const params = { dimension: d, metric: usearchMetric('cosine'), quantization: graphQuantization('cosine'), ...ANN_PARAMS };
+      const params = { dimension: d, metric: usearchMetric('cosine'), ...ANN_PARAMS };
       const stdin = fsSync.fstatSync(0);
       worker.sync(graphs, [...files.map((file, i) => ({ id: i + 1, file, ...params })), { id: 9, file: path.join(dir, 'absent.usearch'), ...params }]);
       while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
@@ -62,6 +63,26 @@ describe('GraphWorker', () => {
       assert.deepEqual(await worker.search(ids, q, 20, none), []);
 
       assert.deepEqual((await worker.search([9, 1], q, 20, newGraphClaims())).map(plain), [{ index: 0, missing: true }, expect(0, 1)]);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('walks a graph saved with bf16 copies as it was saved (cosine graphs are int8 since)', async () => {
+    const old = new Index({ dimensions: d, metric: usearchMetric('cosine'), quantization: ScalarKind.BF16, connectivity: ANN_PARAMS.connectivity, expansion_add: ANN_PARAMS.expansionAdd, expansion_search: ANN_PARAMS.expansionSearch, multi: false });
+    old.add(BigUint64Array.from({ length: 500 }, (_, i) => BigInt(i)), rows(500, 3), 0);
+    const file = path.join(dir, 'old-bf16.usearch');
+    old.save(file);
+    const worker = new GraphWorker();
+    try {
+      worker.sync({}, [{ id: 1, file, dimension: d, metric: usearchMetric('cosine'), ...ANN_PARAMS }]);
+      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      const q = rows(1, 42);
+      const want = old.search(q, 20, 1);
+      const [got] = await worker.search([1], q, 20, newGraphClaims());
+      assert.ok(!('missing' in got));
+      assert.deepEqual(Array.from(got.keys), Array.from(want.keys, Number));
+      assert.deepEqual(Array.from(got.distances), Array.from(want.distances));
     } finally {
       await worker.close();
     }

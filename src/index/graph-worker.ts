@@ -30,10 +30,8 @@ export interface WorkerGraph {
   id: number;
   file: string;
   dimension: number;
-  /** usearch's metric kind name (MetricKind value), quantization and parameters. */
+  /** usearch's metric kind name (MetricKind value), and the graph's parameters. */
   metric: string;
-  /** usearch's scalar kind name (ScalarKind value) of the graph's row copies. */
-  quantization: string;
   connectivity: number;
   expansionAdd: number;
   expansionSearch: number;
@@ -133,7 +131,8 @@ parentPort.on('message', (m) => {
     for (const g of m.graphs) {
       if (open.has(g.id)) continue;
       try {
-        const index = new Index({ dimensions: g.dimension, metric: g.metric, quantization: g.quantization, connectivity: g.connectivity, expansion_add: g.expansionAdd, expansion_search: g.expansionSearch, multi: false });
+        // No scalar kind: a viewed file brings its own (int8 or bf16, by table and age: ann.ts).
+        const index = new Index({ dimensions: g.dimension, metric: g.metric, connectivity: g.connectivity, expansion_add: g.expansionAdd, expansion_search: g.expansionSearch, multi: false });
         // usearch 2.26's view of a file it cannot open closes descriptor 0, the process's stdin, and
         // the next descriptor opened there later aborts Node (libuv: "fd > STDERR_FILENO"). A
         // retired segment's file can be gone by the time it is synced here, so look first.

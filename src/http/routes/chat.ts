@@ -28,7 +28,7 @@ function* events(out: ChatOutput): Generator<string> {
 }
 
 export const chatRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
-  const llm = new LlmSlots(deps.config.chat.maxConcurrent ?? 4);
+  const llm = new LlmSlots(deps.config.chat.maxConcurrent);
   app.post('/v1/chat/', {
     schema: { tags: ['search'], summary: 'Commands, and questions answered from stored content with their sources', body: ChatBody },
     // Only a named keyspace is gated here: commands like /help need none, the default is checked by the service.
