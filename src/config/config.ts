@@ -36,6 +36,8 @@ export interface Limits {
   readonly uploadsPerUser: number;
   /** Requests with an invalid key one client address may make in a minute, in one process. */
   readonly authFailuresPerMinute: number;
+  /** The same from all addresses together (slows a guess spread over many addresses). */
+  readonly authFailuresPerMinuteGlobal: number;
 }
 
 export interface PlanLimits {
@@ -149,6 +151,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   tablesPerKeyspace: 100,
   uploadsPerUser: 4,
   authFailuresPerMinute: 120,
+  authFailuresPerMinuteGlobal: 1200,
 });
 
 type Env = Record<string, string | undefined>;
@@ -242,13 +245,16 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     problems.push(`VSS_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "${logLevel}")`);
   }
 
+  const authFailuresPerMinute = int('VSS_MAX_AUTH_FAILURES_PER_MINUTE', DEFAULT_LIMITS.authFailuresPerMinute, 1, 10_000_000);
   const limits: Limits = {
     ...DEFAULT_LIMITS,
     bodyBytes: int('VSS_MAX_BODY_BYTES', DEFAULT_LIMITS.bodyBytes, 1024, 1024 * MiB),
     uploadBytes: int('VSS_MAX_UPLOAD_BYTES', DEFAULT_LIMITS.uploadBytes, 1024, 4096 * MiB),
     batchItems: int('VSS_MAX_BATCH_ITEMS', DEFAULT_LIMITS.batchItems, 1, 100_000),
     uploadsPerUser: int('VSS_MAX_UPLOADS_PER_USER', DEFAULT_LIMITS.uploadsPerUser, 1, 1000),
-    authFailuresPerMinute: int('VSS_MAX_AUTH_FAILURES_PER_MINUTE', DEFAULT_LIMITS.authFailuresPerMinute, 1, 10_000_000),
+    authFailuresPerMinute,
+    // Ten addresses' worth by default: a guess needs many addresses to go faster than one could.
+    authFailuresPerMinuteGlobal: int('VSS_MAX_AUTH_FAILURES_PER_MINUTE_GLOBAL', 10 * authFailuresPerMinute, 1, 100_000_000),
     ...overrides.limits,
   };
   const { limits: _ignored, ...rest } = overrides;

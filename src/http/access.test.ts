@@ -67,7 +67,7 @@ describe('authentication and authorisation', () => {
     assert.equal(res.json().code, 'keyspace_not_found');
   });
 
-  it('turns an address away after VSS_MAX_AUTH_FAILURES_PER_MINUTE invalid keys, before looking at its next key', async () => {
+  it('answers an address 429 after VSS_MAX_AUTH_FAILURES_PER_MINUTE invalid keys, and still lets its valid keys through', async () => {
     const own = await startTestApp({ model: 'fake', env: { VSS_MAX_AUTH_FAILURES_PER_MINUTE: '3' } });
     try {
       const search = { query: 'a', keyspace: 'default_keyspace', table: 'vector' };
@@ -82,11 +82,54 @@ describe('authentication and authorisation', () => {
       assert.equal(turned.statusCode, 429);
       assert.equal(turned.json().code, 'rate_limited');
       assert.ok(Number(turned.headers['retry-after']) > 0 && Number(turned.headers['retry-after']) <= 60, String(turned.headers['retry-after']));
-      // Turned away before the key is looked at: a valid one too, from that address.
-      assert.equal((await from('10.0.0.1', ADMIN_KEY)).statusCode, 429);
-      assert.equal((await from('10.0.0.2', ADMIN_KEY)).statusCode, 200);
+      // Valid keys from that very address are not refused for the failures of others.
+      assert.equal((await from('10.0.0.1', ADMIN_KEY)).statusCode, 200);
+      assert.equal((await from('10.0.0.1', read)).statusCode, 200);
       assert.equal((await from('10.0.0.2', 'wrong')).statusCode, 401);
       assert.equal((await own.app.inject({ method: 'GET', url: '/v1/healthcheck/', remoteAddress: '10.0.0.1' })).statusCode, 200);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('survives a flood of 200 wrong keys from one address: its later answers are 429, a healthcheck meanwhile answers within 1 s, a valid key then gets 200', async () => {
+    const own = await startTestApp({ model: 'fake', env: { VSS_MAX_AUTH_FAILURES_PER_MINUTE: '20' } });
+    try {
+      const search = { query: 'a', keyspace: 'default_keyspace', table: 'vector' };
+      const flood = Array.from({ length: 200 }, (_, i) =>
+        own.app.inject({ method: 'POST', url: '/v1/search/', remoteAddress: '10.1.1.1', payload: search, headers: { 'x-api-key': `vss_wrong-${i}` } }),
+      );
+      const started = performance.now();
+      const health = await own.app.inject({ method: 'GET', url: '/v1/healthcheck/', remoteAddress: '10.1.1.1' });
+      const healthMs = performance.now() - started;
+      assert.equal(health.statusCode, 200);
+      assert.ok(healthMs < 1000, `healthcheck took ${healthMs.toFixed(0)} ms`);
+      const answers = await Promise.all(flood);
+      const refused = answers.filter((r) => r.statusCode === 429);
+      assert.deepEqual([answers.filter((r) => r.statusCode === 401).length, refused.length], [20, 180]);
+      for (const r of refused) {
+        assert.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
+        assert.equal(r.json().code, 'rate_limited');
+        assert.ok(Number(r.headers['retry-after']) >= 1 && Number(r.headers['retry-after']) <= 60, String(r.headers['retry-after']));
+      }
+      const valid = await own.app.inject({ method: 'POST', url: '/v1/search/', remoteAddress: '10.1.1.1', payload: search, headers: { 'x-api-key': ADMIN_KEY } });
+      assert.equal(valid.statusCode, 200, valid.body);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('slows failures from all addresses together past VSS_MAX_AUTH_FAILURES_PER_MINUTE_GLOBAL, valid keys still passing', async () => {
+    const own = await startTestApp({ model: 'fake', env: { VSS_MAX_AUTH_FAILURES_PER_MINUTE: '3', VSS_MAX_AUTH_FAILURES_PER_MINUTE_GLOBAL: '5' } });
+    try {
+      const from = (remoteAddress: string, key: string) => own.app.inject({ method: 'GET', url: '/v1/keyspaces/list', remoteAddress, headers: { 'x-api-key': key } });
+      // Five addresses, one wrong key each: all within their own limit and, together, the budget.
+      for (let i = 1; i <= 5; i++) assert.equal((await from(`10.2.0.${i}`, 'wrong')).statusCode, 401, `address ${i}`);
+      const slowed = await from('10.2.0.99', 'wrong');
+      assert.equal(slowed.statusCode, 429, 'a fresh address is slowed once the budget is spent');
+      assert.ok(Number(slowed.headers['retry-after']) >= 1);
+      assert.equal(slowed.json().code, 'rate_limited');
+      assert.equal((await from('10.2.0.99', ADMIN_KEY)).statusCode, 200);
     } finally {
       await own.close();
     }
@@ -101,7 +144,8 @@ describe('authentication and authorisation', () => {
         for (const key of ['wrong-1', 'wrong-2']) assert.equal((await via('192.0.2.1', key)).statusCode, 401);
         assert.equal((await via('192.0.2.1', 'wrong-3')).statusCode, 429);
         // Another client through the same proxy: its own count when the proxy is trusted; the proxy's when not.
-        assert.equal((await via('192.0.2.2', ADMIN_KEY)).statusCode, trust ? 200 : 429, `trust ${trust}`);
+        assert.equal((await via('192.0.2.2', 'wrong-4')).statusCode, trust ? 401 : 429, `trust ${trust}`);
+        assert.equal((await via('192.0.2.1', ADMIN_KEY)).statusCode, 200, 'a valid key passes either way');
       } finally {
         await own.close();
       }

@@ -142,7 +142,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     },
   });
   await app.register(swaggerUi, { routePrefix: '/v1/docs' });
-  await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'], failuresPerMinute: deps.config.limits.authFailuresPerMinute });
+  await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'], failuresPerMinute: { perAddress: deps.config.limits.authFailuresPerMinute, global: deps.config.limits.authFailuresPerMinuteGlobal } });
   await registerRateLimit(app, deps);
   await registerMetrics(app, opts.metrics ?? new Metrics(deps.storage.indexStatus?.bind(deps.storage)), { public: deps.config.metricsPublic });
 

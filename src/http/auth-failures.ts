@@ -1,13 +1,15 @@
 /**
- * Failed authentications per client address, so that a client guessing or replaying bad keys is
- * turned away before its requests cost a key lookup. The plan's rate limits (rate-limit.ts) count
- * per user and so only start once a key is valid; this counts what comes before.
+ * Failed authentications, per client address and in all, so that guessing keys is slowed without
+ * ever costing a valid key anything: the key is looked up first (a hash and an indexed lookup,
+ * cheap) and only a request whose key failed is counted here, or refused. An address behind a
+ * shared NAT that floods wrong keys therefore slows its own failures, never its neighbours' good
+ * keys; the global budget slows a guess spread over many addresses the same way.
  *
- * A fixed window per address, in this process (as the plan's limits). The table is bounded: when
- * full, windows that are over go first, then the oldest, so many addresses cost memory up to the
- * bound and no more (and an evicted address starts afresh, which only ever lets more through).
- * A window is (re)inserted when it starts, so the table's order is start order: both kinds of
- * eviction take from the front.
+ * Fixed windows of a minute, in this process (as the plan's limits). The per-address table is
+ * bounded: when full, windows that are over go first, then the oldest, so many addresses cost
+ * memory up to the bound and no more (and an evicted address starts afresh, which only ever lets
+ * more through). A window is (re)inserted when it starts, so the table's order is start order:
+ * both kinds of eviction take from the front.
  */
 
 const WINDOW_MS = 60_000;
@@ -19,37 +21,44 @@ interface Window {
 }
 
 export class AuthFailures {
-  readonly #perWindow: number;
+  readonly #perAddress: number;
+  readonly #global: number;
   readonly #now: () => number;
   readonly #windows = new Map<string, Window>();
+  #all: Window = { start: -Infinity, failures: 0 };
 
-  constructor(perMinute: number, now: () => number = Date.now) {
-    this.#perWindow = perMinute;
+  /** `perAddress` and `global`: failures answered 401 per window before further ones are 429. */
+  constructor(limits: { perAddress: number; global: number }, now: () => number = Date.now) {
+    this.#perAddress = limits.perAddress;
+    this.#global = limits.global;
     this.#now = now;
   }
 
-  /** Seconds until `address` may try again, or 0 when it may now. */
-  retryAfter(address: string): number {
-    const w = this.#windows.get(address);
-    if (w === undefined) return 0;
-    const left = w.start + WINDOW_MS - this.#now();
-    if (left <= 0) {
-      this.#windows.delete(address);
-      return 0;
-    }
-    return w.failures >= this.#perWindow ? Math.ceil(left / 1000) : 0;
-  }
-
-  record(address: string): void {
+  /**
+   * A request from `address` failed authentication: 0 when it is to be answered 401 (and it is
+   * counted), otherwise the seconds until failures are answered 401 again (a 429), not counted.
+   */
+  fail(address: string): number {
     const now = this.#now();
-    const w = this.#windows.get(address);
-    if (w !== undefined && now - w.start < WINDOW_MS) {
-      w.failures++;
-      return;
+    let w = this.#windows.get(address);
+    if (w !== undefined && now - w.start >= WINDOW_MS) {
+      this.#windows.delete(address);
+      w = undefined;
     }
-    this.#windows.delete(address);
-    if (this.#windows.size >= MAX_ADDRESSES) this.#evict(now);
-    this.#windows.set(address, { start: now, failures: 1 });
+    if (now - this.#all.start >= WINDOW_MS) this.#all = { start: now, failures: 0 };
+    const waits = [
+      w !== undefined && w.failures >= this.#perAddress ? w.start + WINDOW_MS - now : 0,
+      this.#all.failures >= this.#global ? this.#all.start + WINDOW_MS - now : 0,
+    ];
+    const wait = Math.max(...waits);
+    if (wait > 0) return Math.ceil(wait / 1000);
+    this.#all.failures++;
+    if (w !== undefined) w.failures++;
+    else {
+      if (this.#windows.size >= MAX_ADDRESSES) this.#evict(now);
+      this.#windows.set(address, { start: now, failures: 1 });
+    }
+    return 0;
   }
 
   /** How many addresses are tracked (for tests of the bound). */

@@ -3,8 +3,8 @@
  *   - `permission`: 'public' (no key), or the least of 'Read' | 'Write' | 'All' it needs;
  *   - `keyspaces`: optional, which keyspace names the request touches (read after parsing).
  * The key is checked in onRequest, before the body is read or parsed; permission right after;
- * keyspace reach in preHandler, after validation and before the handler does any work. An address
- * that has sent too many invalid keys is turned away before its key is looked at (auth-failures.ts).
+ * keyspace reach in preHandler, after validation and before the handler does any work. Only
+ * requests whose key failed are limited (auth-failures.ts): a valid key always gets through.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -46,7 +46,7 @@ export function callerOf(request: FastifyRequest): Caller {
 // takes (slow once source-mapped, and the bundle's file name rather than this one's).
 export const authPlugin = fp(async function auth(
   app: FastifyInstance,
-  opts: { storage: Storage; publicPrefixes?: string[]; failuresPerMinute: number },
+  opts: { storage: Storage; publicPrefixes?: string[]; failuresPerMinute: { perAddress: number; global: number } },
 ) {
   // Routes registered by third-party plugins (the docs UI) cannot carry our route config.
   const publicPrefixes = opts.publicPrefixes ?? [];
@@ -56,15 +56,14 @@ export const authPlugin = fp(async function auth(
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config?.permission;
     if (access === 'public' || publicPrefixes.some((p) => request.routeOptions.url?.startsWith(p))) return;
-    const wait = failures.retryAfter(request.ip);
-    if (wait > 0) {
-      throw new ServiceError('rate_limited', `Too many requests with an invalid key from this address; retry in ${wait} s.`, {
-        headers: { 'retry-after': String(wait) },
-      });
-    }
     // Routes without a declaration (including unknown paths) need at least a valid key.
     const caller = await authenticate(opts.storage, request.headers['x-api-key'] ?? bearerToken(request.headers.authorization)).catch((e: unknown) => {
-      if (e instanceof ServiceError && e.code === 'unauthenticated') failures.record(request.ip);
+      const wait = e instanceof ServiceError && e.code === 'unauthenticated' ? failures.fail(request.ip) : 0;
+      if (wait > 0) {
+        throw new ServiceError('rate_limited', `Too many requests with an invalid key; retry in ${wait} s.`, {
+          headers: { 'retry-after': String(wait) },
+        });
+      }
       throw e;
     });
     request.caller = caller;
