@@ -241,10 +241,12 @@ async function startApp(user) {
   // GET /v1/user/ names the calling key's own permission: it decides which panes to offer.
   state.permission = user.key?.permissions ?? 'Read';
   state.isAll = state.permission === 'All';
+  // Only an All key over every keyspace administers users; a scoped All key manages its own keys.
+  const isAdmin = state.isAll && (user.key?.resources ?? []).includes('*');
   const [list, env, users] = await Promise.all([
     api('GET', '/v1/keyspaces/list'),
     api('GET', '/v1/env/').catch(() => null),
-    state.isAll ? api('GET', '/v1/users/').then((r) => r.users ?? []) : Promise.resolve([]),
+    isAdmin ? api('GET', '/v1/users/').then((r) => r.users ?? []) : Promise.resolve([]),
   ]);
   state.keyspaces = list.keyspaces ?? [];
   state.env = env;

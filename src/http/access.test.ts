@@ -67,6 +67,70 @@ describe('authentication and authorisation', () => {
     assert.equal(res.json().code, 'keyspace_not_found');
   });
 
+  it('keeps an All key limited to some keyspaces to its own user and keyspaces; an All key over * administers', async () => {
+    const tenant = await t.deps.storage.createUser({ name: 'Tenant', email: 'tenant@example.com' });
+    const neighbour = await t.deps.storage.createUser({ name: 'Neighbour', email: 'neighbour@example.com' });
+    const tenantWrite = await t.makeKey('Write', ['*'], tenant.id);
+    const neighbourWrite = await t.makeKey('Write', ['*'], neighbour.id);
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'tenant_ks' }, tenantWrite)).statusCode, 200);
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'neighbour_ks' }, neighbourWrite)).statusCode, 200);
+    assert.equal((await t.call('POST', '/v1/vector/write', { keyspace: 'neighbour_ks', table: 'vector', key: 'secret', text: 'the neighbour\'s row' }, neighbourWrite)).statusCode, 200);
+    // An All key of the tenant whose resources also name the neighbour's keyspace.
+    const scoped = await t.makeKey('All', ['tenant_ks', 'neighbour_ks'], tenant.id);
+    const neighbourKeyId = (await t.call('GET', `/v1/keys/retrieve?user_id=${neighbour.id}`)).json().keys[0].key_id as string;
+
+    const refused: [string, 'GET' | 'POST', string, unknown?][] = [
+      ['every user', 'GET', '/v1/users/'],
+      ["another user's record", 'GET', `/v1/user/${neighbour.id}`],
+      ['making a user', 'POST', '/v1/user/', { name: 'Made', email: 'made@example.com' }],
+      ["another user's keys", 'GET', `/v1/keys/retrieve?user_id=${neighbour.id}`],
+      ['a key for another user', 'POST', '/v1/keys/generate', { user_id: neighbour.id, permissions: 'Read', resources: ['neighbour_ks'] }],
+      ['a key beyond its keyspaces', 'POST', '/v1/keys/generate', { permissions: 'Read', resources: ['other_ks'] }],
+      ['a key over every keyspace', 'POST', '/v1/keys/generate', { permissions: 'Read', resources: ['*'] }],
+      ['metrics', 'GET', '/metrics'],
+      ['system information', 'GET', '/v1/system/info'],
+      ['containers', 'GET', '/v1/docker/'],
+    ];
+    for (const [what, method, url, body] of refused) {
+      const res = await t.call(method, url, body, scoped);
+      assert.equal(res.statusCode, 403, `${what}: ${res.body}`);
+      assert.equal(res.json().code, 'forbidden', what);
+    }
+    // Another user's key and keyspace are as if missing, even where its resources name them.
+    for (const url of ['/v1/keys/revoke', '/v1/keys/rotate']) {
+      const res = await t.call('POST', url, { key_id: neighbourKeyId }, scoped);
+      assert.equal(res.statusCode, 404, `${url}: ${res.body}`);
+      assert.equal(res.json().code, 'key_not_found');
+    }
+    for (const [url, body] of [
+      ['/v1/vector/get', { keyspace: 'neighbour_ks', table: 'vector', key: 'secret' }],
+      ['/v1/search/', { query: 'row', keyspace: 'neighbour_ks', table: 'vector' }],
+      ['/v1/vector/write', { keyspace: 'neighbour_ks', table: 'vector', key: 'planted', vector: Array(384).fill(0.1) }],
+    ] as const) {
+      const res = await t.call('POST', url, body, scoped);
+      assert.equal(res.statusCode, 404, `${url}: ${res.body}`);
+      assert.equal(res.json().code, 'keyspace_not_found');
+    }
+    const listed = (await t.call('GET', '/v1/keyspaces/list', undefined, scoped)).json().keyspaces.map((k: { keyspace: string }) => k.keyspace);
+    assert.deepEqual(listed, ['tenant_ks']);
+    const chatFiles = await t.call('POST', '/v1/chat/', { query: '/keyspaces' }, scoped);
+    assert.ok(!chatFiles.body.includes('neighbour_ks'), chatFiles.body);
+
+    // What it may do: its own user's keys within its keyspaces.
+    const made = await t.call('POST', '/v1/keys/generate', { permissions: 'Write', resources: ['tenant_ks'] }, scoped);
+    assert.equal(made.statusCode, 200, made.body);
+    const own = (await t.call('GET', '/v1/keys/retrieve', undefined, scoped)).json().keys as { key_id: string; resources: string[] }[];
+    assert.ok(own.some((k) => k.key_id === made.json().key_id));
+    assert.ok(own.every((k) => k.resources.every((r) => r === 'tenant_ks' || r === 'neighbour_ks')), 'not its user\'s keys over *');
+    assert.equal((await t.call('POST', '/v1/keys/revoke', { key_id: made.json().key_id }, scoped)).statusCode, 200);
+
+    // The administrator may do all of it.
+    for (const [what, method, url, body] of refused.filter(([w]) => w !== 'containers' && w !== 'making a user')) {
+      assert.equal((await t.call(method, url, body)).statusCode, 200, what);
+    }
+    assert.equal((await t.call('POST', '/v1/vector/get', { keyspace: 'neighbour_ks', table: 'vector', key: 'secret' })).statusCode, 200);
+  });
+
   it('answers an address 429 after VSS_MAX_AUTH_FAILURES_PER_MINUTE invalid keys, and still lets its valid keys through', async () => {
     const own = await startTestApp({ model: 'fake', env: { VSS_MAX_AUTH_FAILURES_PER_MINUTE: '3' } });
     try {

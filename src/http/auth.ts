@@ -1,6 +1,7 @@
 /**
  * The one authorisation mechanism. Every route declares in its `config`:
- *   - `permission`: 'public' (no key), or the least of 'Read' | 'Write' | 'All' it needs;
+ *   - `permission`: 'public' (no key), the least of 'Read' | 'Write' | 'All' it needs, or
+ *     'Admin' (an `All` key over every keyspace: users, other tenants, the host);
  *   - `keyspaces`: optional, which keyspace names the request touches (read after parsing).
  * The key is checked in onRequest, before the body is read or parsed; permission right after;
  * keyspace reach in preHandler, after validation and before the handler does any work. Only
@@ -10,11 +11,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ServiceError } from '../errors.ts';
 import type { Permission, Storage } from '../storage/api.ts';
-import { authorizeKeyspace, requirePermission, type Caller } from '../service/caller.ts';
+import { authorizeKeyspace, requireAdministrator, requirePermission, type Caller } from '../service/caller.ts';
 import { authenticate } from '../service/keys.ts';
 import { AuthFailures } from './auth-failures.ts';
 
-export type RouteAccess = 'public' | Permission;
+export type RouteAccess = 'public' | Permission | 'Admin';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -68,7 +69,9 @@ export const authPlugin = fp(async function auth(
     });
     request.caller = caller;
     // Unknown paths need any valid key (then 404); declared routes default to the strictest level.
-    requirePermission(caller, access ?? (request.is404 ? 'Read' : 'All'));
+    const need = access ?? (request.is404 ? 'Read' : 'Admin');
+    if (need === 'Admin') requireAdministrator(caller);
+    else requirePermission(caller, need);
   });
 
   app.addHook('preHandler', async (request) => {

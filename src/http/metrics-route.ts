@@ -1,6 +1,6 @@
 /**
- * `GET /metrics` and the request counters behind it. It needs an `All` key (its labels name every
- * tenant's keyspaces and tables) unless VSS_METRICS_PUBLIC=true.
+ * `GET /metrics` and the request counters behind it. It needs an administrator key (its labels
+ * name every tenant's keyspaces and tables) unless VSS_METRICS_PUBLIC=true.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../observability/metrics.ts';
@@ -14,7 +14,7 @@ export async function registerMetrics(app: FastifyInstance, metrics: Metrics, op
   });
   app.get('/metrics', {
     schema: { tags: ['system'], summary: 'Prometheus metrics' },
-    config: { permission: opts.public ? 'public' : 'All', rateLimit: false },
+    config: { permission: opts.public ? 'public' : 'Admin', rateLimit: false },
     handler: async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   });
 }

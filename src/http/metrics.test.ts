@@ -26,11 +26,12 @@ describe('GET /metrics', () => {
     assert.match(body, /vss_process_/);
   });
 
-  it('needs an All key, on loopback too: its labels name every tenant\'s keyspaces and tables', async () => {
+  it('needs an administrator key (All over *), on loopback too: its labels name every tenant\'s keyspaces and tables', async () => {
     assert.equal((await t.call('GET', '/metrics', undefined, null)).statusCode, 401);
     const scoped = await t.makeKey('All', ['default_keyspace']);
     assert.equal((await t.call('GET', '/metrics', undefined, await t.makeKey('Write'))).statusCode, 403);
-    assert.equal((await t.call('GET', '/metrics', undefined, scoped)).statusCode, 200);
+    assert.equal((await t.call('GET', '/metrics', undefined, scoped)).statusCode, 403);
+    assert.equal((await t.call('GET', '/metrics', undefined, await t.makeKey('All', ['*']))).statusCode, 200);
   });
 
   it('is served without a key when VSS_METRICS_PUBLIC=true', async () => {

@@ -1,6 +1,6 @@
 import { ServiceError } from '../errors.ts';
 import type { ApiKeyRecord, Permission } from '../storage/api.ts';
-import { coversResource, permits, type Caller } from './caller.ts';
+import { coversResource, isAdministrator, permits, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
 import { hashKey, newSecret } from './keys.ts';
 import { requireUser } from './users.ts';
@@ -28,20 +28,24 @@ const keyView = (k: ApiKeyRecord): KeyView => ({
 /**
  * The escalation rules in one place: a key gives at most what it has. Permission at most the
  * caller's; resources a subset of the caller's (`*` only from a `*` key); another user only
- * from an `All` key.
+ * from an administrator (an `All` key over `*`).
  */
 function checkGrant(caller: Caller, userId: string, permissions: Permission, resources: string[]): void {
-  if (userId !== caller.userId && caller.permissions !== 'All') {
-    throw new ServiceError('forbidden', 'Only an All key can make keys for another user.');
+  if (userId !== caller.userId && !isAdministrator(caller)) {
+    throw new ServiceError('forbidden', "Only an administrator key (All, resources \"*\") can manage another user's keys.");
   }
   if (!permits(caller.permissions, permissions)) {
     throw new ServiceError('forbidden', `A ${caller.permissions} key cannot make a ${permissions} key.`);
   }
-  const wider = resources.filter((r) => (r === '*' ? !caller.resources.includes('*') : !coversResource(caller.resources, r)));
+  const wider = widerThan(caller, resources);
   if (wider.length > 0) {
     throw new ServiceError('forbidden', `This key does not cover ${wider.map((r) => `"${r}"`).join(', ')}, so it cannot grant it.`);
   }
 }
+
+/** Those of `resources` the caller does not cover (`*` is covered only by `*`). */
+const widerThan = (caller: Caller, resources: readonly string[]): string[] =>
+  resources.filter((r) => (r === '*' ? !caller.resources.includes('*') : !coversResource(caller.resources, r)));
 
 export async function generateKey(deps: Deps, caller: Caller, input: { name?: string; user_id?: string; permissions?: Permission; resources?: string[] }) {
   const userId = input.user_id ?? caller.userId;
@@ -55,21 +59,24 @@ export async function generateKey(deps: Deps, caller: Caller, input: { name?: st
   return { key: secret, ...keyView(record) };
 }
 
+/** A user's keys: the caller's own user's within its resources, or any user's for an administrator. */
 export async function listKeys(deps: Deps, caller: Caller, userId?: string): Promise<{ keys: KeyView[] }> {
   const target = userId ?? caller.userId;
-  if (target !== caller.userId && caller.permissions !== 'All') {
-    throw new ServiceError('forbidden', "Only an All key can list another user's keys.");
+  if (target !== caller.userId && !isAdministrator(caller)) {
+    throw new ServiceError('forbidden', "Only an administrator key (All, resources \"*\") can list another user's keys.");
   }
-  return { keys: (await deps.storage.listApiKeys(target)).map(keyView) };
+  const keys = await deps.storage.listApiKeys(target);
+  return { keys: keys.filter((k) => widerThan(caller, k.resources).length === 0).map(keyView) };
 }
 
 /**
- * A key the caller may manage (revoke or rotate): its own user's (or any, for All), and no
- * wider than itself, in permission and in resources: a key it could not have granted.
+ * A key the caller may manage (revoke or rotate): its own user's (or any, for an administrator),
+ * and no wider than itself, in permission and in resources: a key it could have granted.
+ * Another user's key is reported as missing, as another user's keyspace is.
  */
 async function manageable(deps: Deps, caller: Caller, keyId: string): Promise<ApiKeyRecord> {
   const key = await deps.storage.getApiKey(keyId);
-  if (key === null || (key.userId !== caller.userId && caller.permissions !== 'All')) {
+  if (key === null || (key.userId !== caller.userId && !isAdministrator(caller))) {
     throw new ServiceError('key_not_found', `No key "${keyId}".`);
   }
   if (!permits(caller.permissions, key.permissions)) {

@@ -17,6 +17,19 @@ export const PERMISSIONS: readonly Permission[] = ['All', 'Write', 'Read'];
 /** True when `have` includes everything `need` allows. */
 export const permits = (have: Permission, need: Permission): boolean => RANK[have] >= RANK[need];
 
+/**
+ * An administrator: an `All` key whose resources are `*`. Only it manages users, other users'
+ * keys and keyspaces, and sees what spans tenants (metrics, system information, containers);
+ * an `All` key limited to some keyspaces is its own user's, within those keyspaces.
+ */
+export const isAdministrator = (caller: Caller): boolean => caller.permissions === 'All' && caller.resources.includes('*');
+
+export function requireAdministrator(caller: Caller): void {
+  if (!isAdministrator(caller)) {
+    throw new ServiceError('forbidden', 'This operation needs an administrator key: All permission over every keyspace (resources "*").');
+  }
+}
+
 export function requirePermission(caller: Caller, need: Permission): void {
   if (!permits(caller.permissions, need)) {
     throw new ServiceError('forbidden', `This operation needs a key with ${need} permission; this key has ${caller.permissions}.`);
@@ -29,7 +42,7 @@ export const coversResource = (resources: readonly string[], keyspace: string): 
 /**
  * The one keyspace gate every route goes through. A keyspace outside the key's `resources`
  * is forbidden (403); one owned by another user is reported as missing (404) so that keys
- * cannot probe which names other tenants use. `All` keys reach every keyspace they cover.
+ * cannot probe which names other tenants use. Administrators reach every keyspace.
  * Returns the keyspace, or null when it does not exist (the caller decides whether that is a 404).
  */
 export async function authorizeKeyspace(storage: Storage, caller: Caller, keyspace: string): Promise<KeyspaceInfo | null> {
@@ -38,8 +51,15 @@ export async function authorizeKeyspace(storage: Storage, caller: Caller, keyspa
   }
   const ks = await storage.getKeyspace(keyspace);
   if (ks === null) return null;
-  if (caller.permissions !== 'All' && ks.owner !== null && ks.owner !== caller.userId) return null;
-  return ks;
+  return ownsOrAdministers(caller, ks) ? ks : null;
+}
+
+/** The caller's own keyspaces and ownerless ones, or every one for an administrator. */
+const ownsOrAdministers = (caller: Caller, ks: KeyspaceInfo): boolean => isAdministrator(caller) || ks.owner === null || ks.owner === caller.userId;
+
+/** Names of the keyspaces the caller reaches: as authorizeKeyspace, over every keyspace there is. */
+export async function reachableKeyspaces(storage: Storage, caller: Caller): Promise<string[]> {
+  return (await storage.listKeyspaces()).filter((k) => ownsOrAdministers(caller, k) && coversResource(caller.resources, k.name)).map((k) => k.name);
 }
 
 export async function requireKeyspace(storage: Storage, caller: Caller, keyspace: string): Promise<KeyspaceInfo> {

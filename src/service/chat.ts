@@ -11,7 +11,7 @@
 import { invalid } from '../errors.ts';
 import { exactScore } from '../index/metric.ts';
 import type { FileRecord } from '../storage/api.ts';
-import { coversResource, requireKeyspace, type Caller } from './caller.ts';
+import { reachableKeyspaces, requireKeyspace, type Caller } from './caller.ts';
 import { chatCompletion, LlmError, type ChatMessage } from './chat-llm.ts';
 import type { LlmSlots } from './llm-slots.ts';
 import type { Deps } from './deps.ts';
@@ -128,11 +128,8 @@ async function command(deps: Deps, caller: Caller, input: ChatInput, name: strin
         await requireKeyspace(deps.storage, caller, input.keyspace);
         names = [input.keyspace];
       } else {
-        // The same keyspaces as GET /v1/files/: all for `All`, else the caller's own and ownerless ones, within the key's resources.
-        names = (await deps.storage.listKeyspaces())
-          .filter((k) => caller.permissions === 'All' || k.owner === null || k.owner === caller.userId)
-          .filter((k) => coversResource(caller.resources, k.name))
-          .map((k) => k.name);
+        // The same keyspaces as GET /v1/files/.
+        names = await reachableKeyspaces(deps.storage, caller);
       }
       const files: FileRecord[] = names.length === 0 ? [] : await deps.storage.listFiles(names);
       const view = files.map((f) => ({ keyspace: f.keyspace, table: f.table, name: f.name, type: f.type, size: f.size, chunks: f.chunks, created_at: f.createdAt }));

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
 import type { KeyspaceInfo, TableStats } from '../storage/api.ts';
-import { coversResource, type Caller } from './caller.ts';
+import { coversResource, isAdministrator, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
 import { checkKeyspaceQuota, checkTableQuota } from './quota.ts';
 import { requireKeyspaceExists } from './tables.ts';
@@ -87,9 +87,9 @@ export async function createKeyspace(deps: Deps, caller: Caller, input: { keyspa
 
 export const autoprovision = (deps: Deps, caller: Caller): Promise<KeyspaceView> => createKeyspace(deps, caller, {});
 
-/** The caller's keyspaces (every keyspace for an `All` key), limited to the key's resources. */
+/** The caller's keyspaces (every keyspace for an administrator), limited to the key's resources. */
 export async function listKeyspaces(deps: Deps, caller: Caller): Promise<{ keyspaces: KeyspaceView[] }> {
-  const all = caller.permissions === 'All' ? await deps.storage.listKeyspaces() : await deps.storage.listKeyspaces(caller.userId);
+  const all = isAdministrator(caller) ? await deps.storage.listKeyspaces() : await deps.storage.listKeyspaces(caller.userId);
   const visible = all.filter((k) => caller.resources.includes('*') || caller.resources.includes(k.name));
   return { keyspaces: await Promise.all(visible.map((k) => view(deps, k))) };
 }

@@ -37,7 +37,7 @@ function checkLabel(value: string, path: string, errors: FieldError[]): void {
   else checkWellFormed(value, path, errors);
 }
 
-/** Only `All` keys reach this (route permission): users are made by an administrator. */
+/** Only administrators reach this (route permission). */
 export async function createUser(deps: Deps, input: { name: string; email: string }): Promise<UserView> {
   const errors: FieldError[] = [];
   checkLabel(input.name, '/body/name', errors);

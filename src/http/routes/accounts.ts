@@ -8,7 +8,7 @@ import { AccountIdParams, ConnectionBody, KeyGenerateBody, KeyIdBody, KeyListQue
 export const accountRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.post('/v1/user/', {
     schema: { tags: ['accounts'], summary: 'Create a user (administrators)', body: UserCreateBody },
-    config: { permission: 'All' },
+    config: { permission: 'Admin' },
     handler: (req) => createUser(deps, req.body),
   });
   app.get('/v1/user/', {
@@ -16,10 +16,10 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (a
     config: { permission: 'Read' },
     handler: (req) => currentUser(deps, callerOf(req)),
   });
-  app.get('/v1/users/', { schema: { tags: ['accounts'], summary: 'Every user (administrators)' }, config: { permission: 'All' }, handler: () => listUsers(deps) });
+  app.get('/v1/users/', { schema: { tags: ['accounts'], summary: 'Every user (administrators)' }, config: { permission: 'Admin' }, handler: () => listUsers(deps) });
   app.get('/v1/user/:account_id', {
     schema: { tags: ['accounts'], summary: 'Any user (administrators)', params: AccountIdParams },
-    config: { permission: 'All' },
+    config: { permission: 'Admin' },
     handler: (req) => getUser(deps, req.params.account_id),
   });
 

@@ -5,7 +5,7 @@ import type { Deps } from '../../service/deps.ts';
 export const dockerRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get('/v1/docker/', {
     schema: { tags: ['operations'], summary: 'Containers of the Docker-compatible runtime at DOCKER_HOST' },
-    config: { permission: 'All' },
+    config: { permission: 'Admin' },
     handler: () => listContainers(deps),
   });
 };

@@ -12,6 +12,6 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
       return reply.code(h.ok ? 200 : 503).send(h.body);
     },
   });
-  app.get('/v1/system/info', { schema: { tags: ['system'], summary: 'Host and process information' }, config: { permission: 'All' }, handler: async () => systemInfo() });
+  app.get('/v1/system/info', { schema: { tags: ['system'], summary: 'Host and process information' }, config: { permission: 'Admin' }, handler: async () => systemInfo() });
   app.get('/v1/env/', { schema: { tags: ['system'], summary: 'Non-secret settings' }, config: { permission: 'Read' }, handler: async () => environment(deps) });
 };
