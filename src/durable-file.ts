@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { FILE_MODE } from './private-dir.ts';
 
 /** writeFileDurably's temp files: `<target>.<pid>.<8 hex>.tmp`. */
 const TEMP = /\.(\d+)\.[0-9a-f]{8}\.tmp$/;
@@ -50,10 +51,11 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/** `mode` of a new file: owner-only by default, as everything in the data directory (private-dir.ts). */
 export async function writeFileDurably(file: string, data: string | Buffer, opts: { mode?: number } = {}): Promise<void> {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    const fh = await fs.open(tmp, 'wx', opts.mode ?? 0o644);
+    const fh = await fs.open(tmp, 'wx', opts.mode ?? FILE_MODE);
     try {
       await fh.writeFile(data);
       await fh.sync();

@@ -54,7 +54,7 @@ const TASK = `(task, fs, createHash, block, busyBlock, canRest) => {
   let seen = task.seen;
   let dst = -1;
   try {
-    if (task.copyTo !== undefined) dst = fs.openSync(task.copyTo, 'wx', 0o644);
+    if (task.copyTo !== undefined) dst = fs.openSync(task.copyTo, 'wx', 0o600);
     const patientUntil = busy ? Date.now() + Atomics.load(busy, 2) : 0;
     let bytes = 0;
     let size = block;

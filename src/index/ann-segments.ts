@@ -19,6 +19,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileDurably } from '../durable-file.ts';
+import { DIR_MODE } from '../private-dir.ts';
 import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
 import type { YieldSignal } from '../yield-signal.ts';
 import { ANN_PARAMS, AnnIndex } from './ann.ts';
@@ -301,7 +302,7 @@ export class SegmentedAnn {
    * `yieldTo`: the files' copies and hashes wait for gaps in the searches that move its count.
    */
   async save(dir: string, name: string, seq: number, tag: string, opts: { yieldTo?: YieldSignal } = {}): Promise<void> {
-    await fsp.mkdir(dir, { recursive: true });
+    await fsp.mkdir(dir, { recursive: true, mode: DIR_MODE });
     const fresh = this.#sealed.filter((s) => s.saved === null);
     const writes = fresh.map((s) => {
       const file = `${name}-${process.pid}-${Date.now()}-${this.#generation++}.seg.usearch`;

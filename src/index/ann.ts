@@ -16,13 +16,14 @@
  * usearch: file-backed pages, not the process's anonymous memory, and no load time).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Index, ScalarKind } from 'usearch';
 import { usearchMetric } from './exact.ts';
 import type { Metric } from './metric.ts';
 import { fsyncDir, fsyncPath } from '../durable-file.ts';
+import { DIR_MODE, FILE_MODE } from '../private-dir.ts';
 import { copyFileDigested, digestFile, type FileDigest } from '../file-digest.ts';
 import { keysAsNumbers } from './usearch-keys.ts';
 import type { YieldSignal } from '../yield-signal.ts';
@@ -156,7 +157,10 @@ export class AnnIndex {
     const tmpName = () => `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     const tmp = tmpName();
     try {
-      mkdirSync(path.dirname(file), { recursive: true });
+      mkdirSync(path.dirname(file), { recursive: true, mode: DIR_MODE });
+      // usearch would create the file with the umask's mode (0644 by default); writing over one
+      // that exists, it keeps that one's mode.
+      closeSync(openSync(tmp, 'wx', FILE_MODE));
       this.#index.save(tmp);
     } catch (e) {
       rmSync(tmp, { force: true });

@@ -15,6 +15,7 @@
  */
 import fs from 'node:fs';
 import { writeFileDurably } from '../durable-file.ts';
+import { FILE_MODE } from '../private-dir.ts';
 import type { VectorBlock, VectorMatrix } from './matrix.ts';
 import { IdSlotMap } from './id-slot-map.ts';
 
@@ -96,7 +97,7 @@ export class FileMatrix implements VectorMatrix {
     if (!Number.isInteger(dimension) || dimension < 1) throw new RangeError(`bad dimension ${dimension}`);
     fs.rmSync(sidecarPathOf(file), { force: true });
     fs.rmSync(idsPath(file), { force: true });
-    const fd = fs.openSync(file, 'w+');
+    const fd = fs.openSync(file, 'w+', FILE_MODE);
     return new FileMatrix(file, dimension, fd, new Float64Array(1024), 0, budget);
   }
 

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { removeDeadTemps, writeFileDurably } from '../durable-file.ts';
+import { DIR_MODE, FILE_MODE } from '../private-dir.ts';
 import type { Deps } from './deps.ts';
 import { hashKey, newSecret } from './keys.ts';
 import { isServiceError } from '../errors.ts';
@@ -45,10 +46,10 @@ export async function bootstrap({ config, storage, models }: Deps): Promise<Boot
       // in between leaves no key stored, so the next start makes a new one and replaces the file.
       // The other way round, a kill after the commit left the only working key unwritten (an
       // empty file, nothing printed) and every later start saw a key stored: locked out for good.
-      await mkdir(config.dataDir, { recursive: true });
+      await mkdir(config.dataDir, { recursive: true, mode: DIR_MODE });
       removeDeadTemps(config.dataDir);
       keyFile = path.join(config.dataDir, ADMIN_KEY_FILE);
-      await writeFileDurably(keyFile, `${secret}\n`, { mode: 0o600 });
+      await writeFileDurably(keyFile, `${secret}\n`, { mode: FILE_MODE });
     }
     const made = await storage
       .createApiKey({ userId: admin.id, name: 'admin', hash: hashKey(secret), permissions: 'All', resources: ['*'] })

@@ -1,4 +1,6 @@
+import path from 'node:path';
 import type { Config } from '../config/config.ts';
+import { describeTightened, makePrivateDir } from '../private-dir.ts';
 import type { Storage } from './api.ts';
 import { openEmbeddedStorage } from './embedded/embedded-storage.ts';
 
@@ -9,6 +11,9 @@ export interface StorageHooks {
 
 /** Config chooses the backend; nothing else in the code base names one. */
 export async function openStorage(config: Config, hooks: StorageHooks = {}): Promise<Storage> {
+  // Both backends keep files there (uploads in flight, admin.key; the embedded one everything).
+  const tightened = describeTightened(path.resolve(config.dataDir), await makePrivateDir(config.dataDir));
+  if (tightened !== null) hooks.log?.(tightened);
   switch (config.storage) {
     case 'embedded':
       return openEmbeddedStorage({

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { removeDeadTemps } from '../../durable-file.ts';
+import { DIR_MODE, FILE_MODE } from '../../private-dir.ts';
 import { ServiceError } from '../../errors.ts';
 import type { Storage } from '../api.ts';
 import { Accounts } from './accounts.ts';
@@ -84,8 +85,11 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const mmapBytes = Math.max(0, Math.floor(opts.mmapBytes ?? 2 ** 31));
   let raw: Database.Database;
   try {
-    fs.mkdirSync(dataDir, { recursive: true });
-    raw = new Database(path.join(dataDir, 'vss.db'));
+    fs.mkdirSync(dataDir, { recursive: true, mode: DIR_MODE });
+    // SQLite gives its -wal and -shm files the database file's mode: made 0600 here, they are too.
+    const dbFile = path.join(dataDir, 'vss.db');
+    fs.closeSync(fs.openSync(dbFile, 'a', FILE_MODE));
+    raw = new Database(dbFile);
     raw.pragma('journal_mode = WAL');
     raw.pragma('synchronous = FULL');
     raw.pragma('foreign_keys = ON');
@@ -118,7 +122,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     let m = fresh ? null : FileMatrix.openSaved(file, meta.dimension, { seq: seq.value, tag }, budget);
     if (m === null) {
       if (!fresh) untrusted.add(meta.id);
-      fs.mkdirSync(vectorDir, { recursive: true });
+      fs.mkdirSync(vectorDir, { recursive: true, mode: DIR_MODE });
       m = FileMatrix.create(file, meta.dimension, budget);
     }
     matrices.push(m);
