@@ -151,8 +151,9 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: u
   const status = STATUS[se.code];
   // A refused request whose body was never read: close rather than read (or wait for) the rest.
   if (status >= 400 && status < 500 && !request.raw.complete) reply.header('connection', 'close');
-  if (status >= 500 && se.code === 'internal') {
-    request.log.error({ err: se.cause ?? err }, 'unhandled error');
+  // A backend's own error (hosts, ports, its wording) goes to the log in full, never into the answer.
+  if (status >= 500 && (se.code === 'internal' || se.cause !== undefined)) {
+    request.log.error({ err: se.cause ?? err }, se.code === 'internal' ? 'unhandled error' : se.code);
   }
   const body: Problem = {
     type: `${PROBLEM_TYPE_BASE}${se.code}`,

@@ -7,6 +7,10 @@
  *   "table x does not exist" / "unconfigured table"        -> table_not_found
  *   AlreadyExists                                          -> already_exists
  *   anything else (syntax, invalid query, encoding)        -> internal (a bug here, not the caller's)
+ *
+ * The answer's text never carries the driver's: its messages name hosts, ports, statements and
+ * the cluster's own wording, which are the operator's business, not a tenant's. The driver error
+ * is kept as the `cause`, and the HTTP layer logs the cause of every 5xx in full.
  */
 import cassandra from 'cassandra-driver';
 import { ServiceError, isServiceError } from '../../errors.ts';
@@ -35,16 +39,15 @@ export interface ErrorContext {
 
 const where = (ctx: ErrorContext): string => (ctx.action ? ` while ${ctx.action}` : '');
 
+/** The protocol's name of a response error code (`readTimeout`, `overloaded`...): a kind, no details. */
+const codeName = (code: number): string => Object.entries(codes).find(([, c]) => c === code)?.[0] ?? `code ${code}`;
+
 export function translateDriverError(err: unknown, ctx: ErrorContext = {}): ServiceError {
   if (isServiceError(err)) return err;
-  const e = err as Error & { code?: number; info?: string; innerErrors?: Record<string, Error> };
+  const e = err as Error & { code?: number };
 
   if (err instanceof errors.NoHostAvailableError) {
-    const inner = Object.entries(e.innerErrors ?? {})
-      .map(([host, ie]) => `${host}: ${ie?.message ?? ie}`)
-      .slice(0, 3)
-      .join('; ');
-    return new ServiceError('storage_unavailable', `Cassandra is unreachable${where(ctx)}${inner ? ` (${inner})` : ''}.`, { cause: err });
+    return new ServiceError('storage_unavailable', `Cassandra is unreachable${where(ctx)}.`, { cause: err });
   }
   if (err instanceof errors.OperationTimedOutError || err instanceof errors.BusyConnectionError) {
     return new ServiceError('storage_unavailable', `Cassandra did not answer in time${where(ctx)}.`, { cause: err });
@@ -53,7 +56,7 @@ export function translateDriverError(err: unknown, ctx: ErrorContext = {}): Serv
     const code = e.code ?? -1;
     const msg = e.message ?? '';
     if (UNAVAILABLE_CODES.has(code)) {
-      return new ServiceError('storage_unavailable', `Cassandra could not complete the request${where(ctx)}: ${msg}`, { cause: err });
+      return new ServiceError('storage_unavailable', `Cassandra could not complete the request${where(ctx)} (${codeName(code)}).`, { cause: err });
     }
     if (code === codes.alreadyExists) {
       return new ServiceError('already_exists', `${ctx.table ? `Table "${ctx.table}"` : `Keyspace "${ctx.keyspace ?? '?'}"`} already exists.`, { cause: err });
@@ -66,14 +69,14 @@ export function translateDriverError(err: unknown, ctx: ErrorContext = {}): Serv
         return new ServiceError('table_not_found', `Table "${ctx.table ?? '?'}" does not exist in keyspace "${ctx.keyspace ?? '?'}".`, { cause: err });
       }
     }
-    return new ServiceError('internal', `Cassandra rejected a statement${where(ctx)}: ${msg}`, { cause: err });
+    return new ServiceError('internal', `Cassandra rejected a statement${where(ctx)}.`, { cause: err });
   }
   // Socket-level trouble surfaces as plain errors with these codes.
   const sys = (err as NodeJS.ErrnoException | undefined)?.code;
   if (typeof sys === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(sys)) {
     return new ServiceError('storage_unavailable', `Cassandra connection failed${where(ctx)}: ${sys}.`, { cause: err });
   }
-  return new ServiceError('internal', `Cassandra backend error${where(ctx)}: ${e?.message ?? String(err)}`, { cause: err });
+  return new ServiceError('internal', `Cassandra backend error${where(ctx)}.`, { cause: err });
 }
 
 /** True for errors worth retrying an idempotent statement on (timeouts and unavailability). */
