@@ -178,6 +178,55 @@ describe('users, keys, connections, tenancy and quotas', () => {
     assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'kim_half' }, key)).json().code, 'already_exists');
   });
 
+  it("answers a create of another tenant's keyspace name as of its own (taken, by nobody named), and 404 everywhere else", async () => {
+    const u = await newUser('max@example.com');
+    const other = await newUser('ned@example.com');
+    const key = (await keyFor(u.account_id, 'Write')).key;
+    const otherKey = (await keyFor(other.account_id, 'Write')).key;
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'max_space' }, key)).statusCode, 200);
+    assert.equal((await t.call('POST', '/v1/keyspaces/create', { keyspace: 'ned_space' }, otherKey)).statusCode, 200);
+    const theirs = await t.call('POST', '/v1/keyspaces/create', { keyspace: 'ned_space' }, key);
+    const mine = await t.call('POST', '/v1/keyspaces/create', { keyspace: 'max_space' }, key);
+    assert.deepEqual([theirs.statusCode, mine.statusCode], [409, 409]);
+    const shape = (res: typeof theirs, name: string) => ({ ...(res.json() as object), request_id: 0, detail: res.json().detail.replace(name, '<name>') });
+    assert.deepEqual(shape(theirs, 'ned_space'), shape(mine, 'max_space'));
+    for (const leak of [other.account_id, 'ned@example.com', 'owner']) assert.ok(!theirs.body.includes(leak), theirs.body);
+
+    assert.ok(!(await t.call('GET', '/v1/keyspaces/list', undefined, key)).body.includes('ned_space'));
+    for (const [url, body] of [
+      ['/v1/search/', { query: 'x', keyspace: 'ned_space', table: 'vector' }],
+      ['/v1/keyspaces/table/create', { keyspace: 'ned_space', table: 'mine', dimension: 4 }],
+      ['/v1/vector/count', { keyspace: 'ned_space', table: 'vector' }],
+      ['/v1/metadata/write', { keyspace: 'ned_space', table: 'vector', source_file: 'a' }],
+      ['/v1/query/', { query: 'x', selectedContainerId: 'ned_space' }],
+    ] as const) {
+      const res = await t.call('POST', url, body, key);
+      assert.deepEqual([res.statusCode, res.json().code], [404, 'keyspace_not_found'], url);
+    }
+    assert.equal((await t.call('GET', '/v1/files/?keyspace=ned_space', undefined, key)).statusCode, 404);
+  });
+
+  it('checks the keyspace limit before whether another tenant holds a name, so that a caller at its limit learns nothing', async () => {
+    const own = await startTestApp({ model: 'fake', env: { VSS_FREE_MAX_KEYSPACES: '1' } });
+    try {
+      const mk = async (email: string) => {
+        const id = (await own.call('POST', '/v1/user/', { name: 'x', email })).json().account_id as string;
+        return own.makeKey('Write', ['*'], id);
+      };
+      const full = await mk('full@example.com');
+      const other = await mk('other@example.com');
+      assert.equal((await own.call('POST', '/v1/keyspaces/create', { keyspace: 'other_space' }, other)).statusCode, 200);
+      assert.equal((await own.call('POST', '/v1/keyspaces/create', { keyspace: 'full_space' }, full)).statusCode, 200);
+      for (const name of ['other_space', 'free_name']) {
+        const res = await own.call('POST', '/v1/keyspaces/create', { keyspace: name }, full);
+        assert.deepEqual([res.statusCode, res.json().code], [403, 'quota_exceeded'], name);
+      }
+      assert.equal((await own.call('POST', '/v1/keyspaces/create', { keyspace: 'full_space' }, full)).json().code, 'already_exists', 'its own name is no secret');
+    } finally {
+      await own.close();
+    }
+  });
+
   it('enforces the plan vector limit with a clear 403, lifted by the paid plan', async () => {
     const u = await newUser('jo@example.com');
     const { key } = await keyFor(u.account_id, 'Write');

@@ -52,9 +52,18 @@ async function view(deps: Deps, ks: KeyspaceInfo): Promise<KeyspaceView> {
 const uniqueName = (): string => `ks_${randomBytes(6).toString('hex')}`;
 
 /**
+ * Keyspace names are one namespace for all tenants, so a create of a taken name must fail; it
+ * fails alike whoever holds the name (the caller included), saying only that it is taken.
+ */
+const nameTaken = (name: string): ServiceError =>
+  new ServiceError('already_exists', `The keyspace name "${name}" is taken; choose another.`);
+
+/**
  * `create` with no name and `autoprovision` both make a uniquely named keyspace with a
- * default-model `vector` table. A name taken by anyone is 409; the key must cover the name (a
- * key limited to named keyspaces cannot make an unnamed one it would never reach).
+ * default-model `vector` table. A taken name is 409 (see nameTaken); the key must cover the name
+ * (a key limited to named keyspaces cannot make an unnamed one it would never reach). The plan's
+ * keyspace limit is checked before whether another tenant holds the name, so that a caller at
+ * its limit learns nothing about names it does not hold.
  */
 export async function createKeyspace(deps: Deps, caller: Caller, input: { keyspace?: string }): Promise<KeyspaceView> {
   if (input.keyspace === undefined ? !caller.resources.includes('*') : !coversResource(caller.resources, input.keyspace)) {
@@ -66,17 +75,24 @@ export async function createKeyspace(deps: Deps, caller: Caller, input: { keyspa
     );
   }
   const name = input.keyspace ?? uniqueName();
-  let ks: KeyspaceInfo;
-  try {
-    // A name already there fails below as it should, whatever the count.
-    if ((await deps.storage.getKeyspace(name)) === null) await checkKeyspaceQuota(deps, caller.userId);
-    ks = await deps.storage.createKeyspace({ name, owner: caller.userId });
-  } catch (e) {
-    // The keyspace and its table are two storage calls: a create that failed between them left
-    // the caller's keyspace without a table, and creating it again completes it.
-    const existing = e instanceof ServiceError && e.code === 'already_exists' ? await deps.storage.getKeyspace(name) : null;
-    if (existing === null || existing.owner !== caller.userId || (await deps.storage.listTables(name)).length > 0) throw e;
-    ks = existing;
+  // The keyspace and its table are two storage calls: a create that failed between them left
+  // the caller's keyspace without a table, and creating it again completes it.
+  const ownHalfMade = async (existing: KeyspaceInfo | null): Promise<KeyspaceInfo> => {
+    if (existing?.owner === caller.userId && (await deps.storage.listTables(name)).length === 0) return existing;
+    throw nameTaken(name);
+  };
+  let ks = await deps.storage.getKeyspace(name);
+  if (ks?.owner === caller.userId) ks = await ownHalfMade(ks);
+  else {
+    await checkKeyspaceQuota(deps, caller.userId);
+    if (ks !== null) throw nameTaken(name);
+    try {
+      ks = await deps.storage.createKeyspace({ name, owner: caller.userId });
+    } catch (e) {
+      if (!(e instanceof ServiceError && e.code === 'already_exists')) throw e;
+      // Taken meanwhile, by anyone (a create of the caller's that stopped half-way included).
+      ks = await ownHalfMade(await deps.storage.getKeyspace(name));
+    }
   }
   await deps.storage.createTable(
     { keyspace: name, name: deps.config.defaultTable, dimension: deps.models.dimension(deps.config.defaultModel), metric: 'cosine', model: deps.config.defaultModel },
