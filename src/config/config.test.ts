@@ -35,6 +35,15 @@ describe('configuration', () => {
     }
   });
 
+  it('limits failed keys per address and, by default ten times that, from all addresses together', () => {
+    const d = loadConfig({}).limits;
+    assert.deepEqual([d.authFailuresPerMinute, d.authFailuresPerMinuteGlobal], [120, 1200]);
+    const set = loadConfig({ VSS_MAX_AUTH_FAILURES_PER_MINUTE: '7' }).limits;
+    assert.deepEqual([set.authFailuresPerMinute, set.authFailuresPerMinuteGlobal], [7, 70]);
+    assert.equal(loadConfig({ VSS_MAX_AUTH_FAILURES_PER_MINUTE_GLOBAL: '5000' }).limits.authFailuresPerMinuteGlobal, 5000);
+    assert.throws(() => loadConfig({ VSS_MAX_AUTH_FAILURES_PER_MINUTE_GLOBAL: '0' }), /VSS_MAX_AUTH_FAILURES_PER_MINUTE_GLOBAL/);
+  });
+
   it('reads VSS_TRUST_PROXY as a switch or the proxies\' addresses, naming every bad one', () => {
     assert.equal(loadConfig({}).trustProxy, false);
     assert.equal(loadConfig({ VSS_TRUST_PROXY: 'true' }).trustProxy, true);
