@@ -14,7 +14,7 @@ interface PdfTextItem {
 
 export const extractPdf: FormatExtractor = async (bytes, limits) => {
   if (((await pdfExpandedBytes(bytes, limits.maxExpandedBytes)) ?? 0) > limits.maxExpandedBytes) {
-    throw expandsTooMuch("the PDF's streams", limits.maxExpandedBytes);
+    throw expandsTooMuch("the PDF's compressed content", limits.maxExpandedBytes);
   }
   const unpdf = await loadUnpdf();
   let pdf: Awaited<ReturnType<typeof getDocumentProxy>>;
