@@ -20,7 +20,7 @@ describe('prepareFile', () => {
     model = await loadModel(path.join(PROJECT_ROOT, 'models'), 'all-MiniLM-L6-v2');
   });
   after(async () => {
-    extractor.close();
+    await extractor.close();
     await model?.dispose();
   });
 

@@ -66,7 +66,7 @@ class Worker {
       const timer = setTimeout(() => fail(new Error('did not start in time')), START_TIMEOUT_MS);
       const fail = (e: Error) => {
         clearTimeout(timer);
-        this.kill();
+        void this.kill();
         reject(fileError('internal', `the extraction process could not start: ${e.message}`));
       };
       this.child.once('error', fail);
@@ -90,9 +90,14 @@ class Worker {
     }
   }
 
-  kill(): void {
+  /** Resolves once the process is gone. */
+  kill(): Promise<void> {
     this.alive = false;
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return Promise.resolve();
+    const gone = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    this.child.ref(); // an idle process is unref'd: waiting for its exit must keep the loop alive
     this.child.kill('SIGKILL');
+    return gone;
   }
 }
 
@@ -100,6 +105,7 @@ export class ExtractPool {
   readonly #opts: ExtractPoolOptions;
   readonly #idle: Worker[] = [];
   readonly #waiting: Array<() => void> = [];
+  /** Files holding a turn: being read, or about to be. */
   #running = 0;
   #peak = 0;
   #nextId = 1;
@@ -125,8 +131,7 @@ export class ExtractPool {
    * limit, rate_limited (429) when the queue is full, request_aborted when `signal` fires first.
    */
   async extract(bytes: Buffer, fileName: string, opts: { limits?: Partial<ExtractLimits>; signal?: AbortSignal } = {}): Promise<ExtractOutput> {
-    await this.#acquire();
-    this.#running++;
+    await this.#turn();
     this.#peak = Math.max(this.#peak, this.#running);
     let worker: Worker | undefined;
     try {
@@ -137,40 +142,48 @@ export class ExtractPool {
       const job: ExtractJob = { id: this.#nextId++, bytes, fileName, limits: { ...this.#opts.limits, ...opts.limits } };
       return await this.#run(worker, job, opts.signal);
     } finally {
-      this.#running--;
-      if (worker) this.#park(worker);
-      this.#waiting.shift()?.();
+      if (worker) await this.#park(worker);
+      // The turn passes to the first waiting file, or is given back.
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running--;
     }
   }
 
-  /** Kills every idle process; files being read finish first. */
-  close(): void {
+  /** Kills every idle process (resolves once they are gone); files being read finish first. */
+  async close(): Promise<void> {
     this.#closed = true;
-    for (const w of this.#idle.splice(0)) w.kill();
+    await Promise.all(this.#idle.splice(0).map((w) => w.kill()));
   }
 
-  async #acquire(): Promise<void> {
-    if (this.#running + this.#waiting.length < this.#opts.workers) return;
-    if (this.#waiting.length >= this.#opts.queue) {
-      throw new ServiceError('rate_limited', `${this.#running} files are being read and ${this.#waiting.length} wait; retry in a few seconds.`, {
-        headers: { 'retry-after': '5' },
-        extra: { limit: 'extract_queue' },
-      });
+  /** A turn to read a file, taken synchronously when one is free (so that N calls at once count right). */
+  #turn(): Promise<void> {
+    if (this.#running < this.#opts.workers) {
+      this.#running++;
+      return Promise.resolve();
     }
-    await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    if (this.#waiting.length >= this.#opts.queue) {
+      return Promise.reject(
+        new ServiceError('rate_limited', `${this.#running} files are being read and ${this.#waiting.length} wait; retry in a few seconds.`, {
+          headers: { 'retry-after': '5' },
+          extra: { limit: 'extract_queue' },
+        }),
+      );
+    }
+    return new Promise<void>((resolve) => this.#waiting.push(resolve));
   }
 
-  #park(worker: Worker): void {
+  async #park(worker: Worker): Promise<void> {
     worker.hold(false);
     if (!worker.alive || this.#closed) {
-      worker.kill();
+      await worker.kill();
       return;
     }
     this.#idle.push(worker);
     worker.idleTimer = setTimeout(() => {
       const i = this.#idle.indexOf(worker);
       if (i >= 0) this.#idle.splice(i, 1);
-      worker.kill();
+      void worker.kill();
     }, this.#opts.idleMs ?? 30_000);
     worker.idleTimer.unref();
   }
@@ -187,8 +200,9 @@ export class ExtractPool {
         child.off('message', onMessage);
         child.off('exit', onExit);
         signal?.removeEventListener('abort', onAbort);
-        if (kill) worker.kill();
-        outcome();
+        // Settled once a killed process is gone, so that its memory is free again.
+        if (kill) void worker.kill().then(outcome);
+        else outcome();
       };
       const outOfMemory = () => reject(fileError('unprocessable_file', `the file could not be read within the extraction memory limit of ${memoryMb} MiB`, 'extract_max_memory_mb'));
       const timer = setTimeout(

@@ -8,8 +8,8 @@ import { detectType } from '../detect.ts';
 import { extractText } from './index.ts';
 import type { ExtractJob, ExtractReply } from './protocol.ts';
 
-/** Allocation failures JavaScript can catch (an ArrayBuffer or string past what the ceiling leaves). */
-const OUT_OF_MEMORY = /allocation failed|Invalid string length|Invalid array length|Invalid typed array length/i;
+/** Allocation failures JavaScript can catch (an ArrayBuffer or string past what the ceiling leaves; ICU's `normalize` reports its own as "Icu error"). */
+const OUT_OF_MEMORY = /allocation failed|Invalid string length|Invalid array length|Invalid typed array length|Icu error/i;
 
 async function run(job: ExtractJob): Promise<ExtractReply> {
   const bytes = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength);
