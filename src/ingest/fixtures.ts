@@ -2,6 +2,7 @@
  * Test and benchmark files made on the spot (dev dependencies only: pdf-lib, docx, jszip).
  * Not imported by the service itself.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { Document, HeadingLevel, Packer, Paragraph, TextRun } from 'docx';
@@ -250,3 +251,19 @@ export function makeRawPdf(streamDict: string, data: Buffer, extra: string[] = [
 /** A content stream showing `text` on the page, then `padding` spaces. */
 export const pageContent = (text: string, padding = 0): Buffer =>
   Buffer.concat([Buffer.from(`BT /F1 12 Tf 72 700 Td (${text}) Tj ET\n`), Buffer.alloc(padding, 0x20)]);
+
+/** Extraction processes that are children of this one (from /proc: what runs, not what the pool says). */
+export function extractionProcesses(): number[] {
+  const pids: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && /extract[/-]worker/.test(readFileSync(`/proc/${d}/cmdline`, 'utf8'))) pids.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}

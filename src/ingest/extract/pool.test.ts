@@ -1,28 +1,11 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
 import { afterEach, describe, test } from 'node:test';
 import { ServiceError } from '../../errors.ts';
-import { deflateBomb, makePdf, makeRawPdf, makeWordsDocx } from '../fixtures.ts';
+import { deflateBomb, extractionProcesses, makePdf, makeRawPdf, makeWordsDocx } from '../fixtures.ts';
 import { ExtractPool, type ExtractPoolOptions } from './pool.ts';
 import { DEFAULT_EXTRACT_LIMITS } from './types.ts';
 
 const MiB = 1 << 20;
-
-/** Extraction processes that are children of this one (from /proc: what runs, not what the pool says). */
-export function extractionProcesses(): number[] {
-  const pids: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid && /extract[/-]worker/.test(readFileSync(`/proc/${d}/cmdline`, 'utf8'))) pids.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
 
 const pools: ExtractPool[] = [];
 const pool = (opts: Partial<ExtractPoolOptions>) => {
