@@ -1,28 +1,12 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makePdf } from '../src/ingest/fixtures.ts';
+import { childCommands, makePdf } from '../src/ingest/fixtures.ts';
 import { startServer, type RunningServer } from './server.ts';
 
 const ADMIN = 'extract-bundle-admin-key-0123456789';
-
-/** Command lines of the server's child processes (from /proc). */
-function childCommands(pid: number): string[] {
-  const out: string[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').join(' '));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 describe('the bundled server (npm start) reads uploads in its extraction process', () => {
   let dir: string;

@@ -252,18 +252,20 @@ export function makeRawPdf(streamDict: string, data: Buffer, extra: string[] = [
 export const pageContent = (text: string, padding = 0): Buffer =>
   Buffer.concat([Buffer.from(`BT /F1 12 Tf 72 700 Td (${text}) Tj ET\n`), Buffer.alloc(padding, 0x20)]);
 
-/** Extraction processes that are children of this one (from /proc: what runs, not what the pool says). */
-export function extractionProcesses(): number[] {
-  const pids: number[] = [];
+/** Command lines of the child processes of `ppid` (from /proc: what runs, not what a pool says). */
+export function childCommands(ppid: number): string[] {
+  const out: string[] = [];
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid && /extract[/-]worker/.test(readFileSync(`/proc/${d}/cmdline`, 'utf8'))) pids.push(Number(d));
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0').join(' '));
     } catch {
       // gone meanwhile
     }
   }
-  return pids;
+  return out;
 }
+
+/** Extraction processes that are children of this one. */
+export const extractionProcesses = (): string[] => childCommands(process.pid).filter((c) => /extract[/-]worker/.test(c));

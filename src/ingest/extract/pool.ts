@@ -135,7 +135,7 @@ export class ExtractPool {
     this.#peak = Math.max(this.#peak, this.#running);
     let worker: Worker | undefined;
     try {
-      worker = this.#idle.pop() ?? new Worker(this.#opts.memoryMb);
+      worker = this.#idleWorker() ?? new Worker(this.#opts.memoryMb);
       clearTimeout(worker.idleTimer);
       worker.hold(true);
       await worker.ready;
@@ -154,6 +154,15 @@ export class ExtractPool {
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(this.#idle.splice(0).map((w) => w.kill()));
+  }
+
+  /** An idle process still alive (one may have been killed from outside meanwhile). */
+  #idleWorker(): Worker | undefined {
+    for (let w = this.#idle.pop(); w !== undefined; w = this.#idle.pop()) {
+      if (w.alive) return w;
+      clearTimeout(w.idleTimer);
+    }
+    return undefined;
   }
 
   /** A turn to read a file, taken synchronously when one is free (so that N calls at once count right). */
