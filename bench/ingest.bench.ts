@@ -11,7 +11,7 @@ import { DEFAULT_MODEL, PROJECT_ROOT } from '../src/config/config.ts';
 import { loadModel } from '../src/embedding/model.ts';
 import { chunkText, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE } from '../src/ingest/chunk.ts';
 import { detectType } from '../src/ingest/detect.ts';
-import { DEFAULT_EXTRACT_LIMITS, extractText } from '../src/ingest/extract.ts';
+import { DEFAULT_EXTRACT_LIMITS, extractText } from '../src/ingest/extract/index.ts';
 import { makePdf } from '../src/ingest/fixtures.ts';
 import { makeText, paragraph } from './text-gen.ts';
 

@@ -74,9 +74,12 @@ export async function build() {
   // The esbuild service is a child process; stopped after the build so a server does not keep it.
   const result = await esbuild({
     absWorkingDir: ROOT,
-    entryPoints: ['src/main.ts'],
+    // The extraction process's module (src/ingest/extract/pool.ts starts it beside the bundle).
+    entryPoints: [
+      { in: 'src/main.ts', out: 'main' },
+      { in: 'src/ingest/extract/worker.ts', out: 'extract-worker' },
+    ],
     outdir: OUT_DIR,
-    entryNames: '[name]',
     chunkNames: 'chunk-[hash]',
     outExtension: { '.js': '.mjs' },
     bundle: true,

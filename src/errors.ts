@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   unknown_model: 'Unknown model',
   unknown_metric: 'Unknown metric',
   payload_too_large: 'Request body too large',
+  unprocessable_file: 'The file could not be read within the extraction limits',
   unsupported_media_type: 'Unsupported media or file type',
   method_not_allowed: 'Method not allowed',
   rate_limited: 'Too many requests',

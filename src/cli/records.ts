@@ -9,7 +9,7 @@ import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { parseCsv } from '../ingest/extract.ts';
+import { parseCsv } from '../ingest/extract/index.ts';
 import { UsageError } from './errors.ts';
 
 export interface ImportRecord {

@@ -20,6 +20,16 @@ describe('configuration', () => {
     );
   });
 
+  it('reads the extraction limits, in MiB where they are sizes, and refuses ones out of range', () => {
+    assert.deepEqual(loadConfig({}).extract, { workers: 2, queue: 32, memoryMb: 1024, timeoutMs: 120_000, maxChars: 10_000_000, maxPages: 2000, maxExpandedBytes: 256 * 1024 * 1024 });
+    const c = loadConfig({ VSS_EXTRACT_WORKERS: '3', VSS_EXTRACT_MAX_MEMORY_MB: '512', VSS_EXTRACT_MAX_EXPANDED_MB: '16', VSS_EXTRACT_TIMEOUT_MS: '5000' });
+    assert.deepEqual([c.extract.workers, c.extract.memoryMb, c.extract.maxExpandedBytes, c.extract.timeoutMs], [3, 512, 16 * 1024 * 1024, 5000]);
+    assert.throws(
+      () => loadConfig({ VSS_EXTRACT_WORKERS: '0', VSS_EXTRACT_MAX_MEMORY_MB: '64', VSS_EXTRACT_TIMEOUT_MS: 'soon' }),
+      (e: unknown) => e instanceof ConfigError && e.problems.length === 3 && e.problems.every((p) => p.startsWith('VSS_EXTRACT_')),
+    );
+  });
+
   it('turns search drafts off with VSS_SEARCH_DRAFT=false, and refuses other words', () => {
     assert.equal(loadConfig({}).searchDraft, true);
     assert.equal(loadConfig({ VSS_SEARCH_DRAFT: 'false' }).searchDraft, false);

@@ -124,6 +124,21 @@ export interface Config {
   readonly vectorMemoryMb: number;
   /** MiB of the embedded database read through a memory map (SQLite caps it at 2 GiB; 0: plain reads). */
   readonly dbMmapMb: number;
+  /**
+   * Text extraction from uploaded files, in pooled child processes (src/ingest/extract/pool.ts):
+   * processes at once, uploads waiting for one, each process's memory ceiling and time limit per
+   * file, and what a file may give (characters kept, PDF pages read, bytes its zip entries or PDF
+   * streams may decode to).
+   */
+  readonly extract: {
+    readonly workers: number;
+    readonly queue: number;
+    readonly memoryMb: number;
+    readonly timeoutMs: number;
+    readonly maxChars: number;
+    readonly maxPages: number;
+    readonly maxExpandedBytes: number;
+  };
   readonly index: { readonly saveEveryChanges: number; readonly saveEveryMs: number; readonly exactBelowRows: number; readonly segmentRows: number };
 }
 
@@ -317,6 +332,15 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
       batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 0, 0, 1000),
       cacheEntries: int('VSS_EMBED_CACHE_ENTRIES', 2048, 0, 1_000_000),
+    },
+    extract: {
+      workers: int('VSS_EXTRACT_WORKERS', 2, 1, 64),
+      queue: int('VSS_EXTRACT_QUEUE', 32, 0, 10_000),
+      memoryMb: int('VSS_EXTRACT_MAX_MEMORY_MB', 1024, 128, 65_536),
+      timeoutMs: int('VSS_EXTRACT_TIMEOUT_MS', 120_000, 100, 3_600_000),
+      maxChars: int('VSS_EXTRACT_MAX_CHARS', 10_000_000, 1000, 1_000_000_000),
+      maxPages: int('VSS_EXTRACT_MAX_PAGES', 2000, 1, 1_000_000),
+      maxExpandedBytes: int('VSS_EXTRACT_MAX_EXPANDED_MB', 256, 1, 65_536) * MiB,
     },
     vectorMemoryMb: int('VSS_VECTOR_MEMORY_MB', 256, 0, 1_000_000),
     dbMmapMb: int('VSS_DB_MMAP_MB', 2048, 0, 1_000_000),

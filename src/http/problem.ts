@@ -27,6 +27,7 @@ export const STATUS: Record<ErrorCode, number> = {
   already_exists: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  unprocessable_file: 422,
   rate_limited: 429,
   request_timeout: 408,
   range_not_satisfiable: 416,

@@ -4,6 +4,8 @@ import { after, before, describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../config/config.ts';
 import { loadModel, type EmbeddingModel } from '../embedding/model.ts';
 import { ServiceError } from '../errors.ts';
+import { DEFAULT_EXTRACT_LIMITS } from './extract/index.ts';
+import { ExtractPool } from './extract/pool.ts';
 import { makeDocx, makePdf, makeZipBomb } from './fixtures.ts';
 import { prepareFile, sanitizeFileName } from './ingest.ts';
 
@@ -13,10 +15,12 @@ const code = (c: string, p?: string) => (e: unknown) =>
 
 describe('prepareFile', () => {
   let model: EmbeddingModel;
+  const extractor = new ExtractPool({ workers: 1, queue: 4, memoryMb: 512, timeoutMs: 60_000, limits: DEFAULT_EXTRACT_LIMITS });
   before(async () => {
     model = await loadModel(path.join(PROJECT_ROOT, 'models'), 'all-MiniLM-L6-v2');
   });
   after(async () => {
+    await extractor.close();
     await model?.dispose();
   });
 
@@ -32,7 +36,7 @@ describe('prepareFile', () => {
       ['log.txt', Buffer.from(long.join('\n\n')), 'txt'],
     ];
     for (const [name, bytes, type] of files) {
-      const out = await prepareFile(bytes, name, { tokenizer: model, chunkSize: 128, overlap: 32 });
+      const out = await prepareFile(bytes, name, { extractor, tokenizer: model, chunkSize: 128, overlap: 32 });
       assert.equal(out.type, type, name);
       const flat = (t: string) => t.replace(/\s+/g, ' '); // PDF text keeps the page's line breaks
       assert.ok(flat(out.text).includes(SENTENCE), `${name}: ${out.text.slice(0, 200)}`);
@@ -47,34 +51,34 @@ describe('prepareFile', () => {
 
   test('defaults: chunk size 200, overlap 40', async () => {
     const text = Array.from({ length: 300 }, (_, i) => `Sentence ${i} is about the harbour.`).join(' ');
-    const out = await prepareFile(Buffer.from(text), 'a.txt', { tokenizer: model });
+    const out = await prepareFile(Buffer.from(text), 'a.txt', { extractor, tokenizer: model });
     assert.ok(out.chunks.every((c) => c.tokens <= 200));
     assert.ok(out.chunks.some((c) => c.tokens > 180));
   });
 
   test('errors: 415 unsupported, 400 empty / corrupt / bomb / bad options (checked first)', async () => {
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
-    await assert.rejects(prepareFile(png, 'a.txt', { tokenizer: model }), code('unsupported_media_type'));
-    await assert.rejects(prepareFile(Buffer.alloc(0), 'a.txt', { tokenizer: model }), code('validation_failed', '/file'));
-    await assert.rejects(prepareFile(Buffer.from('%PDF-1.4 junk'), 'a.pdf', { tokenizer: model }), code('validation_failed', '/file'));
+    await assert.rejects(prepareFile(png, 'a.txt', { extractor, tokenizer: model }), code('unsupported_media_type'));
+    await assert.rejects(prepareFile(Buffer.alloc(0), 'a.txt', { extractor, tokenizer: model }), code('validation_failed', '/file'));
+    await assert.rejects(prepareFile(Buffer.from('%PDF-1.4 junk'), 'a.pdf', { extractor, tokenizer: model }), code('validation_failed', '/file'));
     const bomb = await makeZipBomb(20);
-    await assert.rejects(prepareFile(bomb, 'a.docx', { tokenizer: model, limits: { maxExpandedBytes: 4 << 20 } }), code('validation_failed', '/file'));
-    await assert.rejects(prepareFile(png, 'a.txt', { tokenizer: model, chunkSize: 300 }), code('validation_failed', '/body/chunk_size'));
-    await assert.rejects(prepareFile(png, 'a.txt', { tokenizer: model, chunkSize: 100, overlap: 60 }), code('validation_failed', '/body/chunk_overlap'));
+    await assert.rejects(prepareFile(bomb, 'a.docx', { extractor, tokenizer: model, limits: { maxExpandedBytes: 4 << 20 } }), code('validation_failed', '/file'));
+    await assert.rejects(prepareFile(png, 'a.txt', { extractor, tokenizer: model, chunkSize: 300 }), code('validation_failed', '/body/chunk_size'));
+    await assert.rejects(prepareFile(png, 'a.txt', { extractor, tokenizer: model, chunkSize: 100, overlap: 60 }), code('validation_failed', '/body/chunk_overlap'));
     // The model's own window bounds chunk_size.
     const small = { tokenize: (t: string) => model.tokenize(t), maxTokens: 64 };
-    await assert.rejects(prepareFile(Buffer.from('x'), 'a.txt', { tokenizer: small, chunkSize: 100 }), code('validation_failed', '/body/chunk_size'));
+    await assert.rejects(prepareFile(Buffer.from('x'), 'a.txt', { extractor, tokenizer: small, chunkSize: 100 }), code('validation_failed', '/body/chunk_size'));
   });
 
   test('limits: a file giving more chunks than allowed is refused, naming chunk_size', async () => {
     const text = Buffer.from('The keeper climbed the stairs. '.repeat(400));
-    const few = await prepareFile(text, 'a.txt', { tokenizer: model, maxChunks: 50 });
+    const few = await prepareFile(text, 'a.txt', { extractor, tokenizer: model, maxChunks: 50 });
     assert.ok(few.chunks.length <= 50, String(few.chunks.length));
-    await assert.rejects(prepareFile(text, 'a.txt', { tokenizer: model, chunkSize: 16, overlap: 8, maxChunks: 50 }), code('validation_failed', '/body/chunk_size'));
+    await assert.rejects(prepareFile(text, 'a.txt', { extractor, tokenizer: model, chunkSize: 16, overlap: 8, maxChunks: 50 }), code('validation_failed', '/body/chunk_size'));
   });
 
   test('limits: maxChars applies', async () => {
-    const out = await prepareFile(Buffer.from('word '.repeat(10_000)), 'a.txt', { tokenizer: model, limits: { maxChars: 1000 } });
+    const out = await prepareFile(Buffer.from('word '.repeat(10_000)), 'a.txt', { extractor, tokenizer: model, limits: { maxChars: 1000 } });
     assert.ok(out.text.length <= 1000);
     assert.equal(out.truncated, true);
   });

@@ -1,7 +1,8 @@
 import { ServiceError } from '../errors.ts';
 import { chunkTextAsync, validateChunkOptions, type Chunk, type ChunkTokenizer } from './chunk.ts';
-import { detectType, type FileType } from './detect.ts';
-import { DEFAULT_EXTRACT_LIMITS, extractText, type ExtractLimits } from './extract.ts';
+import type { FileType } from './detect.ts';
+import type { ExtractPool } from './extract/pool.ts';
+import type { ExtractLimits } from './extract/types.ts';
 
 export interface PrepareOptions {
   /** The embedding model (or anything with its tokenize); `maxTokens`, when present, bounds chunkSize. */
@@ -10,7 +11,12 @@ export interface PrepareOptions {
   chunkSize?: number;
   /** Overlap in tokens (default DEFAULT_CHUNK_OVERLAP, at most chunkSize / 2). */
   overlap?: number;
+  /** Where the file is read: extraction never runs on the event loop. */
+  extractor: ExtractPool;
+  /** Over the pool's own limits, for this file. */
   limits?: Partial<ExtractLimits>;
+  /** Aborted when the client leaves: the extraction process is stopped. */
+  signal?: AbortSignal;
   /** Most chunks the file may give (default MAX_CHUNKS_PER_FILE). */
   maxChunks?: number;
 }
@@ -28,19 +34,19 @@ export interface PreparedFile {
 }
 
 /**
- * Bytes and the client's file name in, text and chunks out: detectType (by content), extractText,
- * chunkText. Nothing is stored. Throws ServiceError: unsupported_media_type (415),
- * validation_failed (400: empty, unreadable, corrupt, a zip bomb, no text, bad chunk options),
- * payload_too_large (413: a .docx expanding beyond limits.maxExpandedBytes).
+ * Bytes and the client's file name in, text and chunks out: detectType (by content) and
+ * extractText in an extraction process (opts.extractor), then chunkText here. Nothing is stored.
+ * Throws ServiceError: unsupported_media_type (415), validation_failed (400: empty, unreadable,
+ * corrupt, a zip bomb, no text, bad chunk options), payload_too_large (413: zip entries or PDF
+ * streams decoding past limits.maxExpandedBytes), unprocessable_file (422: the extraction
+ * process's memory or time limit), rate_limited (429: the extraction queue is full).
  * chunkSize/overlap are validated before any extraction work. Chunking gives the event loop a
- * turn every ~20 ms; PDF extraction one per page.
+ * turn every ~20 ms.
  */
 export async function prepareFile(bytes: Buffer, fileName: string, opts: PrepareOptions): Promise<PreparedFile> {
   const maxContent = opts.tokenizer.maxTokens !== undefined ? opts.tokenizer.maxTokens - 2 : undefined;
   const { chunkSize, overlap } = validateChunkOptions({ chunkSize: opts.chunkSize, overlap: opts.overlap }, maxContent);
-  const limits: ExtractLimits = { ...DEFAULT_EXTRACT_LIMITS, ...opts.limits };
-  const type = detectType(bytes, fileName);
-  const extracted = await extractText(bytes, type, limits);
+  const { type, extracted } = await opts.extractor.extract(bytes, fileName, { limits: opts.limits, signal: opts.signal });
   const lines = type === 'csv' || type === 'json' ? 'hard' : 'soft';
   const chunks = await chunkTextAsync(extracted.text, opts.tokenizer, { chunkSize, overlap, lines });
   const maxChunks = opts.maxChunks ?? MAX_CHUNKS_PER_FILE;

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { invalid, invalidFields, ServiceError, type CodedFieldError, type FieldError } from '../errors.ts';
 import { validateChunkOptions } from '../ingest/chunk.ts';
+import { ExtractPool } from '../ingest/extract/pool.ts';
 import { prepareFile, sanitizeFileName } from '../ingest/ingest.ts';
 import type { FileRecord, KeyspaceInfo, MetadataRecord, VectorRow } from '../storage/api.ts';
 import { authorizeKeyspace, coversResource, requirePermission, type Caller } from './caller.ts';
@@ -25,6 +26,12 @@ const NAME = /^[a-z][a-z0-9_]{0,47}$/;
  * the model's cost is per token, not per call.
  */
 export const EMBED_BATCH = 8;
+
+/** The extraction processes of this server, with the configured limits (close it at shutdown). */
+export function createExtractPool(deps: Deps): ExtractPool {
+  const { workers, queue, memoryMb, timeoutMs, maxChars, maxPages, maxExpandedBytes } = deps.config.extract;
+  return new ExtractPool({ workers, queue, memoryMb, timeoutMs, limits: { maxChars, maxPages, maxExpandedBytes } });
+}
 
 export interface UploadInput {
   /** The uploaded bytes, or a file holding them (the HTTP layer streams an upload to disk first). */
@@ -131,7 +138,7 @@ export async function checkUpload(deps: Deps, caller: Caller, input: Omit<Upload
  * the chunks in batches, and stores content, chunk vectors, metadata record and file entry in one
  * atomic replacement of any earlier file of that name. Nothing is stored when any step fails.
  */
-export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput): Promise<UploadOutput> {
+export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput, extractor: ExtractPool): Promise<UploadOutput> {
   const { keyspace, tableName, ks, model, embedder, chunkSize, overlap } = await checkUpload(deps, caller, input);
   const name = sanitizeFileName(input.filename);
 
@@ -142,7 +149,7 @@ export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput)
   const old = await deps.storage.getFile(keyspace, tableName, name);
   await checkFileQuota(deps, ks.owner, bytes.length - (old?.size ?? 0));
 
-  const prepared = await prepareFile(bytes, name, { tokenizer: embedder.model, chunkSize, overlap });
+  const prepared = await prepareFile(bytes, name, { tokenizer: embedder.model, chunkSize, overlap, extractor, signal: input.signal });
   await checkVectorQuota(deps, ks.owner, prepared.chunks.length - (old?.chunks ?? 0));
 
   const vectors: Float32Array[] = [];

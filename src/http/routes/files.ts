@@ -21,7 +21,7 @@ import { Type } from 'typebox';
 import { ServiceError, type FieldError } from '../../errors.ts';
 import type { Caller } from '../../service/caller.ts';
 import type { Deps } from '../../service/deps.ts';
-import { checkUpload, deleteFile, downloadFile, listFiles, uploadFile, type UploadInput } from '../../service/files.ts';
+import { checkUpload, createExtractPool, deleteFile, downloadFile, listFiles, uploadFile, type UploadInput } from '../../service/files.ts';
 import { UploadSlots } from '../../service/upload-slots.ts';
 import { callerOf } from '../auth.ts';
 import { Keyspace, TableName } from '../schemas.ts';
@@ -174,6 +174,8 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
   await mkdir(uploads, { recursive: true, mode: 0o700 });
   await sweepStaleUploads(uploads);
   const slots = new UploadSlots(deps.config.limits.uploadsPerUser);
+  const extractor = createExtractPool(deps);
+  app.addHook('onClose', async () => extractor.close());
 
   // In this plugin only multipart bodies are parsed: a JSON (or any other) body to /v1/embed/
   // is a 415 before it is read. @fastify/multipart is registered here, not on the root, so the
@@ -210,7 +212,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
         const target = path.join(uploads, `${randomUUID()}.part`);
         try {
           const input = await receiveForm(deps, caller, req, target);
-          return await uploadFile(deps, caller, { ...input, signal: left.signal });
+          return await uploadFile(deps, caller, { ...input, signal: left.signal }, extractor);
         } finally {
           await rm(target, { force: true });
         }

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ServiceError } from '../errors.ts';
-import { detectType } from './detect.ts';
-import { capChars, extractText, flattenJson, normalizeText, parseCsv, type ExtractLimits } from './extract.ts';
-import { lieAboutSize, makeDocx, makePdf, makeZipBomb } from './fixtures.ts';
+import { ServiceError } from '../../errors.ts';
+import { detectType } from '../detect.ts';
+import { capChars, extractText, flattenJson, normalizeText, parseCsv, type ExtractLimits } from './index.ts';
+import { lieAboutSize, makeDocx, makePdf, makeZipBomb } from '../fixtures.ts';
 
 const MiB = 1 << 20;
 const LIMITS: ExtractLimits = { maxChars: 1_000_000, maxPages: 100, maxExpandedBytes: 10 * MiB };
