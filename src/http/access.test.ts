@@ -115,6 +115,16 @@ describe('authentication and authorisation', () => {
     assert.deepEqual(listed, ['tenant_ks']);
     const chatFiles = await t.call('POST', '/v1/chat/', { query: '/keyspaces' }, scoped);
     assert.ok(!chatFiles.body.includes('neighbour_ks'), chatFiles.body);
+    // The neighbour's files are not listed, although the key's resources name their keyspace.
+    const content = Buffer.from('the neighbour\'s file');
+    await t.deps.storage.replaceFile(
+      { keyspace: 'neighbour_ks', table: 'vector', name: 'private.txt', size: content.length, sha256: 'x'.repeat(64), type: 'txt', chunks: 0, createdAt: new Date().toISOString() },
+      content, [], { keyspace: 'neighbour_ks', table: 'vector', source_file: 'private.txt', raw_value: '', source_type: 'txt', processing_details: '{}' },
+    );
+    const files = await t.call('GET', '/v1/files/', undefined, scoped);
+    assert.equal(files.statusCode, 200, files.body);
+    assert.deepEqual(files.json().files, []);
+    assert.deepEqual((await t.call('GET', '/v1/files/')).json().files, ['private.txt'], 'the administrator sees it');
 
     // What it may do: its own user's keys within its keyspaces.
     const made = await t.call('POST', '/v1/keys/generate', { permissions: 'Write', resources: ['tenant_ks'] }, scoped);

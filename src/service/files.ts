@@ -9,7 +9,7 @@ import { validateChunkOptions } from '../ingest/chunk.ts';
 import { ExtractPool } from '../ingest/extract/pool.ts';
 import { prepareFile, sanitizeFileName } from '../ingest/ingest.ts';
 import type { FileRecord, KeyspaceInfo, MetadataRecord, VectorRow } from '../storage/api.ts';
-import { authorizeKeyspace, coversResource, requirePermission, type Caller } from './caller.ts';
+import { authorizeKeyspace, reachableKeyspaces, requirePermission, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
 import { forOwner } from './owner-lock.ts';
 import { checkFileQuota, checkTableQuota, checkVectorQuota } from './quota.ts';
@@ -225,15 +225,6 @@ export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput,
   };
 }
 
-/** Keyspaces whose files the caller sees: every one for `All`, else its own (and ownerless) ones; always within the key's resources. */
-async function reachableKeyspaces(deps: Deps, caller: Caller): Promise<string[]> {
-  const all = await deps.storage.listKeyspaces();
-  return all
-    .filter((k) => caller.permissions === 'All' || k.owner === null || k.owner === caller.userId)
-    .filter((k) => coversResource(caller.resources, k.name))
-    .map((k) => k.name);
-}
-
 /** `{files: [names], details: [...]}`, one entry per file (the same order in both), by keyspace, table, name. */
 export async function listFiles(deps: Deps, caller: Caller, filter: { keyspace?: string; table?: string } = {}): Promise<{ files: string[]; details: FileView[] }> {
   let keyspaces: string[];
@@ -241,7 +232,7 @@ export async function listFiles(deps: Deps, caller: Caller, filter: { keyspace?:
     await reachKeyspace(deps, caller, filter.keyspace);
     keyspaces = [filter.keyspace];
   } else {
-    keyspaces = await reachableKeyspaces(deps, caller);
+    keyspaces = await reachableKeyspaces(deps.storage, caller);
   }
   let found = await deps.storage.listFiles(keyspaces);
   if (filter.table !== undefined) found = found.filter((f) => f.table === filter.table);
