@@ -8,15 +8,14 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ServiceError } from '../errors.ts';
-import { isStandardBase64 } from '../float32-base64.ts';
 import type { Deps } from '../service/deps.ts';
 import { SERVICE_NAME, SERVICE_VERSION } from '../service/system.ts';
 import { authPlugin } from './auth.ts';
 import { consolePlugin } from './console.ts';
 import { clientErrorResponse, sendProblem } from './problem.ts';
 import { registerRateLimit } from './rate-limit.ts';
+import { boundedValidatorCompiler } from './validator.ts';
 import { registerMetrics } from './metrics-route.ts';
-import { BASE64_FORMAT } from './schemas.ts';
 import { Metrics } from '../observability/metrics.ts';
 import { accountRoutes } from './routes/accounts.ts';
 import { billingRoutes } from './routes/billing.ts';
@@ -76,13 +75,6 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    ajv: {
-      // Name every bad field at once; never coerce a wrong type into a right one.
-      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false },
-      // OpenAPI's base64 format, strict (ajv-formats' own regex is multi-line: "AAAA\n!!" passes)
-      // and fast enough for a 1,000-vector batch of `vector_base64` (schemas.ts).
-      onCreate: (ajv) => void ajv.addFormat(BASE64_FORMAT, { type: 'string', validate: isStandardBase64 }),
-    },
     // Fastify turns Node's request timeout off by default; a body that stops arriving (or arrives a
     // byte at a time) would then hold its connection for ever. Node's own default again: 5 minutes
     // for a whole request, enough for a 64 MiB upload at ~220 KB/s.
@@ -99,6 +91,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       sendProblem(request, reply, err.code === 'FST_ERR_BAD_URL' ? bad : err);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Every bad field named, up to a bound, whatever the body holds (validator.ts).
+  app.setValidatorCompiler(boundedValidatorCompiler());
 
   // Bodies are JSON (and multipart for uploads): anything else is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
