@@ -15,6 +15,8 @@ import { consolePlugin } from './console.ts';
 import { clientErrorResponse, sendProblem } from './problem.ts';
 import { registerRateLimit } from './rate-limit.ts';
 import { boundedValidatorCompiler } from './validator.ts';
+import { withBatchLimit } from './schema-limits.ts';
+import { queryStringProblem } from './query-string.ts';
 import { registerMetrics } from './metrics-route.ts';
 import { Metrics } from '../observability/metrics.ts';
 import { accountRoutes } from './routes/accounts.ts';
@@ -93,6 +95,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   }).withTypeProvider<TypeBoxTypeProvider>();
   // Every bad field named, up to a bound, whatever the body holds (validator.ts).
   app.setValidatorCompiler(boundedValidatorCompiler());
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as Record<string, unknown> | undefined;
+    if (schema) for (const part of ['body', 'querystring', 'params'] as const) if (schema[part]) schema[part] = withBatchLimit(schema[part], deps.config.limits);
+  });
 
   // Bodies are JSON (and multipart for uploads): anything else is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
@@ -106,6 +112,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    const bad = queryStringProblem(request.url);
+    if (bad) throw new ServiceError('validation_failed', `The query string cannot be read: it ${bad}.`, { errors: [{ path: '/querystring', message: bad }] });
   });
   // Once closing, every answer ends its connection: a keep-alive client would otherwise hold
   // the process for the keep-alive timeout (72 s), past any orchestrator's grace period.
