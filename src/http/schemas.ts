@@ -48,7 +48,9 @@ const FilterObject = Type.Unsafe<Filter>(
   }),
 );
 /** Vector rows and metadata records in one batch (VSS_MAX_BATCH_ITEMS; schema-limits.ts sets the configured value). */
-const batchOf = <T extends TSchema>(items: T, description: string) => Type.Array(items, { maxItems: DEFAULT_LIMITS.batchItems, [BATCH_LIMIT]: true, description });
+const batchOf = <T extends TSchema>(items: T, description: string) => Type.Array(items, { minItems: 1, maxItems: DEFAULT_LIMITS.batchItems, [BATCH_LIMIT]: true, description });
+/** Names and ids shown back (users, connections): not blank, no control characters. */
+const Label = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$' });
 const ModelName = Type.String({ minLength: 1, maxLength: 128, description: 'Embedding model (default all-MiniLM-L6-v2)' });
 
 export const SearchBody = Type.Object(
@@ -105,7 +107,8 @@ export const VectorBatchBody = Type.Object(
     vectors: Type.Optional(batchOf(VectorRecord, 'Records to upsert, all or nothing')),
     vector: Type.Optional(batchOf(VectorValues, 'Bare vectors (keys are generated)')),
   },
-  { additionalProperties: false },
+  // One of the two forms, as the service requires.
+  { additionalProperties: false, oneOf: [{ required: ['vectors'] }, { required: ['vector'] }] },
 );
 export type VectorBatchBody = Static<typeof VectorBatchBody>;
 
@@ -122,7 +125,8 @@ export const VectorDeleteBody = Type.Object(
     keys: Type.Optional(Type.Array(Key, { minItems: 1, maxItems: DEFAULT_LIMITS.batchItems, [BATCH_LIMIT]: true })),
     filter: Type.Optional(FilterObject),
   },
-  { additionalProperties: false },
+  // Keys or a filter, not both.
+  { additionalProperties: false, oneOf: [{ required: ['keys'] }, { required: ['filter'] }] },
 );
 export type VectorDeleteBody = Static<typeof VectorDeleteBody>;
 
@@ -199,7 +203,7 @@ export type EmbeddingsBody = Static<typeof EmbeddingsBody>;
 
 export const UserCreateBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: Label(200),
     email: Type.String({ format: 'email', maxLength: 320 }),
     // The specification's record has these; the server owns them and ignores what is sent.
     account_id: Type.Optional(Type.String({ maxLength: 64 })),
@@ -230,6 +234,6 @@ export const KeyIdBody = Type.Object({ key_id: Type.String({ minLength: 1, maxLe
 export const KeyListQuery = Type.Object({ user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, { additionalProperties: false });
 
 export const ConnectionBody = Type.Object(
-  { type: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ minLength: 1, maxLength: 256 }) },
+  { type: Label(64), id: Label(256) },
   { additionalProperties: false },
 );
