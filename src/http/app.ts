@@ -41,6 +41,12 @@ export interface AppOptions {
   metrics?: Metrics;
 }
 
+/**
+ * The longest path parameter the router takes (Fastify's default is 100): longer than any a
+ * schema allows, so that those are refused naming the field; past it the answer names the URL.
+ */
+const MAX_PARAM_LENGTH = 256;
+
 /** See the `requestTimeout` option below. */
 const REQUEST_TIMEOUT_MS = 300_000;
 
@@ -70,7 +76,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     bodyLimit: deps.config.limits.bodyBytes,
     // Per-address limits (invalid keys, requests without a key) count the client, not a proxy.
     trustProxy: deps.config.trustProxy,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // An id from the client is echoed when it is sane; otherwise one is made.
     requestIdHeader: false,
     genReqId: (req) => {
@@ -89,8 +95,13 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     // handler and the hooks: answered here as problems too, with the request id.
     frameworkErrors: (err, request, reply) => {
       reply.header('x-request-id', request.id);
-      const bad = new ServiceError('validation_failed', `The URL cannot be read: ${err.message}`, { errors: [{ path: '/url', message: 'is not a valid URL (bad percent-encoding?)' }] });
-      sendProblem(request, reply, err.code === 'FST_ERR_BAD_URL' ? bad : err);
+      const bad =
+        err.code === 'FST_ERR_BAD_URL'
+          ? new ServiceError('validation_failed', `The URL cannot be read: ${err.message}`, { errors: [{ path: '/url', message: 'is not a valid URL (bad percent-encoding?)' }] })
+          : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+            ? new ServiceError('validation_failed', `A path segment is longer than ${MAX_PARAM_LENGTH} characters.`, { errors: [{ path: '/url', message: `has a path segment longer than ${MAX_PARAM_LENGTH} characters` }] })
+            : err;
+      sendProblem(request, reply, bad);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   // Every bad field named, up to a bound, whatever the body holds (validator.ts).
