@@ -97,7 +97,7 @@ describe('bounded error answers', () => {
   });
 });
 
-// Invalid UTF-8 and bad percent-encoding in a path segment or a query string is the client's fault.
+// Invalid UTF-8, bad percent-encoding and overlong segments in a path or a query string are the client's fault.
 describe('unreadable URLs', () => {
   let t: TestApp;
   let port: number;
@@ -116,6 +116,9 @@ describe('unreadable URLs', () => {
     ...BAD.map((b) => `/v1/generate/?text=a${b}`),
     ...BAD.map((b) => `/v1/keys/retrieve?user_id=${b}`),
     ...BAD.map((b) => `/v1/files/?keyspace=default_keyspace&t${b}=1`),
+    // Longer than the router takes a path parameter (was a 500).
+    `/v1/user/${'x'.repeat(3000)}`,
+    `/v1/files/${'k'.repeat(300)}/vector/a.txt`,
   ];
 
   /** A 400 validation_failed problem naming the URL or the query string. */
