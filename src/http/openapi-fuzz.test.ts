@@ -6,7 +6,7 @@ import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
 
 /** Seeded: a failure names its seed and path, and the same run reproduces it. */
 const SEED = 20_241_124;
-const RUNS_PER_OPERATION = 30;
+const RUNS_PER_OPERATION = 25;
 
 /**
  * Operations where a request the document describes should be served (2xx, or 404 for a name
