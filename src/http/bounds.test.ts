@@ -5,15 +5,22 @@ import { MAX_FIELD_ERRORS } from '../errors.ts';
 import { MAX_PROBLEM_BYTES } from './problem.ts';
 import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
 
+/** A test app listening on a free loopback port. */
+async function listening(): Promise<{ t: TestApp; port: number }> {
+  const t = await startTestApp({ model: 'fake' });
+  await t.app.listen({ host: '127.0.0.1', port: 0 });
+  return { t, port: (t.app.server.address() as AddressInfo).port };
+}
+
 // Hostile bodies over a real socket: every answer is a bounded problem, and the process keeps
 // answering meanwhile. The fake embedder: nothing here is about meaning.
 describe('bounded error answers', () => {
   let t: TestApp;
   let base: string;
   before(async () => {
-    t = await startTestApp({ model: 'fake' });
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    const l = await listening();
+    t = l.t;
+    base = `http://127.0.0.1:${l.port}`;
   });
   after(() => t.close());
 
@@ -101,11 +108,7 @@ describe('bounded error answers', () => {
 describe('unreadable URLs', () => {
   let t: TestApp;
   let port: number;
-  before(async () => {
-    t = await startTestApp({ model: 'fake' });
-    await t.app.listen({ host: '127.0.0.1', port: 0 });
-    port = (t.app.server.address() as AddressInfo).port;
-  });
+  before(async () => ({ t, port } = await listening()));
   after(() => t.close());
 
   // Overlong "/", a lone continuation byte, an encoded UTF-16 surrogate, a truncated sequence, 0xFF, a lone %.
