@@ -74,6 +74,10 @@ export function toFieldErrors(errors: readonly ErrorObject[], where: string): Fi
       message = 'is not a known field';
     } else if (v.keyword === 'format' && params.format === BASE64_FORMAT) {
       message = `must be ${STANDARD_BASE64}`;
+    } else if (v.keyword === 'oneOf' && Array.isArray(params.passingSchemas) && Array.isArray(v.schema)) {
+      // Branches that only require members (a batch's vectors or vector): name them.
+      const members = (v.schema as { required?: string[] }[]).flatMap((b) => b.required ?? []);
+      if (members.length > 0) message = `give only one of ${members.join(', ')}`;
     }
     out.push({ path, message, keyword: v.keyword });
   }
@@ -108,7 +112,8 @@ function explain(first: ErrorObject, all: ValidateFunction, data: unknown, where
 const OPTIONS: Options = { coerceTypes: false, removeAdditional: false, useDefaults: false, addUsedSchema: false };
 
 function makeAjv(allErrors: boolean): Ajv {
-  const ajv = new Ajv({ ...OPTIONS, allErrors });
+  // `verbose` (errors carry their schema) only where errors are explained, for oneOf's message.
+  const ajv = new Ajv({ ...OPTIONS, allErrors, verbose: allErrors });
   formats.default(ajv);
   // OpenAPI's base64 format, strict (ajv-formats' own regex is multi-line: "AAAA\n!!" passes)
   // and fast enough for a 1,000-vector batch of `vector_base64` (schemas.ts).
