@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cutForErrors } from './validator.ts';
+import { ServiceError } from '../errors.ts';
+import { VectorBatchBody, VectorDeleteBody } from './schemas.ts';
+import { boundedValidatorCompiler, cutForErrors } from './validator.ts';
+
+/** The ServiceError the compiled validator refuses `data` with, or null when it passes. */
+function refusal(schema: object, data: unknown): ServiceError | null {
+  const validate = boundedValidatorCompiler()({ schema, httpPart: 'body', method: 'POST', url: '/' }) as (d: unknown) => true | { error: ServiceError };
+  const out = validate(data);
+  return out === true ? null : out.error;
+}
 
 describe('cutForErrors', () => {
   it('keeps a small value whole', () => {
@@ -30,5 +39,31 @@ describe('cutForErrors', () => {
     const { cut } = cutForErrors(deep, 1_000_000);
     assert.equal(cut.size, 1);
     assert.equal([...cut][0].split('/').length - 1, 64);
+  });
+});
+
+describe('boundedValidatorCompiler', () => {
+  const where = { keyspace: 'k', table: 't' };
+
+  it('passes what the schema accepts', () => {
+    assert.equal(refusal(VectorDeleteBody, { ...where, keys: ['a'] }), null);
+  });
+
+  it('names every bad field of a small body', () => {
+    const e = refusal(VectorBatchBody, { ...where, vectors: [{ vector: ['a'] }, { vector: [1], extra: 1 }] });
+    assert.deepEqual(e?.errors?.map((x) => x.path), ['/body/vectors/0/vector/0', '/body/vectors/1/extra']);
+    assert.equal(e?.errorsTruncated, false);
+  });
+
+  it('names at most 100 fields of a huge one, the refusing error first, and says it stopped', () => {
+    const e = refusal(VectorBatchBody, { ...where, vector: Array.from({ length: 2000 }, () => Array.from({ length: 50 }, () => 'x')) });
+    assert.equal(e?.errors?.[0].path, '/body/vector');
+    assert.equal(e?.errors?.length, 100);
+    assert.equal(e?.errorsTruncated, true);
+  });
+
+  it('tells a body with both members of a one-of to give only one', () => {
+    const e = refusal(VectorDeleteBody, { ...where, keys: ['a'], filter: { a: 1 } });
+    assert.deepEqual(e?.errors, [{ path: '/body', message: 'give only one of keys, filter' }]);
   });
 });
