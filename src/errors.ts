@@ -43,9 +43,33 @@ export interface FieldError {
   message: string;
 }
 
+/**
+ * At most this many field errors in one answer. Validators stop looking soon after (a body can
+ * hold millions of bad values); an answer that stopped says so with `errors_truncated: true`.
+ */
+export const MAX_FIELD_ERRORS = 100;
+/** The longest path or message of a field error (a member name can be megabytes long). */
+const MAX_FIELD_TEXT = 512;
+
+const clip = (s: string): string => (s.length > MAX_FIELD_TEXT ? `${s.slice(0, MAX_FIELD_TEXT - 1)}…` : s);
+
+/**
+ * A short `detail` for a list of field errors: the first few, then how many more `errors` holds
+ * (the list itself is what clients read; the detail is for people).
+ */
+const DETAIL_FIELDS = 10;
+export function describeFields(errors: readonly FieldError[], truncated = false): string {
+  const shown = errors.slice(0, DETAIL_FIELDS).map((e) => `${clip(e.path) || '/'}: ${clip(e.message)}`);
+  const more = errors.length - shown.length;
+  if (more > 0 || truncated) shown.push(`and ${more > 0 ? more : 'some'} more${truncated ? ' (checking stopped)' : ''}`);
+  return shown.join('; ');
+}
+
 export class ServiceError extends Error {
   readonly code: ErrorCode;
   readonly errors?: FieldError[];
+  /** True when `errors` is not every bad field: the check stopped at MAX_FIELD_ERRORS. */
+  readonly errorsTruncated: boolean;
   /** Extra members for the problem body (e.g. `valid` choices); never secrets. */
   readonly extra?: Record<string, unknown>;
   /** Response headers the error implies (e.g. Retry-After). */
@@ -54,12 +78,14 @@ export class ServiceError extends Error {
   constructor(
     code: ErrorCode,
     detail: string,
-    opts: { errors?: FieldError[]; extra?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+    opts: { errors?: FieldError[]; truncated?: boolean; extra?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
     super(detail, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'ServiceError';
     this.code = code;
-    this.errors = opts.errors;
+    const errors = opts.errors;
+    this.errorsTruncated = opts.truncated === true || (errors !== undefined && errors.length > MAX_FIELD_ERRORS);
+    this.errors = errors?.slice(0, MAX_FIELD_ERRORS).map((e) => ({ path: clip(e.path), message: clip(e.message) }));
     this.extra = opts.extra;
     this.headers = opts.headers;
   }
@@ -69,8 +95,8 @@ export class ServiceError extends Error {
   }
 }
 
-export const invalid = (errors: FieldError[], detail?: string): ServiceError =>
-  new ServiceError('validation_failed', detail ?? errors.map((e) => `${e.path || '/'}: ${e.message}`).join('; '), { errors });
+export const invalid = (errors: FieldError[], detail?: string, opts: { truncated?: boolean } = {}): ServiceError =>
+  new ServiceError('validation_failed', detail ?? describeFields(errors, opts.truncated), { errors, truncated: opts.truncated });
 
 /** A bad field whose problem has its own code (unknown_model, dimension_mismatch...). */
 export type CodedFieldError = FieldError & { code?: ErrorCode };
@@ -79,11 +105,11 @@ export type CodedFieldError = FieldError & { code?: ErrorCode };
  * One answer naming every bad field. When all of them carry the same specific code, the answer
  * has that code (and `extra[code]` as extra members); a mix is validation_failed.
  */
-export function invalidFields(errors: CodedFieldError[], extra: Partial<Record<ErrorCode, Record<string, unknown>>> = {}): ServiceError {
+export function invalidFields(errors: CodedFieldError[], extra: Partial<Record<ErrorCode, Record<string, unknown>>> = {}, opts: { truncated?: boolean } = {}): ServiceError {
   const codes = new Set(errors.map((e) => e.code ?? 'validation_failed'));
   const code: ErrorCode = codes.size === 1 ? [...codes][0] : 'validation_failed';
   const plain = errors.map(({ path, message }) => ({ path, message }));
-  return new ServiceError(code, plain.map((e) => `${e.path || '/'}: ${e.message}`).join('; '), { errors: plain, extra: extra[code] });
+  return new ServiceError(code, describeFields(plain, opts.truncated), { errors: plain, truncated: opts.truncated, extra: extra[code] });
 }
 
 export const isServiceError = (e: unknown): e is ServiceError => e instanceof ServiceError;

@@ -8,15 +8,16 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ServiceError } from '../errors.ts';
-import { isStandardBase64 } from '../float32-base64.ts';
 import type { Deps } from '../service/deps.ts';
 import { SERVICE_NAME, SERVICE_VERSION } from '../service/system.ts';
 import { authPlugin } from './auth.ts';
 import { consolePlugin } from './console.ts';
 import { clientErrorResponse, sendProblem } from './problem.ts';
 import { registerRateLimit } from './rate-limit.ts';
+import { boundedValidatorCompiler } from './validator.ts';
+import { withBatchLimit } from './schema-limits.ts';
+import { queryStringProblem } from './query-string.ts';
 import { registerMetrics } from './metrics-route.ts';
-import { BASE64_FORMAT } from './schemas.ts';
 import { Metrics } from '../observability/metrics.ts';
 import { accountRoutes } from './routes/accounts.ts';
 import { billingRoutes } from './routes/billing.ts';
@@ -39,6 +40,12 @@ export interface AppOptions {
   /** Prometheus metrics; a fresh registry when absent. */
   metrics?: Metrics;
 }
+
+/**
+ * The longest path parameter the router takes (Fastify's default is 100): longer than any a
+ * schema allows, so that those are refused naming the field; past it the answer names the URL.
+ */
+const MAX_PARAM_LENGTH = 256;
 
 /** See the `requestTimeout` option below. */
 const REQUEST_TIMEOUT_MS = 300_000;
@@ -69,19 +76,12 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     bodyLimit: deps.config.limits.bodyBytes,
     // Per-address limits (invalid keys, requests without a key) count the client, not a proxy.
     trustProxy: deps.config.trustProxy,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // An id from the client is echoed when it is sane; otherwise one is made.
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
-    ajv: {
-      // Name every bad field at once; never coerce a wrong type into a right one.
-      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false },
-      // OpenAPI's base64 format, strict (ajv-formats' own regex is multi-line: "AAAA\n!!" passes)
-      // and fast enough for a 1,000-vector batch of `vector_base64` (schemas.ts).
-      onCreate: (ajv) => void ajv.addFormat(BASE64_FORMAT, { type: 'string', validate: isStandardBase64 }),
     },
     // Fastify turns Node's request timeout off by default; a body that stops arriving (or arrives a
     // byte at a time) would then hold its connection for ever. Node's own default again: 5 minutes
@@ -95,10 +95,21 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     // handler and the hooks: answered here as problems too, with the request id.
     frameworkErrors: (err, request, reply) => {
       reply.header('x-request-id', request.id);
-      const bad = new ServiceError('validation_failed', `The URL cannot be read: ${err.message}`, { errors: [{ path: '/url', message: 'is not a valid URL (bad percent-encoding?)' }] });
-      sendProblem(request, reply, err.code === 'FST_ERR_BAD_URL' ? bad : err);
+      const bad =
+        err.code === 'FST_ERR_BAD_URL'
+          ? new ServiceError('validation_failed', `The URL cannot be read: ${err.message}`, { errors: [{ path: '/url', message: 'is not a valid URL (bad percent-encoding?)' }] })
+          : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+            ? new ServiceError('validation_failed', `A path segment is longer than ${MAX_PARAM_LENGTH} characters.`, { errors: [{ path: '/url', message: `has a path segment longer than ${MAX_PARAM_LENGTH} characters` }] })
+            : err;
+      sendProblem(request, reply, bad);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Every bad field named, up to a bound, whatever the body holds (validator.ts).
+  app.setValidatorCompiler(boundedValidatorCompiler());
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as Record<string, unknown> | undefined;
+    if (schema) for (const part of ['body', 'querystring', 'params'] as const) if (schema[part]) schema[part] = withBatchLimit(schema[part], deps.config.limits);
+  });
 
   // Bodies are JSON (and multipart for uploads): anything else is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
@@ -112,6 +123,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    const bad = queryStringProblem(request.url);
+    if (bad) throw new ServiceError('validation_failed', `The query string cannot be read: it ${bad}.`, { errors: [{ path: '/querystring', message: bad }] });
   });
   // Once closing, every answer ends its connection: a keep-alive client would otherwise hold
   // the process for the keep-alive timeout (72 s), past any orchestrator's grace period.

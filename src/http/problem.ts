@@ -3,9 +3,8 @@
  * problem body. Nothing else in the code base chooses an error status.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_CODES, ServiceError, type ErrorCode, type FieldError } from '../errors.ts';
-import { STANDARD_BASE64 } from '../float32-base64.ts';
-import { BASE64_FORMAT } from './schemas.ts';
+import { ERROR_CODES, invalid, ServiceError, type ErrorCode, type FieldError } from '../errors.ts';
+import { toFieldErrors } from './validator.ts';
 
 export const STATUS: Record<ErrorCode, number> = {
   validation_failed: 400,
@@ -80,44 +79,12 @@ export interface Problem {
   [extra: string]: unknown;
 }
 
-/** Turns AJV's error list into field errors with JSON-pointer paths into the request. */
-function ajvToFieldErrors(err: FastifyError): FieldError[] {
-  const where = err.validationContext ?? 'body';
-  const out: (FieldError & { keyword: string })[] = [];
-  for (const v of err.validation ?? []) {
-    const params = v.params as Record<string, unknown>;
-    let path = `/${where}${v.instancePath ?? ''}`;
-    let message = v.message ?? 'is invalid';
-    if (v.keyword === 'required' && typeof params.missingProperty === 'string') {
-      path = `${path}/${params.missingProperty}`;
-      message = 'is required';
-    } else if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
-      path = `${path}/${params.additionalProperty}`;
-      message = 'is not a known field';
-    } else if (v.keyword === 'format' && params.format === BASE64_FORMAT) {
-      message = `must be ${STANDARD_BASE64}`;
-    }
-    out.push({ path, message, keyword: v.keyword });
-  }
-  // anyOf/oneOf produce a cascade of branch errors. Where one branch got further (errors below
-  // the union's path), the others' "must be null" and the union's own line say nothing more.
-  const unions = new Set(out.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => e.path));
-  const deeper = (p: string): boolean => out.some((e) => e.path.startsWith(`${p}/`));
-  const seen = new Set<string>();
-  return out
-    .filter((e) => !(unions.has(e.path) && deeper(e.path) && ['anyOf', 'oneOf', 'type', 'const', 'enum'].includes(e.keyword)))
-    .filter((e) => (seen.has(e.path + e.message) ? false : (seen.add(e.path + e.message), true)))
-    .map(({ path, message }) => ({ path, message }));
-}
-
 /** Classifies anything thrown into a ServiceError; unknown errors become `internal`. */
 export function toServiceError(err: unknown): ServiceError {
   if (err instanceof ServiceError) return err;
   const e = err as FastifyError & { type?: string };
-  if (e && Array.isArray(e.validation)) {
-    const errors = ajvToFieldErrors(e);
-    return new ServiceError('validation_failed', errors.map((x) => `${x.path}: ${x.message}`).join('; '), { errors });
-  }
+  // Validation failures arrive as ServiceErrors (validator.ts); this is a validator of a plugin's own.
+  if (e && Array.isArray(e.validation)) return invalid(toFieldErrors(e.validation, e.validationContext ?? 'body'));
   switch (e?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
     case 'FST_REQ_FILE_TOO_LARGE':
@@ -165,8 +132,38 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: u
     code: se.code,
     request_id: String(request.id),
     ...(se.errors ? { errors: se.errors } : {}),
+    ...(se.errorsTruncated ? { errors_truncated: true } : {}),
     ...se.extra,
   };
   for (const [k, v] of Object.entries(se.headers ?? {})) reply.header(k, v);
-  return reply.code(status).type('application/problem+json').send(body);
+  return reply.code(status).type('application/problem+json').send(boundedProblem(body));
+}
+
+/** The largest problem body, in bytes of JSON. */
+export const MAX_PROBLEM_BYTES = 64 * 1024;
+/** What a problem's own text members keep when the whole would pass MAX_PROBLEM_BYTES. */
+const SHORT_TEXT = 2048;
+
+const shorten = (s: unknown): unknown => (typeof s === 'string' && s.length > SHORT_TEXT ? `${s.slice(0, SHORT_TEXT - 1)}…` : s);
+
+/**
+ * The problem as JSON of at most MAX_PROBLEM_BYTES: over it, its texts are shortened, then field
+ * errors dropped from the end (`errors_truncated` says so), then extra members dropped.
+ */
+export function boundedProblem(body: Problem): string {
+  let json = JSON.stringify(body);
+  if (Buffer.byteLength(json) <= MAX_PROBLEM_BYTES) return json;
+  const { type, title, status, code, request_id } = body;
+  const small: Problem = { type, title, status, detail: shorten(body.detail) as string, instance: shorten(body.instance) as string, code, request_id };
+  const errors = body.errors ? [...body.errors] : undefined;
+  const fits = (p: Problem): boolean => Buffer.byteLength((json = JSON.stringify(p))) <= MAX_PROBLEM_BYTES;
+  const withExtra: Problem = { ...body, ...small, errors, ...(errors ? { errors_truncated: body.errors_truncated } : {}) };
+  while (errors && errors.length > 0 && !fits(withExtra)) {
+    errors.length = Math.floor(errors.length / 2);
+    withExtra.errors_truncated = true;
+  }
+  if (fits(withExtra)) return json;
+  // Extra members are ours and small; past this point one of them is not: the core answer stands.
+  fits({ ...small, ...(errors?.length ? { errors, errors_truncated: true } : {}) });
+  return json;
 }

@@ -3,8 +3,10 @@
  * Limits that JSON Schema can express live here; byte lengths and float32 range are checked in
  * service/validate.ts.
  */
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
+import { BATCH_LIMIT } from './schema-limits.ts';
 import { DEFAULT_LIMITS } from '../config/config.ts';
+import { MAX_CONDITIONS } from '../index/filter.ts';
 import type { Filter, Metadata } from '../storage/api.ts';
 
 export const NAME_PATTERN = '^[a-z][a-z0-9_]{0,47}$';
@@ -34,12 +36,21 @@ const VectorBase64 = Type.String({
     'Give this or `vector`, not both; it skips parsing one JSON number per value.',
 });
 // JSON Schema says "any object"; the static type says JSON (bodies come from JSON.parse).
-const MetadataObject = Type.Unsafe<Metadata>(Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form JSON object' }));
+// Its bound is the 64 KiB of JSON the service checks: every member takes at least 5 bytes (`"":0,`).
+const MetadataObject = Type.Unsafe<Metadata>(
+  Type.Record(Type.String(), Type.Unknown(), { maxProperties: Math.floor(DEFAULT_LIMITS.metadataBytes / 5), description: 'Free-form JSON object, at most 64 KiB as JSON and 64 levels deep' }),
+);
 const FilterObject = Type.Unsafe<Filter>(
   Type.Record(Type.String(), Type.Unknown(), {
-    description: 'Metadata filter: {field: value} or operators $eq $ne $in $nin $gt $gte $lt $lte $exists $and $or',
+    // Every field name is at least one condition; $and and $or are the two members that are not.
+    maxProperties: MAX_CONDITIONS + 2,
+    description: `Metadata filter: {field: value} or operators $eq $ne $in $nin $gt $gte $lt $lte $exists $and $or; at most ${MAX_CONDITIONS} conditions`,
   }),
 );
+/** Vector rows and metadata records in one batch (VSS_MAX_BATCH_ITEMS; schema-limits.ts sets the configured value). */
+const batchOf = <T extends TSchema>(items: T, description: string) => Type.Array(items, { minItems: 1, maxItems: DEFAULT_LIMITS.batchItems, [BATCH_LIMIT]: true, description });
+/** Names and ids shown back (users, connections): not blank, no control characters. */
+const Label = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$' });
 const ModelName = Type.String({ minLength: 1, maxLength: 128, description: 'Embedding model (default all-MiniLM-L6-v2)' });
 
 export const SearchBody = Type.Object(
@@ -56,7 +67,7 @@ export const SearchBody = Type.Object(
     filter: Type.Optional(FilterObject),
     include_vector: Type.Optional(Type.Boolean()),
     // The specification says requests and responses share one shape; accept (and ignore) matches.
-    matches: Type.Optional(Type.Array(Type.Unknown())),
+    matches: Type.Optional(Type.Array(Type.Unknown(), { maxItems: DEFAULT_LIMITS.maxFinalTopK })),
   },
   { additionalProperties: false },
 );
@@ -67,7 +78,7 @@ const VectorRecord = Type.Object(
     key: Type.Optional(Key),
     vector: Type.Optional(VectorValues),
     vector_base64: Type.Optional(VectorBase64),
-    text: Type.Optional(Type.String({ description: 'Embedded with model_name when no vector is given' })),
+    text: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.textBytes, description: 'Embedded with model_name when no vector is given; at most 64 KiB of UTF-8' })),
     metadata: Type.Optional(MetadataObject),
   },
   { additionalProperties: false },
@@ -81,7 +92,7 @@ export const VectorWriteBody = Type.Object(
     key: Type.Optional(Key),
     vector: Type.Optional(VectorValues),
     vector_base64: Type.Optional(VectorBase64),
-    text: Type.Optional(Type.String()),
+    text: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.textBytes, description: 'Embedded with model_name when no vector is given; at most 64 KiB of UTF-8' })),
     metadata: Type.Optional(MetadataObject),
   },
   { additionalProperties: false },
@@ -93,10 +104,11 @@ export const VectorBatchBody = Type.Object(
     keyspace: Keyspace,
     table: TableName,
     model_name: Type.Optional(ModelName),
-    vectors: Type.Optional(Type.Array(VectorRecord, { description: 'Records to upsert, all or nothing' })),
-    vector: Type.Optional(Type.Array(VectorValues, { description: 'Bare vectors (keys are generated)' })),
+    vectors: Type.Optional(batchOf(VectorRecord, 'Records to upsert, all or nothing')),
+    vector: Type.Optional(batchOf(VectorValues, 'Bare vectors (keys are generated)')),
   },
-  { additionalProperties: false },
+  // One of the two forms, as the service requires.
+  { additionalProperties: false, oneOf: [{ required: ['vectors'] }, { required: ['vector'] }] },
 );
 export type VectorBatchBody = Static<typeof VectorBatchBody>;
 
@@ -110,10 +122,11 @@ export const VectorDeleteBody = Type.Object(
   {
     keyspace: Keyspace,
     table: TableName,
-    keys: Type.Optional(Type.Array(Key, { minItems: 1, maxItems: DEFAULT_LIMITS.batchItems })),
+    keys: Type.Optional(Type.Array(Key, { minItems: 1, maxItems: DEFAULT_LIMITS.batchItems, [BATCH_LIMIT]: true })),
     filter: Type.Optional(FilterObject),
   },
-  { additionalProperties: false },
+  // Keys or a filter, not both.
+  { additionalProperties: false, oneOf: [{ required: ['keys'] }, { required: ['filter'] }] },
 );
 export type VectorDeleteBody = Static<typeof VectorDeleteBody>;
 
@@ -136,15 +149,15 @@ const MetadataFields = {
   keyspace: Keyspace,
   table: TableName,
   source_file: Type.String({ minLength: 1, maxLength: 1024 }),
-  raw_value: Type.Optional(Type.String()),
+  raw_value: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.textBytes * 16, description: 'At most 1 MiB of UTF-8' })),
   source_type: Type.Optional(Type.String({ maxLength: 256 })),
   processing_details: Type.Optional(Type.String({ maxLength: 65536 })),
 };
 export const MetadataRecordBody = Type.Object(MetadataFields, { additionalProperties: false });
 export type MetadataRecordBody = Static<typeof MetadataRecordBody>;
 export const MetadataBatchBody = Type.Union([
-  Type.Object({ records: Type.Array(MetadataRecordBody) }, { additionalProperties: false }),
-  Type.Array(MetadataRecordBody),
+  Type.Object({ records: batchOf(MetadataRecordBody, 'Records to upsert, all or nothing') }, { additionalProperties: false }),
+  batchOf(MetadataRecordBody, 'Records to upsert, all or nothing'),
 ]);
 export type MetadataBatchBody = Static<typeof MetadataBatchBody>;
 
@@ -171,18 +184,18 @@ export const EmbeddingsBody = Type.Object(
   {
     input: Type.Union(
       [
-        Type.String(),
-        Type.Array(Type.String(), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
+        Type.String({ maxLength: DEFAULT_LIMITS.textBytes }),
+        Type.Array(Type.String({ maxLength: DEFAULT_LIMITS.textBytes }), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
         // OpenAI's token-id forms, accepted by the schema only to be refused with a reason.
         Type.Array(Type.Integer(), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
-        Type.Array(Type.Array(Type.Integer()), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
+        Type.Array(Type.Array(Type.Integer(), { maxItems: DEFAULT_LIMITS.embeddingInputs }), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
       ],
       { description: 'A text or an array of texts (token ids are refused: they are another tokenizer\'s)' },
     ),
     model: Type.Optional(ModelName),
     encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
     // Accepted for compatibility with OpenAI clients, which may send it.
-    user: Type.Optional(Type.String()),
+    user: Type.Optional(Type.String({ maxLength: 256 })),
   },
   { additionalProperties: false },
 );
@@ -190,12 +203,12 @@ export type EmbeddingsBody = Static<typeof EmbeddingsBody>;
 
 export const UserCreateBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: Label(200),
     email: Type.String({ format: 'email', maxLength: 320 }),
     // The specification's record has these; the server owns them and ignores what is sent.
-    account_id: Type.Optional(Type.String()),
-    created_at: Type.Optional(Type.String()),
-    connections: Type.Optional(Type.Array(Type.Unknown())),
+    account_id: Type.Optional(Type.String({ maxLength: 64 })),
+    created_at: Type.Optional(Type.String({ maxLength: 64 })),
+    connections: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 100 })),
   },
   { additionalProperties: false },
 );
@@ -221,6 +234,6 @@ export const KeyIdBody = Type.Object({ key_id: Type.String({ minLength: 1, maxLe
 export const KeyListQuery = Type.Object({ user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, { additionalProperties: false });
 
 export const ConnectionBody = Type.Object(
-  { type: Type.String({ minLength: 1, maxLength: 64 }), id: Type.String({ minLength: 1, maxLength: 256 }) },
+  { type: Label(64), id: Label(256) },
   { additionalProperties: false },
 );

@@ -12,7 +12,7 @@
  * - `{f: null}` and `$eq: null` match a missing field as well as a null one; `$ne`/`$nin` match
  *   rows where the field is missing; `$exists: true` matches a field that is null.
  */
-import type { FieldError } from '../errors.ts';
+import { MAX_FIELD_ERRORS, type FieldError } from '../errors.ts';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Scalar = null | boolean | number | string;
@@ -28,7 +28,7 @@ const MAX_LIST = 10_000;
  * tree deeper than 1,000, and a chain of conditions nests one level per condition: ~1,000 of them
  * failed every query, whichever the rows.
  */
-const MAX_CONDITIONS = 256;
+export const MAX_CONDITIONS = 256;
 
 type Compare = (typeof COMPARE_OPS)[number];
 
@@ -49,17 +49,25 @@ const esc = (k: string): string => k.replace(/~/g, '~0').replace(/\//g, '~1');
 
 // ---------------------------------------------------------------- validation
 
-/** Every problem in the filter, with JSON-pointer paths under `basePath` (e.g. `/filter/price/$gtx`). */
+/**
+ * The problems in the filter, with JSON-pointer paths under `basePath` (e.g. `/filter/price/$gtx`).
+ * The walk stops once the filter has too many conditions or more than MAX_FIELD_ERRORS problems
+ * (a filter of 100,000 bad conditions would otherwise name them all); the caller's answer then
+ * says it stopped.
+ */
 export function validateFilter(filter: unknown, basePath = '/filter'): FieldError[] {
   const errors: FieldError[] = [];
   parseAll(filter, basePath, errors);
   return errors;
 }
 
+/** Where parse stops looking: enough is known to refuse the filter. */
+const enough = (errors: FieldError[], count: { conditions: number }): boolean => errors.length > MAX_FIELD_ERRORS || count.conditions > MAX_CONDITIONS;
+
 function parseAll(filter: unknown, basePath: string, errors: FieldError[]): Node {
   const count = { conditions: 0 };
   const node = parse(filter, basePath, 0, errors, count);
-  if (count.conditions > MAX_CONDITIONS) errors.push({ path: basePath, message: `has ${count.conditions} conditions; at most ${MAX_CONDITIONS}` });
+  if (count.conditions > MAX_CONDITIONS) errors.push({ path: basePath, message: `has more than ${MAX_CONDITIONS} conditions` });
   return node;
 }
 
@@ -70,14 +78,19 @@ function parse(filter: unknown, p: string, depth: number, errors: FieldError[], 
   } else if (!isPlainObject(filter)) {
     errors.push({ path: p, message: 'must be an object' });
   } else {
-    for (const [k, v] of Object.entries(filter)) {
+    for (const k in filter) {
+      if (enough(errors, count)) break;
+      if (!Object.hasOwn(filter, k)) continue;
+      const v = filter[k];
       const kp = `${p}/${esc(k)}`;
       if (k === '$and' || k === '$or') {
         if (!Array.isArray(v) || v.length === 0) {
           errors.push({ path: kp, message: 'must be a non-empty array of filters' });
           continue;
         }
-        nodes.push({ kind: k === '$and' ? 'and' : 'or', nodes: v.map((f, i) => parse(f, `${kp}/${i}`, depth + 1, errors, count)) });
+        const children: Node[] = [];
+        for (let i = 0; i < v.length && !enough(errors, count); i++) children.push(parse(v[i], `${kp}/${i}`, depth + 1, errors, count));
+        nodes.push({ kind: k === '$and' ? 'and' : 'or', nodes: children });
       } else if (k.startsWith('$')) {
         errors.push({ path: kp, message: `unknown operator; at this level only ${LOGICAL_OPS.join(', ')} or a field name` });
       } else {
@@ -120,6 +133,7 @@ function parseCondition(path: string[], cond: Json, p: string, errors: FieldErro
   }
   const nodes: Node[] = [];
   for (const op of ops) {
+    if (errors.length > MAX_FIELD_ERRORS) break;
     const v = cond[op];
     const op_p = `${p}/${esc(op)}`;
     const bad = (message: string): void => void errors.push({ path: op_p, message });
@@ -134,9 +148,9 @@ function parseCondition(path: string[], cond: Json, p: string, errors: FieldErro
         if (!Array.isArray(v)) bad('must be an array');
         else if (v.length > MAX_LIST) bad(`must have at most ${MAX_LIST} values`);
         else if (!v.every(isScalar)) {
-          v.forEach((x, i) => {
-            if (!isScalar(x)) errors.push({ path: `${op_p}/${i}`, message: 'must be a string, a finite number, a boolean or null' });
-          });
+          for (let i = 0; i < v.length && errors.length <= MAX_FIELD_ERRORS; i++) {
+            if (!isScalar(v[i])) errors.push({ path: `${op_p}/${i}`, message: 'must be a string, a finite number, a boolean or null' });
+          }
         } else {
           const node: Node = { kind: 'in', path, values: v as Scalar[] };
           nodes.push(op === '$in' ? node : { kind: 'not', node });

@@ -1,0 +1,277 @@
+/**
+ * Schema-driven fuzzing of the served OpenAPI document: requests generated from each operation's
+ * JSON schemas (fast-check arbitraries for the subset of JSON Schema the document uses), some of
+ * them mutated into what a client might get wrong (wrong types, odd or badly encoded path
+ * segments, invalid UTF-8 in the query string, broken JSON). Used by openapi-fuzz.test.ts (a short
+ * seeded run) and bench/fuzz.bench.ts (a long one).
+ */
+import fc from 'fast-check';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+
+type Schema = {
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  additionalProperties?: boolean | Schema;
+  patternProperties?: Record<string, Schema>;
+  items?: Schema;
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  enum?: unknown[];
+  const?: unknown;
+  pattern?: string;
+  format?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  minItems?: number;
+  maxItems?: number;
+  maxProperties?: number;
+};
+
+/** Generated sizes stay small: the point is shapes and edges, not volume. */
+const MAX_GENERATED_ITEMS = 6;
+const MAX_GENERATED_CHARS = 40;
+
+const json: fc.Arbitrary<unknown> = fc.jsonValue({ maxDepth: 2 }).map((v) => v as unknown);
+
+const BASE64_FORMAT = 'byte';
+
+/** A string the schema accepts; lengths near the bounds are generated too. */
+function stringFor(s: Schema): fc.Arbitrary<string> {
+  if (s.pattern) return fc.stringMatching(new RegExp(s.pattern, 'u')).filter((x) => x.length >= (s.minLength ?? 0) && x.length <= (s.maxLength ?? Infinity));
+  if (s.format === 'email') return fc.emailAddress().filter((x) => x.length <= (s.maxLength ?? Infinity));
+  if (s.format === BASE64_FORMAT) {
+    const minBytes = Math.ceil((((s.minLength ?? 4) / 4) * 3) / 4) * 4;
+    return fc.array(fc.float({ noNaN: true, noDefaultInfinity: true }), { minLength: Math.max(1, minBytes / 4), maxLength: MAX_GENERATED_ITEMS }).map((v) => Buffer.from(new Float32Array(v).buffer).toString('base64'));
+  }
+  const minLength = s.minLength ?? 0;
+  const maxLength = Math.max(minLength, Math.min(s.maxLength ?? MAX_GENERATED_CHARS, MAX_GENERATED_CHARS));
+  // Any code point but lone surrogates (which JSON can carry and the service refuses by design).
+  return fc.string({ unit: 'binary', minLength, maxLength });
+}
+
+/** A fast-check arbitrary for values `schema` accepts (the subset of JSON Schema the document uses). */
+export function arbitraryFor(schema: Schema | boolean | undefined): fc.Arbitrary<unknown> {
+  if (schema === undefined || schema === true) return json;
+  if (schema === false) return fc.constant(undefined);
+  const s = schema;
+  if (s.const !== undefined) return fc.constant(s.const);
+  if (s.enum) return fc.constantFrom(...s.enum);
+  const union = s.anyOf ?? s.oneOf;
+  if (union && s.properties) {
+    // An object whose branches only require members: each branch is the object with its members
+    // required (and, for oneOf, without the members the other branches require).
+    const { anyOf: _a, oneOf: _o, ...object } = s;
+    return fc.oneof(
+      ...union.map((u) => {
+        const others = s.oneOf ? s.oneOf.filter((x) => x !== u).flatMap((x) => x.required ?? []) : [];
+        const properties = Object.fromEntries(Object.entries(s.properties!).filter(([k]) => !others.includes(k)));
+        return arbitraryFor({ ...object, properties, required: [...(s.required ?? []), ...(u.required ?? [])] });
+      }),
+    );
+  }
+  if (union) return fc.oneof(...union.map((u) => arbitraryFor(u)));
+  const type = Array.isArray(s.type) ? s.type[0] : s.type;
+  switch (type) {
+    case 'null':
+      return fc.constant(null);
+    case 'boolean':
+      return fc.boolean();
+    case 'integer':
+      return fc.integer({ min: Math.max(s.minimum ?? -1e9, Number.MIN_SAFE_INTEGER), max: Math.min(s.maximum ?? 1e9, Number.MAX_SAFE_INTEGER) });
+    case 'number':
+      return fc.double({ min: s.minimum ?? -1e6, max: s.maximum ?? 1e6, noNaN: true, noDefaultInfinity: true });
+    case 'string':
+      return stringFor(s);
+    case 'array': {
+      const minLength = s.minItems ?? 0;
+      return fc.array(arbitraryFor(s.items), { minLength, maxLength: Math.max(minLength, Math.min(s.maxItems ?? MAX_GENERATED_ITEMS, MAX_GENERATED_ITEMS)) });
+    }
+    case 'object':
+    case undefined: {
+      if (!s.properties && type === undefined) return json;
+      const props = s.properties ?? {};
+      const required = new Set(s.required ?? []);
+      const known = fc.record(
+        Object.fromEntries(Object.entries(props).map(([k, v]) => [k, arbitraryFor(v)])),
+        { requiredKeys: Object.keys(props).filter((k) => required.has(k)) },
+      );
+      const free = s.additionalProperties === false ? null : (s.patternProperties ? Object.values(s.patternProperties)[0] : s.additionalProperties);
+      if (free === null) return known;
+      const extra = fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), arbitraryFor(free === true || free === undefined ? undefined : free), {
+        maxKeys: Math.min(s.maxProperties ?? MAX_GENERATED_ITEMS, MAX_GENERATED_ITEMS),
+      });
+      return fc.tuple(known, extra).map(([k, e]) => ({ ...e, ...k }));
+    }
+  }
+  return json;
+}
+
+interface Parameter {
+  in: 'path' | 'query' | 'header';
+  name: string;
+  required?: boolean;
+  schema?: Schema;
+}
+interface Operation {
+  parameters?: Parameter[];
+  requestBody?: { required?: boolean; content: Record<string, { schema?: Schema }> };
+}
+export interface OpenApiDocument {
+  paths: Record<string, Record<string, Operation>>;
+}
+
+export interface FuzzRequest {
+  method: string;
+  url: string;
+  /** JSON text (possibly broken on purpose), or absent. */
+  payload?: string;
+  /** True when the request is what the document describes (no mutation). */
+  valid: boolean;
+  mutation?: string;
+}
+
+export interface FuzzOperation {
+  method: string;
+  path: string;
+  /** Requests the document describes, and mutated ones. */
+  valid: fc.Arbitrary<FuzzRequest>;
+  mutated: fc.Arbitrary<FuzzRequest>;
+}
+
+/** Percent-encoded sequences that are not UTF-8, bad percent-encoding, and odd segments. */
+const BAD_ENCODINGS = ['%FF', '%C0%AF', '%ED%A0%80', '%E2%82', '%80', '%', '%Z9', '%00'];
+const ODD_SEGMENTS = ['..', '.', '%2e%2e', '%2F', 'a;b', '~', 'x'.repeat(3000), '%E2%80%AE', '%F0%9F%98%80', '%20', "'\"<>"];
+
+const enc = (v: unknown): string => encodeURIComponent(typeof v === 'string' ? v : JSON.stringify(v));
+
+function buildUrl(path: string, params: Record<string, unknown>, query: Record<string, unknown>): string {
+  const filled = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const v = params[name];
+    // The file-name wildcard may hold slashes: each of its segments is encoded.
+    return name === '*' ? String(v).split('/').map(enc).join('/') : enc(v);
+  });
+  const qs = Object.entries(query)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${enc(k)}=${enc(v)}`)
+    .join('&');
+  return qs ? `${filled}?${qs}` : filled;
+}
+
+/** A value of another JSON type than `v`. */
+const otherType = (v: unknown): fc.Arbitrary<unknown> =>
+  fc.constantFrom<unknown>(0, -1, 1.5, 1e308, '', 'x', true, null, [], {}, [1, 'a'], { a: 1 }).filter((x) => typeof x !== typeof v || Array.isArray(x) !== Array.isArray(v) || (x === null) !== (v === null));
+
+/** `body` with one member (at any depth) replaced by a value of another type. */
+function withWrongType(body: unknown): fc.Arbitrary<unknown> {
+  const paths: (string | number)[][] = [];
+  const walk = (v: unknown, at: (string | number)[]) => {
+    paths.push(at);
+    if (v !== null && typeof v === 'object' && at.length < 4) for (const [k, x] of Object.entries(v)) walk(x, [...at, Array.isArray(v) ? Number(k) : k]);
+  };
+  walk(body, []);
+  return fc.tuple(fc.constantFrom(...paths), fc.nat()).chain(([at]) => {
+    let target: unknown = body;
+    for (const k of at) target = (target as Record<string | number, unknown>)[k];
+    return otherType(target).map((replacement) => {
+      if (at.length === 0) return replacement;
+      const copy = structuredClone(body) as Record<string | number, unknown>;
+      let parent = copy;
+      for (const k of at.slice(0, -1)) parent = parent[k] as Record<string | number, unknown>;
+      parent[at[at.length - 1]] = replacement;
+      return copy;
+    });
+  });
+}
+
+/** The operations of the document, each with arbitraries for its requests. */
+export function operationsOf(doc: OpenApiDocument): FuzzOperation[] {
+  const out: FuzzOperation[] = [];
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const params = (op.parameters ?? []).filter((p) => p.in === 'path');
+      const query = (op.parameters ?? []).filter((p) => p.in === 'query');
+      const pathArb = fc.record(Object.fromEntries(params.map((p) => [p.name, arbitraryFor(p.schema)])));
+      const queryArb = fc.record(Object.fromEntries(query.map((p) => [p.name, arbitraryFor(p.schema)])), { requiredKeys: query.filter((p) => p.required).map((p) => p.name) });
+      const bodySchema = op.requestBody?.content['application/json']?.schema;
+      const bodyArb: fc.Arbitrary<unknown> = bodySchema ? arbitraryFor(bodySchema) : fc.constant(undefined);
+      const M = method.toUpperCase();
+      const valid = fc.tuple(pathArb, queryArb, bodyArb).map(([p, q, b]): FuzzRequest => ({
+        method: M,
+        url: buildUrl(path, p, q),
+        ...(b === undefined ? {} : { payload: JSON.stringify(b) }),
+        valid: true,
+      }));
+      const mutated = fc.tuple(pathArb, queryArb, bodyArb).chain(([p, q, b]) => {
+        const choices: fc.Arbitrary<FuzzRequest>[] = [
+          // A query member that is not UTF-8 or not percent-encoding.
+          fc.constantFrom(...BAD_ENCODINGS).map((bad) => ({ method: M, url: `${buildUrl(path, p, q)}${query.length || Object.keys(q).length ? '&' : '?'}${query[0]?.name ?? 'q'}=a${bad}`, payload: b === undefined ? undefined : JSON.stringify(b), valid: false, mutation: 'query encoding' })),
+          // Broken JSON and JSON of another shape.
+          fc.constantFrom('{', '{"a":', '[1,]', 'nul', '{"a":1}}', '\u0000', '{"__proto__":{"x":1}}', '"\\ud800"', '1e999').map((payload) => ({ method: M, url: buildUrl(path, p, q), payload, valid: false, mutation: 'broken JSON' })),
+        ];
+        if (params.length > 0) {
+          choices.push(
+            fc.tuple(fc.constantFrom(...params.map((x) => x.name)), fc.constantFrom(...BAD_ENCODINGS, ...ODD_SEGMENTS)).map(([name, seg]) => ({
+              method: M,
+              url: buildUrl(path, p, q).replace(enc(p[name]), seg),
+              payload: b === undefined ? undefined : JSON.stringify(b),
+              valid: false,
+              mutation: 'path segment',
+            })),
+          );
+        }
+        if (b !== undefined) choices.push(withWrongType(b).map((w) => ({ method: M, url: buildUrl(path, p, q), payload: JSON.stringify(w) ?? 'null', valid: false, mutation: 'wrong type' })));
+        if (query.length > 0) choices.push(fc.constantFrom(...ODD_SEGMENTS).map((seg) => ({ method: M, url: `${buildUrl(path, p, {})}?${query[0].name}=${seg}&${query[0].name}=${seg}`, valid: false, mutation: 'query value' })));
+        return fc.oneof(...choices);
+      });
+      out.push({ method: M, path, valid, mutated });
+    }
+  }
+  return out;
+}
+
+export interface FuzzOutcome {
+  request: FuzzRequest;
+  status: number;
+  /** Why the answer breaks the rules (a 5xx, a 4xx without a problem body), or null. */
+  fault: string | null;
+}
+
+/** Statuses that are not the client's fault but are expected here (no container runtime). */
+const EXPECTED_5XX: Record<string, string> = { '/v1/docker/': 'runtime_unavailable' };
+
+/** Sends one request through app.inject and judges its answer. */
+export async function send(app: FastifyInstance, path: string, request: FuzzRequest, headers: Record<string, string>): Promise<FuzzOutcome> {
+  const res: LightMyRequestResponse = await app.inject({
+    method: request.method as 'GET',
+    url: request.url,
+    headers: { ...headers, ...(request.payload === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(request.payload === undefined ? {} : { payload: request.payload }),
+  });
+  return { request, status: res.statusCode, fault: judge(path, res) };
+}
+
+function judge(path: string, res: LightMyRequestResponse): string | null {
+  const problem = (): { code?: unknown; status?: unknown } | null => {
+    if (!/^application\/problem\+json/.test(String(res.headers['content-type']))) return null;
+    try {
+      return JSON.parse(res.body);
+    } catch {
+      return null;
+    }
+  };
+  if (res.statusCode >= 500) {
+    const p = problem();
+    return EXPECTED_5XX[path] !== undefined && p?.code === EXPECTED_5XX[path] ? null : `${res.statusCode}: ${res.body.slice(0, 300)}`;
+  }
+  if (res.statusCode >= 400) {
+    const p = problem();
+    if (!p || typeof p.code !== 'string' || p.status !== res.statusCode) return `${res.statusCode} without a problem body: ${String(res.headers['content-type'])} ${res.body.slice(0, 200)}`;
+  }
+  return null;
+}
+
+/** Shortens a request for a failure message. */
+export const describe = (r: FuzzRequest): string => `${r.method} ${r.url.slice(0, 300)}${r.mutation ? ` [${r.mutation}]` : ''} ${(r.payload ?? '').slice(0, 300)}`;
