@@ -22,8 +22,8 @@ import { writeFileDurably } from '../durable-file.ts';
 import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
 import type { YieldSignal } from '../yield-signal.ts';
 import { ANN_PARAMS, AnnIndex } from './ann.ts';
-import { usearchMetric } from './exact.ts';
-import { claimGraph, newGraphClaims, type DraftQuery, type GraphClaims, type GraphWorker, type WorkerAnswer } from './graph-worker.ts';
+import { claimGraph, newGraphClaims, type GraphClaims } from './graph-claims.ts';
+import type { DraftQuery, GraphWorker, WorkerAnswer } from './graph-worker.ts';
 import { METRICS, type Metric } from './metric.ts';
 
 const FORMAT = 'vss-ann-segments-1';
@@ -223,7 +223,7 @@ export class SegmentedAnn {
     mine.set(this, key);
     worker.sync(
       this,
-      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: usearchMetric(this.metric), ...annGraphParams() })),
+      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: this.metric })),
     );
   }
 
@@ -512,7 +512,6 @@ function best(found: Found[], k: number): number[] {
 
 /** What each worker was last told per table, so unchanged tables are not re-sent. */
 const workerSynced = new WeakMap<GraphWorker, Map<SegmentedAnn, string>>();
-const annGraphParams = () => ({ connectivity: ANN_PARAMS.connectivity, expansionAdd: ANN_PARAMS.expansionAdd, expansionSearch: ANN_PARAMS.expansionSearch });
 
 const manifestPath = (dir: string, name: string): string => path.join(dir, `${name}.json`);
 const idsFile = (graphFile: string): string => `${graphFile}.ids`;

@@ -61,6 +61,23 @@ export function graphQuantization(metric: Metric): ScalarKind.I8 | ScalarKind.BF
   return metric === 'cosine' ? ScalarKind.I8 : ScalarKind.BF16;
 }
 
+/**
+ * A usearch index with this table kind's parameters, empty: to fill, or to `view`/`load` a saved
+ * graph into (usearch then takes the scalar kind from the file: an older bf16 cosine graph stays
+ * bf16). The search thread opens its views with this too (graph-search.worker.ts).
+ */
+export function newNativeGraph(dimension: number, metric: Metric, expansionSearch: number = ANN_PARAMS.expansionSearch): Index {
+  return new Index({
+    dimensions: dimension,
+    metric: usearchMetric(metric),
+    quantization: graphQuantization(metric),
+    connectivity: ANN_PARAMS.connectivity,
+    expansion_add: ANN_PARAMS.expansionAdd,
+    expansion_search: expansionSearch,
+    multi: false,
+  });
+}
+
 export interface Scored {
   keys: Float64Array;
   distances: Float32Array;
@@ -79,19 +96,7 @@ export class AnnIndex {
   }
 
   static create(dimension: number, metric: Metric, expansionSearch = ANN_PARAMS.expansionSearch): AnnIndex {
-    return new AnnIndex(dimension, metric, AnnIndex.#native(dimension, metric, expansionSearch));
-  }
-
-  static #native(dimension: number, metric: Metric, expansionSearch: number): Index {
-    return new Index({
-      dimensions: dimension,
-      metric: usearchMetric(metric),
-      quantization: graphQuantization(metric),
-      connectivity: ANN_PARAMS.connectivity,
-      expansion_add: ANN_PARAMS.expansionAdd,
-      expansion_search: expansionSearch,
-      multi: false,
-    });
+    return new AnnIndex(dimension, metric, newNativeGraph(dimension, metric, expansionSearch));
   }
 
   /** How many rows the graph holds. */
@@ -218,7 +223,7 @@ export class AnnIndex {
         const digest = await digestFile(file);
         if (digest.bytes !== expect.digest.bytes || digest.sha256 !== expect.digest.sha256) return null;
       }
-      const native = AnnIndex.#native(expect.dimension, expect.metric, ANN_PARAMS.expansionSearch);
+      const native = newNativeGraph(expect.dimension, expect.metric, ANN_PARAMS.expansionSearch);
       if (how === 'view') native.view(file);
       else native.load(file);
       // A graph built with other parameters (an older version's) is rebuilt: the search efforts are tuned to these.

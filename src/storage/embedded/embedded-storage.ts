@@ -25,7 +25,7 @@ import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
-import { newYieldSignal } from '../../yield-signal.ts';
+import { YieldSignal } from '../../yield-signal.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {
@@ -104,7 +104,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   // One query's graph walks on both cores (see graph-worker.ts); `searchWorker: false` keeps them here.
   const worker = opts.searchWorker === false ? null : new GraphWorker();
   // Moved by every search; background passes over files rest while it moves (see yield-signal.ts).
-  const searches = newYieldSignal(opts.index.gapPatienceMs);
+  const searches = new YieldSignal(opts.index.gapPatienceMs);
   const keeper = new IndexKeeper(
     { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log, worker, searches },
     sqlIndexSource(db, seq),

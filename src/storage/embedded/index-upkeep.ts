@@ -16,7 +16,7 @@ import { SegmentedAnn } from '../../index/ann-segments.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
-import { newYieldSignal, type YieldSignal } from '../../yield-signal.ts';
+import { YieldSignal } from '../../yield-signal.ts';
 
 /** Target duration of one indexing slice: long enough to amortise, short enough for latency. */
 const SLICE_MS = 15;
@@ -144,7 +144,7 @@ export class IndexKeeper {
   constructor(opts: UpkeepOptions, src: IndexSource) {
     this.#opts = opts;
     this.#src = src;
-    this.#searches = opts.searches ?? newYieldSignal();
+    this.#searches = opts.searches ?? new YieldSignal();
   }
 
   #name(t: TableState): string {
@@ -345,7 +345,7 @@ export class IndexKeeper {
   /** A search ran: warm-up and settling wait for a quiet moment, and copies of saved graphs slow down. */
   searched(): void {
     this.#lastSearch = performance.now();
-    Atomics.add(this.#searches, 0, 1);
+    this.#searches.searchStarted();
   }
 
   /**
