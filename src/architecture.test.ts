@@ -49,7 +49,6 @@ const LEAF_FILES = [
   'sentence-encoder.ts',
   'thread-priority.ts',
   'v8-heap.ts',
-  'worker-bootstrap.cjs',
   'worker-url.ts',
   'yield-signal.ts',
 ];

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { SegmentedAnn } from './ann-segments.ts';
 import { newGraphClaims } from './graph-claims.ts';
 import { GraphWorker } from './graph-worker.ts';
-import { ANN_PARAMS } from './ann.ts';
+import { ANN_PARAMS } from './graph-params.ts';
 import { YieldSignal } from '../yield-signal.ts';
 import { draftVectors } from '../embedding/draft-test-support.ts';
 

@@ -5,7 +5,7 @@ import { parentPort } from 'node:worker_threads';
 import type { Index } from 'usearch';
 import type { InferenceSession } from 'onnxruntime-node';
 import { encodeTokenIds } from '../sentence-encoder.ts';
-import { newNativeGraph } from './ann.ts';
+import { newNativeGraph } from './graph-params.ts';
 import type { FromSearchThread, SearchMessage, ToSearchThread, WorkerAnswer } from './graph-worker.ts';
 import { claimGraph } from './graph-claims.ts';
 import { keysAsNumbers } from './usearch-keys.ts';
