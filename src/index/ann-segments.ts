@@ -8,8 +8,8 @@
  * new vector, is marked dead in the sealed segment that holds it; searches skip dead entries.
  * A segment that is mostly dead is retired: its live rows are re-indexed into the delta, and once
  * none is left the segment is dropped (see IndexKeeper). Smaller graphs also search better than one
- * big one at the same effort (recall@10 0.99 per 250k-row graph against 0.86 for one 1M-row graph
- * at effort 512, connectivity 16, on the bench's data), at the cost of one graph walk per segment.
+ * big one at the same effort (figures with the graph parameters, graph-params.ts), at the cost of
+ * one graph walk per segment.
  *
  * Saved state: one manifest per table (`<name>.json`: the change sequence it covers, every
  * segment's graph file, row-id file, digests and dead rows, and the delta's files), written last,
@@ -204,7 +204,7 @@ export class SegmentedAnn {
    * How many results to ask each graph for. usearch walks with max(expansion_search, results), so
    * asking for more than `k` only pays when the effort exceeds expansion_search (fewer than four
    * graphs); otherwise the extra results change nothing but cost time: at 1M rows (four graphs
-   * of connectivity 16 at effort 256 each) asking for 256 instead of 100 took the walks from p50
+   * at effort 256 each, measured when graphs had connectivity 16) asking for 256 instead of 100 took the walks from p50
    * 2.6 to 4.2 ms, same answers (a throwaway probe calling the store's search in process on a
    * kept 1M bench directory).
    */
