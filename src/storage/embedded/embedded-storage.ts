@@ -2,7 +2,7 @@
  * The embedded backend: one data directory, SQLite as the truth (`vss.db`); derived state beside
  * it: each table's float32 vectors (`vectors/<table id>.f32`, trusted at start only after a clean
  * close) and its segmented ANN index (`indexes/<table id>.json` and the graph files it names).
- * See ARCHITECTURE.md, "The embedded default".
+ * See docs/ARCHITECTURE.md, "Embedded storage".
  *
  * better-sqlite3 is synchronous, so every method runs to completion in one turn of the event
  * loop: a write's SQL commit and its in-memory effects are never interleaved with another call.
