@@ -11,10 +11,8 @@
 /** How long a copy or hash waits for a gap in a stream of searches, unless told otherwise. */
 const GAP_PATIENCE_MS = 30_000;
 
-/** The slots of the shared array. */
-const SEARCHES = 0;
-const RESTS = 1;
-const PATIENCE = 2;
+/** What each slot of the shared array holds. */
+const SLOT = Object.freeze({ searches: 0, rests: 1, patience: 2 });
 
 export class YieldSignal {
   readonly #slots: Int32Array;
@@ -28,8 +26,8 @@ export class YieldSignal {
       this.#slots = init;
       return;
     }
-    this.#slots = new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
-    Atomics.store(this.#slots, PATIENCE, init);
+    this.#slots = new Int32Array(new SharedArrayBuffer(Object.keys(SLOT).length * Int32Array.BYTES_PER_ELEMENT));
+    Atomics.store(this.#slots, SLOT.patience, init);
   }
 
   /** The counters in shared memory, to hand to a worker thread. */
@@ -39,26 +37,26 @@ export class YieldSignal {
 
   /** Counts a search (the storage, on every search). */
   searchStarted(): void {
-    Atomics.add(this.#slots, SEARCHES, 1);
+    Atomics.add(this.#slots, SLOT.searches, 1);
   }
 
   /** Searches counted so far: a pass that sees it move knows searches run. */
   get searches(): number {
-    return Atomics.load(this.#slots, SEARCHES);
+    return Atomics.load(this.#slots, SLOT.searches);
   }
 
   /** Counts a rest a background pass took for the searches. */
   restTaken(): void {
-    Atomics.add(this.#slots, RESTS, 1);
+    Atomics.add(this.#slots, SLOT.rests, 1);
   }
 
   /** Rests the background passes took for searches (for tests and monitoring). */
   get rests(): number {
-    return Atomics.load(this.#slots, RESTS);
+    return Atomics.load(this.#slots, SLOT.rests);
   }
 
   /** How long, in ms, a copy or hash may wait for a gap in the searches before it goes on between them. */
   get gapPatienceMs(): number {
-    return Atomics.load(this.#slots, PATIENCE);
+    return Atomics.load(this.#slots, SLOT.patience);
   }
 }
