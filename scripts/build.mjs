@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Bundles the server (src/main.ts) into dist/server/main.mjs with esbuild: one file of our code,
+// Bundles the server (src/main.ts) into dist/server/main.mjs with esbuild, its worker threads' modules beside it: one file of our code,
 // the packages left as imports, so a start loads one module instead of every source through tsx.
 // Code imported with `await import('./x.ts')` (the Cassandra backend) goes into a chunk file beside
 // it, loaded only when used, so its packages stay unloaded too.
@@ -24,6 +24,19 @@ const STALE_CHUNK_MS = 24 * 3600_000;
  */
 const BUNDLED_PACKAGES = ['typebox'];
 const isBundled = (specifier) => BUNDLED_PACKAGES.some((p) => specifier === p || specifier.startsWith(`${p}/`));
+
+/**
+ * The bundle's entry points: the server, and each worker thread's module, built beside main.mjs
+ * under its base name (src/worker-url.ts starts them from there). Shared code goes into chunks.
+ */
+const ENTRY_POINTS = [
+  'src/main.ts',
+  'src/file-digest.worker.ts',
+  'src/index/graph-search.worker.ts',
+  'src/storage/embedded/db-warmer.worker.ts',
+  // A child process's module, not a thread's: src/ingest/extract/pool.ts starts it.
+  'src/ingest/extract/extract.worker.ts',
+];
 
 /**
  * What the bundle is made from: a change to any of these (by mtime) makes it stale. The lock file
@@ -74,11 +87,8 @@ export async function build() {
   // The esbuild service is a child process; stopped after the build so a server does not keep it.
   const result = await esbuild({
     absWorkingDir: ROOT,
-    // The extraction process's module (src/ingest/extract/pool.ts starts it beside the bundle).
-    entryPoints: [
-      { in: 'src/main.ts', out: 'main' },
-      { in: 'src/ingest/extract/worker.ts', out: 'extract-worker' },
-    ],
+    entryPoints: ENTRY_POINTS,
+    entryNames: '[name]',
     outdir: OUT_DIR,
     chunkNames: 'chunk-[hash]',
     outExtension: { '.js': '.mjs' },

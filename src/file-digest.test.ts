@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { copyFileDigested, digestFile, digestFiles } from './file-digest.ts';
-import { newYieldSignal } from './yield-signal.ts';
+import { YieldSignal } from './yield-signal.ts';
 
 describe('file digests', () => {
   let dir: string;
@@ -42,49 +42,50 @@ describe('file digests', () => {
     const from = path.join(dir, 'busy-from.bin');
     await fs.writeFile(from, data);
     // No patience: one rest per block whatever the searches do (the next test waits for gaps).
-    const signal = newYieldSignal(0);
+    const signal = new YieldSignal(0);
     assert.deepEqual(await copyFileDigested(from, path.join(dir, 'idle.bin'), { yieldTo: signal, restMs: 5 }), { bytes: data.length, sha256 });
-    assert.equal(signal[1], 0, 'no search, so no rest');
+    assert.equal(signal.rests, 0, 'no search, so no rest');
     // A "search" every 2 ms: the copy sees the count moved before every block (and rests 5 ms).
-    const searching = setInterval(() => Atomics.add(signal, 0, 1), 2);
+    const searching = setInterval(() => signal.searchStarted(), 2);
     const to = path.join(dir, 'busy.bin');
     const copied = await copyFileDigested(from, to, { yieldTo: signal, restMs: 5 }).finally(() => clearInterval(searching));
     assert.deepEqual(copied, { bytes: data.length, sha256 });
     assert.ok((await fs.readFile(to)).equals(data));
     // 17 MiB in 2 MiB blocks once the count moved: more rests than 8 MiB blocks could give.
-    assert.ok(signal[1] >= 4, `rests: ${signal[1]}`);
+    assert.ok(signal.rests >= 4, `rests: ${signal.rests}`);
     // A search between the call and the thread's start counts too: the one block of a small file rests.
     const small = path.join(dir, 'small.bin');
     await fs.writeFile(small, data.subarray(0, 1000));
-    const before = signal[1];
+    const before = signal.rests;
     const digesting = digestFile(small, { yieldTo: signal });
-    Atomics.add(signal, 0, 1);
+    signal.searchStarted();
     assert.equal((await digesting).bytes, 1000);
-    assert.equal(signal[1], before + 1);
+    assert.equal(signal.rests, before + 1);
   });
 
   it('waits for a gap in the searches before each block, for as long as its patience lasts', async () => {
     const from = path.join(dir, 'gap-from.bin');
     await fs.writeFile(from, data);
-    // Searches every 2 ms for 300 ms, then none: the copy writes nothing until they stop.
-    const patient = newYieldSignal(10_000);
+    // Searches every 2 ms until the copy has rested 20 times for them (its thread may take a while
+    // to start), then none: the copy writes nothing until they stop.
+    const patient = new YieldSignal(10_000);
     const t0 = Date.now();
-    const searching = setInterval(() => Atomics.add(patient, 0, 1), 2);
-    Atomics.add(patient, 0, 1);
     let stoppedAt = Infinity;
-    setTimeout(() => {
+    const searching = setInterval(() => {
+      if (patient.rests < 20 && Date.now() - t0 < 8_000) return patient.searchStarted();
       clearInterval(searching);
       stoppedAt = Date.now();
-    }, 300);
+    }, 2);
+    patient.searchStarted();
     const to = path.join(dir, 'gap.bin');
     assert.deepEqual(await copyFileDigested(from, to, { yieldTo: patient, restMs: 5 }), { bytes: data.length, sha256 });
-    assert.ok(Date.now() >= stoppedAt, `done ${Date.now() - t0} ms after the call, the searches ran for 300 ms`);
+    assert.ok(Date.now() >= stoppedAt, `done ${Date.now() - t0} ms after the call, the searches ran for ${stoppedAt - t0} ms`);
     assert.ok((await fs.readFile(to)).equals(data));
-    assert.ok(patient[1] >= 20, `rests: ${patient[1]}`);
+    assert.ok(patient.rests >= 20, `rests: ${patient.rests}`);
     // Searches that never stop: past its patience the copy goes on between them, one rest a block.
-    const brief = newYieldSignal(200);
-    const endless = setInterval(() => Atomics.add(brief, 0, 1), 2);
-    Atomics.add(brief, 0, 1);
+    const brief = new YieldSignal(200);
+    const endless = setInterval(() => brief.searchStarted(), 2);
+    brief.searchStarted();
     const t1 = Date.now();
     const copied = await copyFileDigested(from, path.join(dir, 'gap-endless.bin'), { yieldTo: brief, restMs: 5 }).finally(() => clearInterval(endless));
     assert.deepEqual(copied, { bytes: data.length, sha256 });

@@ -6,29 +6,12 @@
  * The same pass can also copy a file in large blocks (copyFileDigested): see there for why.
  */
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import { runInThisContext } from 'node:vm';
-import { Worker } from 'node:worker_threads';
-import { LOWEST_PRIORITY_JS } from './thread-priority.ts';
+import { runDigestTask, type DigestBlocks, type DigestTask, type FileDigest } from './file-digest-task.ts';
+import type { DigestAnswer } from './file-digest.worker.ts';
+import { startWorker } from './worker-url.ts';
 import type { YieldSignal } from './yield-signal.ts';
 
-export interface FileDigest {
-  bytes: number;
-  sha256: string;
-}
-
-/**
- * One file to digest, and where to copy it to on the way (a new file, fsynced) if anywhere.
- * `yieldTo`: while its search count moves (from `seen`, its value when the task was asked for),
- * the pass waits for gaps in the searches and goes a small block at a time (see copyFileDigested).
- */
-interface Task {
-  file: string;
-  copyTo?: string;
-  yieldTo?: YieldSignal;
-  seen?: number;
-  restMs?: number;
-}
+export type { FileDigest };
 
 /** Block size of reads, and of the copy's writes: a multiple of 2 MiB (see copyFileDigested). */
 const BLOCK = 1 << 23;
@@ -40,67 +23,14 @@ const BUSY_BLOCK = 1 << 21;
  */
 const BUSY_REST_MS = 50;
 
-/**
- * Digests (and copies) one file with synchronous calls: it runs on the worker thread (or here, as
- * the fallback, where it never rests). Plain JS source, so it runs as is under tsx and inside the
- * bundle alike.
- */
-const TASK = `(task, fs, createHash, block, busyBlock, canRest) => {
-  const hash = createHash('sha256');
-  const buf = Buffer.allocUnsafe(block);
-  const src = fs.openSync(task.file, 'r');
-  const busy = canRest && task.yieldTo !== undefined ? task.yieldTo : null;
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  let seen = task.seen;
-  let dst = -1;
-  try {
-    if (task.copyTo !== undefined) dst = fs.openSync(task.copyTo, 'wx', 0o600);
-    const patientUntil = busy ? Date.now() + Atomics.load(busy, 2) : 0;
-    let bytes = 0;
-    let size = block;
-    for (;;) {
-      if (busy && Atomics.load(busy, 0) !== seen) {
-        size = busyBlock;
-        // Rest until a whole rest passes with no search starting, or the patience runs out.
-        do {
-          seen = Atomics.load(busy, 0);
-          Atomics.add(busy, 1, 1);
-          Atomics.wait(pause, 0, 0, task.restMs);
-        } while (Atomics.load(busy, 0) !== seen && Date.now() < patientUntil);
-      }
-      const n = fs.readSync(src, buf, 0, size, bytes);
-      if (n === 0) break;
-      hash.update(buf.subarray(0, n));
-      if (dst >= 0) for (let w = 0; w < n; ) w += fs.writeSync(dst, buf, w, n - w, bytes + w);
-      bytes += n;
-    }
-    if (dst >= 0) fs.fsyncSync(dst);
-    return { bytes, sha256: hash.digest('hex') };
-  } finally {
-    fs.closeSync(src);
-    if (dst >= 0) fs.closeSync(dst);
-  }
-}`;
-type RunTask = (task: Task, fsMod: typeof fs, createHashFn: typeof createHash, block: number, busyBlock: number, canRest: boolean) => FileDigest;
+const BLOCKS: DigestBlocks = { block: BLOCK, busyBlock: BUSY_BLOCK };
 
-const WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-${LOWEST_PRIORITY_JS}
-const { createHash } = require('node:crypto');
-const fs = require('node:fs');
-const runTask = ${TASK};
-parentPort.postMessage(workerData.tasks.map((task) => {
-  try { return runTask(task, fs, createHash, workerData.block, workerData.busyBlock, true); }
-  catch (e) { return { message: String(e && e.message), code: e && e.code }; }
-}));
-`;
-
-async function runTasks(tasks: Task[]): Promise<(FileDigest | Error)[]> {
+async function runTasks(tasks: DigestTask[]): Promise<(FileDigest | Error)[]> {
   if (tasks.length === 0) return [];
-  let results: (FileDigest | { message: string; code?: string })[];
+  let results: DigestAnswer[];
   try {
     results = await new Promise((resolve, reject) => {
-      const worker = new Worker(WORKER, { eval: true, workerData: { tasks, block: BLOCK, busyBlock: BUSY_BLOCK }, execArgv: [] });
+      const worker = startWorker('file-digest.worker', { workerData: { tasks, blocks: BLOCKS } });
       worker.once('message', (m) => {
         resolve(m);
         void worker.terminate();
@@ -111,10 +41,9 @@ async function runTasks(tasks: Task[]): Promise<(FileDigest | Error)[]> {
   } catch {
     // No thread to be had (the process is out of threads or memory): the same code here, which
     // holds the event loop while it reads. Rare, and a stall beats failing an index open or a seal.
-    const runTask = runInThisContext(TASK) as RunTask;
     return tasks.map((t) => {
       try {
-        return runTask(t, fs, createHash, BLOCK, BUSY_BLOCK, false);
+        return runDigestTask(t, BLOCKS, false);
       } catch (e) {
         return e as Error;
       }
@@ -133,8 +62,8 @@ export async function digestFile(file: string, opts: { yieldTo?: YieldSignal } =
   return r;
 }
 
-const task = (file: string, copyTo: string | undefined, opts: { yieldTo?: YieldSignal; restMs?: number }): Task =>
-  opts.yieldTo === undefined ? { file, copyTo } : { file, copyTo, yieldTo: opts.yieldTo, seen: Atomics.load(opts.yieldTo, 0), restMs: opts.restMs ?? BUSY_REST_MS };
+const task = (file: string, copyTo: string | undefined, opts: { yieldTo?: YieldSignal; restMs?: number }): DigestTask =>
+  opts.yieldTo === undefined ? { file, copyTo } : { file, copyTo, yieldTo: opts.yieldTo.shared, seen: opts.yieldTo.searches, restMs: opts.restMs ?? BUSY_REST_MS };
 
 /**
  * Copies `from` to `to` (which must not exist) in 8 MiB writes, fsyncs the copy and returns its
@@ -148,7 +77,7 @@ const task = (file: string, copyTo: string | undefined, opts: { yieldTo?: YieldS
  * `yieldTo`: whenever its search count moved since the last block (or since this call, for the
  * first), the copy rests `restMs` (default BUSY_REST_MS) at a time, counting each rest in the
  * signal, until a rest passes with no new search, and goes on in 2 MiB blocks. Past the signal's
- * patience (slot 2: 30 s unless newYieldSignal is told otherwise) it no longer waits for a gap,
+ * patience (30 s unless the YieldSignal was made with another) it no longer waits for a gap,
  * one rest per block, so a stream of searches without gaps delays a copy but never stops it. Why:
  * - On two cores a search walks its graphs on both, and a third busy thread slows it whatever its
  *   priority (a spinning process at nice 19 or SCHED_IDLE alike put searches at 1M from p50

@@ -6,10 +6,17 @@
  * whether it ran at nice 19 or SCHED_IDLE (docs/PERFORMANCE.md), so both passes also rest while
  * searches run (db-warmer.ts, file-digest.ts).
  *
- * Plain JS for the workers' eval'd sources. Linux only: a thread's own id is read from
- * /proc/thread-self, and setpriority(2) on a thread id applies to that thread alone. Elsewhere, or
- * if refused, the thread keeps its priority.
+ * Linux only: a thread's own id is read from /proc/thread-self, and setpriority(2) on a thread id
+ * applies to that thread alone. Elsewhere, or if refused, the thread keeps its priority.
  */
-export const LOWEST_PRIORITY_JS = `try {
-  require('node:os').setPriority(Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()), 19);
-} catch {}`;
+import fs from 'node:fs';
+import os from 'node:os';
+
+/** Lowers the calling thread (only it) to nice 19; does nothing where that cannot be done. */
+export function lowerThisThreadPriority(): void {
+  try {
+    os.setPriority(Number(fs.readlinkSync('/proc/thread-self').split('/').pop()), 19);
+  } catch {
+    // not Linux, or refused: the thread keeps its priority
+  }
+}

@@ -1,19 +1,62 @@
 /**
  * How background passes (the database warm-up, graph copies and hashes) learn that searches are
- * running, so they rest: counters in shared memory that their threads read between slices.
- * Slot 0 counts searches (moved by the storage on every search); slot 1 counts the rests the
- * background passes took for them; slot 2 holds how long, in ms, a copy or hash may wait for a
- * gap in the searches before it goes on between them (see copyFileDigested). On two cores a
- * search walks its graphs on both, and a busy third thread slows it whatever that thread's
- * priority (docs/PERFORMANCE.md).
+ * running, so they rest: counters in shared memory that their threads read between slices. On
+ * two cores a search walks its graphs on both, and a busy third thread slows it whatever that
+ * thread's priority (docs/PERFORMANCE.md).
+ *
+ * The counters cross to a worker as `shared` (an Int32Array over a SharedArrayBuffer), and the
+ * worker wraps them again (`new YieldSignal(shared)`): a class instance would arrive without its slots.
  */
-export type YieldSignal = Int32Array;
 
 /** How long a copy or hash waits for a gap in a stream of searches, unless told otherwise. */
 const GAP_PATIENCE_MS = 30_000;
 
-export function newYieldSignal(gapPatienceMs = GAP_PATIENCE_MS): YieldSignal {
-  const signal = new Int32Array(new SharedArrayBuffer(12));
-  signal[2] = gapPatienceMs;
-  return signal;
+/** What each slot of the shared array holds. */
+const SLOT = Object.freeze({ searches: 0, rests: 1, patience: 2 });
+
+export class YieldSignal {
+  readonly #slots: Int32Array;
+
+  /**
+   * A new signal whose copies and hashes wait at most `gapPatienceMs` for a gap in the searches
+   * (see copyFileDigested), or, given another thread's `shared` counters, that same signal.
+   */
+  constructor(init: number | Int32Array = GAP_PATIENCE_MS) {
+    if (typeof init !== 'number') {
+      this.#slots = init;
+      return;
+    }
+    this.#slots = new Int32Array(new SharedArrayBuffer(Object.keys(SLOT).length * Int32Array.BYTES_PER_ELEMENT));
+    Atomics.store(this.#slots, SLOT.patience, init);
+  }
+
+  /** The counters in shared memory, to hand to a worker thread. */
+  get shared(): Int32Array {
+    return this.#slots;
+  }
+
+  /** Counts a search (the storage, on every search). */
+  searchStarted(): void {
+    Atomics.add(this.#slots, SLOT.searches, 1);
+  }
+
+  /** Searches counted so far: a pass that sees it move knows searches run. */
+  get searches(): number {
+    return Atomics.load(this.#slots, SLOT.searches);
+  }
+
+  /** Counts a rest a background pass took for the searches. */
+  restTaken(): void {
+    Atomics.add(this.#slots, SLOT.rests, 1);
+  }
+
+  /** Rests the background passes took for searches (for tests and monitoring). */
+  get rests(): number {
+    return Atomics.load(this.#slots, SLOT.rests);
+  }
+
+  /** How long, in ms, a copy or hash may wait for a gap in the searches before it goes on between them. */
+  get gapPatienceMs(): number {
+    return Atomics.load(this.#slots, SLOT.patience);
+  }
 }

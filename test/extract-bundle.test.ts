@@ -20,7 +20,7 @@ describe('the bundled server (npm start) reads uploads in its extraction process
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('uploads a PDF: its text comes from dist/server/extract-worker.mjs', async () => {
+  it('uploads a PDF: its text comes from dist/server/extract.worker.mjs', async () => {
     const form = new FormData();
     form.append('table', 'bundle');
     form.append('file', new Blob([new Uint8Array(await makePdf([['The harbour master keeps the tide tables.']]))]), 'tides.pdf');
@@ -30,8 +30,8 @@ describe('the bundled server (npm start) reads uploads in its extraction process
     assert.equal(body.file.method, 'pdf:unpdf');
     assert.equal(body.file.chunks, 1);
     // The process that read it stays idle for the next file: it is the bundle's worker module.
-    const workers = childCommands(server.child.pid!).filter((c) => c.includes('extract-worker'));
+    const workers = childCommands(server.child.pid!).filter((c) => c.includes('extract.worker'));
     assert.equal(workers.length, 1, childCommands(server.child.pid!).join('\n'));
-    assert.match(workers[0], /dist\/server\/extract-worker\.mjs/);
+    assert.match(workers[0], /dist\/server\/extract\.worker\.mjs/);
   });
 });

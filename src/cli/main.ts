@@ -119,16 +119,42 @@ export function buildProgram(io: Io): Command {
     .exitOverride();
   program.configureOutput({ writeOut: io.out, writeErr: io.err });
 
-  const client = () => {
+  const client = (): Client => {
     const o = program.opts<{ url?: string; key?: string; config?: string; timeout?: number }>();
     const s = resolveSettings(o, io.env);
     return new Client(s.url, s.key, o.timeout === undefined ? undefined : o.timeout * 1000);
   };
-  const json = () => program.opts<{ json?: boolean }>().json === true;
-  const print = (value: unknown, human: () => string) => io.out(`${json() ? JSON.stringify(value, null, 2) : human()}\n`);
-  const ks = (c: Command) => c.addOption(new Option('-k, --keyspace <name>', 'keyspace').default('default_keyspace'));
-  const tb = (c: Command) => c.addOption(new Option('-t, --table <name>', 'table').default('vector'));
+  const json = (): boolean => program.opts<{ json?: boolean }>().json === true;
+  const print = (value: unknown, human: () => string): void => io.out(`${json() ? JSON.stringify(value, null, 2) : human()}\n`);
+  const ks = (c: Command): Command => c.addOption(new Option('-k, --keyspace <name>', 'keyspace').default('default_keyspace'));
+  const tb = (c: Command): Command => c.addOption(new Option('-t, --table <name>', 'table').default('vector'));
 
+  const commands: Commands = { io, client, json, print, ks, tb };
+  addServerCommands(program, commands);
+  addKeyspaceCommands(program, commands);
+  addSearchCommand(program, commands);
+  addDataCommands(program, commands);
+  addKeyCommands(program, commands);
+  addEmbedCommand(program, commands);
+  return program;
+}
+
+/** What every command's action uses: the settings' client, and output as a table or JSON. */
+interface Commands {
+  io: Io;
+  client: () => Client;
+  json: () => boolean;
+  print: (value: unknown, human: () => string) => void;
+  /** Adds the -k/--keyspace and -t/--table options. */
+  ks: (c: Command) => Command;
+  tb: (c: Command) => Command;
+}
+
+/** One table of a keyspace listing. */
+const tableLine = (t: any): string => `${t.table.padEnd(24)} ${String(t.row_count).padStart(10)} rows  ${t.dimension}-d ${t.metric}`;
+
+/** serve, health. */
+function addServerCommands(program: Command, { client, print }: Commands): void {
   program
     .command('serve')
     .description('start the server (settings from the environment, as `npm start`)')
@@ -149,7 +175,10 @@ export function buildProgram(io: Io): Command {
       print(body, () => `${body?.status}  (${Object.entries(body?.checks ?? {}).map(([k, v]) => `${k}: ${v}`).join(', ')})`);
       if (res.status !== 200) throw new ApiError(res.status, 'not_ready', `server is ${body?.status}`);
     });
+}
 
+/** keyspaces (list, create), tables. */
+function addKeyspaceCommands(program: Command, { client, print }: Commands): void {
   const keyspaces = program.command('keyspaces').description('list or create keyspaces');
   keyspaces
     .command('list', { isDefault: true })
@@ -158,7 +187,7 @@ export function buildProgram(io: Io): Command {
       const res = await client().get('/v1/keyspaces/list');
       print(res, () =>
         res.keyspaces
-          .map((k: any) => `${k.keyspace}\n${k.tables.map((t: any) => `  ${t.table.padEnd(24)} ${String(t.row_count).padStart(10)} rows  ${t.dimension}-d ${t.metric}`).join('\n')}`)
+          .map((k: any) => `${k.keyspace}\n${k.tables.map((t: any) => `  ${tableLine(t)}`).join('\n')}`)
           .join('\n') || '(no keyspaces)',
       );
     });
@@ -177,9 +206,12 @@ export function buildProgram(io: Io): Command {
       const res = await client().get('/v1/keyspaces/list');
       const k = res.keyspaces.find((x: any) => x.keyspace === name);
       if (!k) throw new ApiError(404, 'keyspace_not_found', `Keyspace "${name}" does not exist.`);
-      print(k.tables, () => k.tables.map((t: any) => `${t.table.padEnd(24)} ${String(t.row_count).padStart(10)} rows  ${t.dimension}-d ${t.metric}`).join('\n') || '(no tables)');
+      print(k.tables, () => k.tables.map((t: any) => tableLine(t)).join('\n') || '(no tables)');
     });
+}
 
+/** search by text. */
+function addSearchCommand(program: Command, { client, print, ks, tb }: Commands): void {
   tb(ks(program.command('search <text>')))
     .description('semantic search by text')
     .option('-n, --top <n>', 'matches to show', positiveInteger, 5)
@@ -205,7 +237,10 @@ export function buildProgram(io: Io): Command {
           .join('\n');
       });
     });
+}
 
+/** upload, import, export. */
+function addDataCommands(program: Command, { io, client, json, print, ks, tb }: Commands): void {
   tb(ks(program.command('upload <files...>')))
     .description('upload files to be extracted, chunked and embedded')
     .action(async (files: string[], o: { keyspace: string; table: string }) => {
@@ -261,7 +296,10 @@ export function buildProgram(io: Io): Command {
       if (o.out) await writeFileAtomically(o.out, pages());
       else await pipeline(pages(), io.stdout, { end: false }); // stdout stays open for run() to finish
     });
+}
 
+/** keys (create, list, revoke). */
+function addKeyCommands(program: Command, { client, print }: Commands): void {
   const keys = program.command('keys').description('API keys');
   keys
     .command('create')
@@ -293,7 +331,10 @@ export function buildProgram(io: Io): Command {
       const res = await client().post('/v1/keys/revoke', { key_id: id });
       print(res, () => `revoked ${res.key_id}`);
     });
+}
 
+/** embed. */
+function addEmbedCommand(program: Command, { client, print }: Commands): void {
   program
     .command('embed <text>')
     .description("a text's embedding")
@@ -303,8 +344,6 @@ export function buildProgram(io: Io): Command {
       const res = await client().get(`/v1/generate/?${q}`);
       print(res, () => JSON.stringify(res.vector));
     });
-
-  return program;
 }
 
 export async function run(argv: string[], io: Io = { out: (s) => void process.stdout.write(s), err: (s) => void process.stderr.write(s), stdout: process.stdout, env: process.env, isTTY: process.stderr.isTTY === true }): Promise<number> {

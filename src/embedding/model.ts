@@ -3,6 +3,7 @@ import path from 'node:path';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { digestFiles } from '../file-digest.ts';
+import { encoderFeeds, meanPoolNormalize, type EncoderInputs } from '../sentence-encoder.ts';
 
 /**
  * A sentence-embedding model: text in, one L2-normalised vector per text out.
@@ -166,7 +167,7 @@ interface TokenizerLike {
   readonly pad_token_id?: number;
 }
 /** Ids to hidden states: one model call, writing `last_hidden_state` into `output` (batch × seq × dimension floats). */
-type Forward = (inputs: Record<string, Tensor>, output: Tensor) => Promise<void>;
+type Forward = (inputs: EncoderInputs, dims: number[], output: Tensor) => Promise<void>;
 
 /** The ONNX graph file transformers.js would pick for dtype fp32. */
 const ONNX_FILE = path.join('onnx', 'model.onnx');
@@ -212,12 +213,9 @@ async function load(modelDir: string, name: string, opts: LoadModelOptions): Pro
     await session.release();
     throw new Error(`model "${name}": ${ONNX_FILE} has no last_hidden_state output (it has ${session.outputNames.join(', ')})`);
   }
-  // Only the inputs the graph declares (a model without token_type_ids is fine).
   const declared = new Set(session.inputNames);
-  const forward: Forward = async (inputs, output) => {
-    const feeds: Record<string, Tensor> = {};
-    for (const [k, v] of Object.entries(inputs)) if (declared.has(k)) feeds[k] = v;
-    await session.run(feeds, { last_hidden_state: output });
+  const forward: Forward = async (inputs, dims, output) => {
+    await session.run(encoderFeeds(Tensor, declared, inputs, dims), { last_hidden_state: output });
   };
   const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release(), draftFile);
   // One call now: a graph whose hidden size is not config.json's fails the load, not a search,
@@ -346,14 +344,7 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     if (this.hidden.length < outSize) this.hidden = new Float32Array(Math.max(outSize, this.hidden.length * 2));
     const hidden = this.hidden.subarray(0, outSize);
     // onnxruntime checks the given output's shape against what the graph computes and fails the call otherwise.
-    await this.forward(
-      {
-        input_ids: new Tensor('int64', ids, dims),
-        attention_mask: new Tensor('int64', mask, dims),
-        token_type_ids: new Tensor('int64', this.types.subarray(0, size), dims),
-      },
-      new Tensor('float32', hidden, [batch, seq, this.dimension]),
-    );
+    await this.forward({ input_ids: ids, attention_mask: mask, token_type_ids: this.types.subarray(0, size) }, dims, new Tensor('float32', hidden, [batch, seq, this.dimension]));
     return { vectors: meanPoolNormalize(hidden, batch, seq, this.dimension, tokens), tokens };
   }
 
@@ -363,28 +354,4 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     await this.chain;
     await this.release();
   }
-}
-
-/** Mean over each row's first `lengths[b]` positions (right padding), then L2 normalisation. */
-export function meanPoolNormalize(data: Float32Array, batch: number, seq: number, dim: number, lengths: number[]): Float32Array[] {
-  const out: Float32Array[] = [];
-  const acc = new Float64Array(dim);
-  for (let b = 0; b < batch; b++) {
-    acc.fill(0);
-    const n = lengths[b];
-    let base = b * seq * dim;
-    for (let t = 0; t < n; t++, base += dim) {
-      for (let d = 0; d < dim; d++) acc[d] += data[base + d];
-    }
-    let norm = 0;
-    for (let d = 0; d < dim; d++) {
-      acc[d] /= Math.max(n, 1e-9);
-      norm += acc[d] * acc[d];
-    }
-    const scale = 1 / Math.max(Math.sqrt(norm), 1e-12);
-    const v = new Float32Array(dim);
-    for (let d = 0; d < dim; d++) v[d] = acc[d] * scale;
-    out.push(v);
-  }
-  return out;
 }

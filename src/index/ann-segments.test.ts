@@ -4,10 +4,10 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SegmentedAnn } from './ann-segments.ts';
-import { GraphWorker, newGraphClaims } from './graph-worker.ts';
-import { ANN_PARAMS } from './ann.ts';
-import { newYieldSignal } from '../yield-signal.ts';
-import { usearchMetric } from './exact.ts';
+import { newGraphClaims } from './graph-claims.ts';
+import { GraphWorker } from './graph-worker.ts';
+import { ANN_PARAMS } from './graph-params.ts';
+import { YieldSignal } from '../yield-signal.ts';
 import { draftVectors } from '../embedding/draft-test-support.ts';
 
 function rng(seed: number): () => number {
@@ -114,10 +114,10 @@ describe('SegmentedAnn', () => {
     ann.seal();
     ann.add(Array.from({ length: 500 }, (_, i) => 2000 + i), data.subarray(2000 * d, 2500 * d));
     ann.remove([3, 1003, 2003]);
-    const signal = newYieldSignal(100); // waits at most 100 ms for a gap in these searches
-    const searching = setInterval(() => Atomics.add(signal, 0, 1), 1); // searches while it saves
+    const signal = new YieldSignal(100); // waits at most 100 ms for a gap in these searches
+    const searching = setInterval(() => signal.searchStarted(), 1); // searches while it saves
     await ann.save(sub, '7', 42, 'db', { yieldTo: signal }).finally(() => clearInterval(searching));
-    assert.ok(signal[1] >= 1, 'the copies gave way to the searches');
+    assert.ok(signal.rests >= 1, 'the copies gave way to the searches');
     assert.equal(ann.unviewed, 2);
     const qs = Array.from({ length: 10 }, (_, i) => data.subarray((i * 97) * d, (i * 97) * d + d));
     const inMemory = qs.map((q) => ann.search(q, 20));
@@ -199,7 +199,7 @@ describe('SegmentedAnn', () => {
       ann.shareWith(worker);
       // Another table's graph (one of the same files, under an id of its own) to keep the worker busy.
       const file = path.join(sub, (await fs.readdir(sub)).find((f) => f.endsWith('.seg.usearch'))!);
-      worker.sync({}, [{ id: 1e9, file, dimension: d, metric: usearchMetric('cosine'), ...ANN_PARAMS }]);
+      worker.sync({}, [{ id: 1e9, file, dimension: d, metric: 'cosine' }]);
       while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
       const q = data.subarray(77 * d, 78 * d);
       const busy = worker.search(Array(200).fill(1e9), q, 100, newGraphClaims());

@@ -8,8 +8,8 @@
  * new vector, is marked dead in the sealed segment that holds it; searches skip dead entries.
  * A segment that is mostly dead is retired: its live rows are re-indexed into the delta, and once
  * none is left the segment is dropped (see IndexKeeper). Smaller graphs also search better than one
- * big one at the same effort (recall@10 0.99 per 250k-row graph against 0.86 for one 1M-row graph
- * at effort 512, connectivity 16, on the bench's data), at the cost of one graph walk per segment.
+ * big one at the same effort (figures with the graph parameters, graph-params.ts), at the cost of
+ * one graph walk per segment.
  *
  * Saved state: one manifest per table (`<name>.json`: the change sequence it covers, every
  * segment's graph file, row-id file, digests and dead rows, and the delta's files), written last,
@@ -22,9 +22,10 @@ import { writeFileDurably } from '../durable-file.ts';
 import { DIR_MODE } from '../private-dir.ts';
 import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
 import type { YieldSignal } from '../yield-signal.ts';
-import { ANN_PARAMS, AnnIndex } from './ann.ts';
-import { usearchMetric } from './exact.ts';
-import { claimGraph, newGraphClaims, type DraftQuery, type GraphClaims, type GraphWorker, type WorkerAnswer } from './graph-worker.ts';
+import { AnnIndex } from './ann.ts';
+import { ANN_PARAMS } from './graph-params.ts';
+import { claimGraph, newGraphClaims, type GraphClaims } from './graph-claims.ts';
+import type { DraftQuery, GraphWorker, WorkerAnswer } from './graph-worker.ts';
 import { METRICS, type Metric } from './metric.ts';
 
 const FORMAT = 'vss-ann-segments-1';
@@ -204,7 +205,7 @@ export class SegmentedAnn {
    * How many results to ask each graph for. usearch walks with max(expansion_search, results), so
    * asking for more than `k` only pays when the effort exceeds expansion_search (fewer than four
    * graphs); otherwise the extra results change nothing but cost time: at 1M rows (four graphs
-   * of connectivity 16 at effort 256 each) asking for 256 instead of 100 took the walks from p50
+   * at effort 256 each, measured when graphs had connectivity 16) asking for 256 instead of 100 took the walks from p50
    * 2.6 to 4.2 ms, same answers (a throwaway probe calling the store's search in process on a
    * kept 1M bench directory).
    */
@@ -224,7 +225,7 @@ export class SegmentedAnn {
     mine.set(this, key);
     worker.sync(
       this,
-      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: usearchMetric(this.metric), ...annGraphParams() })),
+      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: this.metric })),
     );
   }
 
@@ -513,7 +514,6 @@ function best(found: Found[], k: number): number[] {
 
 /** What each worker was last told per table, so unchanged tables are not re-sent. */
 const workerSynced = new WeakMap<GraphWorker, Map<SegmentedAnn, string>>();
-const annGraphParams = () => ({ connectivity: ANN_PARAMS.connectivity, expansionAdd: ANN_PARAMS.expansionAdd, expansionSearch: ANN_PARAMS.expansionSearch });
 
 const manifestPath = (dir: string, name: string): string => path.join(dir, `${name}.json`);
 const idsFile = (graphFile: string): string => `${graphFile}.ids`;

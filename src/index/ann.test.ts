@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { digestFile } from '../file-digest.ts';
 import { Index, MetricKind, ScalarKind } from 'usearch';
-import { ANN_PARAMS, AnnIndex, graphQuantization } from './ann.ts';
+import { AnnIndex } from './ann.ts';
+import { ANN_PARAMS, graphQuantization } from './graph-params.ts';
 import { SegmentedMatrix } from './matrix.ts';
 import { exactSearchMatrix } from './exact.ts';
 

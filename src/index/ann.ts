@@ -6,7 +6,7 @@
  * The copies are 8-bit for cosine tables and bfloat16 for the others (graphQuantization): smaller
  * files and page cache, faster builds and somewhat faster walks. usearch's int8 cast scales each
  * vector to unit length first, which keeps cosine and nothing else, so dot-product and Euclidean
- * tables keep 16 bits. A saved graph keeps the kind it was written with: usearch reads it from the
+ * tables keep 16 bits (graph-params.ts). A saved graph keeps the kind it was written with: usearch reads it from the
  * file, whatever the index was created with. bfloat16 rather than IEEE half:
  * the same size and, measured here, the same recall, but float32's exponent range (f16 turns any
  * component above 65504 into infinity, which breaks dot-product and Euclidean tables of
@@ -19,8 +19,8 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { Index, ScalarKind } from 'usearch';
-import { usearchMetric } from './exact.ts';
+import type { Index } from 'usearch';
+import { ANN_PARAMS, newNativeGraph } from './graph-params.ts';
 import type { Metric } from './metric.ts';
 import { fsyncDir, fsyncPath } from '../durable-file.ts';
 import { DIR_MODE, FILE_MODE } from '../private-dir.ts';
@@ -29,38 +29,6 @@ import { keysAsNumbers } from './usearch-keys.ts';
 import type { YieldSignal } from '../yield-signal.ts';
 
 export type { FileDigest };
-
-/**
- * Graph parameters. usearch searches with max(expansion_search, k), so asking for more than
- * expansion_search candidates widens the search by itself: SegmentedAnn does that to spend more
- * effort per graph when a table has fewer graphs. Measured on clustered data with heavy noise
- * (a hard case: 64 centres, uniform noise 0.6, 384-d: bench/workload.ts's generator), recall@10
- * after re-scoring the best 100 candidates of one 250k-row graph built in one go (200 queries,
- * a throwaway script, 2 cores; walk p50 in brackets):
- *
- *   connectivity 16, expansion_add 64: 0.84 / 0.88 / 0.92 / 0.95 at effort 96 / 128 / 192 / 256
- *     (0.42 / 0.51 / 0.60 / 0.76 ms), built in 34 s;
- *   connectivity 32, expansion_add 96: 0.97 / 0.98 / 0.99 / 1.00 (0.61 / 0.69 / 0.89 / 0.90 ms),
- *     built in 50 s.
- *
- * The denser graph reaches the same neighbours in far fewer steps on this data, so at equal
- * recall a walk is cheaper; the price is ~1.5× the build time and 128 more bytes of links a row.
- * Bigger graphs search worse at the same effort (one 1M-row graph of the first kind: 0.86 at
- * 512), which is why a table's index is several 250k-row segments (ann-segments.ts).
- */
-export const ANN_PARAMS = Object.freeze({ connectivity: 32, expansionAdd: 96, expansionSearch: 128 });
-
-/**
- * The scalar kind of a graph's row copies for a table of `metric`. Measured on a 250k-row graph of
- * the bench's clustered 384-d data (300 queries, one thread; docs/PERFORMANCE.md, "Two kinds of
- * machine, and int8 graph copies"): a walk at effort 128 took 1.29 ms with int8 copies against
- * 1.58 ms with bfloat16 on an AVX2 machine, 0.47 against 0.53 ms on an AVX-512 one; recall@10
- * after re-scoring 100 candidates 0.965 against 0.969 and 0.970 against 0.981. The file is 660
- * instead of 1,044 bytes a row.
- */
-export function graphQuantization(metric: Metric): ScalarKind.I8 | ScalarKind.BF16 {
-  return metric === 'cosine' ? ScalarKind.I8 : ScalarKind.BF16;
-}
 
 export interface Scored {
   keys: Float64Array;
@@ -80,19 +48,7 @@ export class AnnIndex {
   }
 
   static create(dimension: number, metric: Metric, expansionSearch = ANN_PARAMS.expansionSearch): AnnIndex {
-    return new AnnIndex(dimension, metric, AnnIndex.#native(dimension, metric, expansionSearch));
-  }
-
-  static #native(dimension: number, metric: Metric, expansionSearch: number): Index {
-    return new Index({
-      dimensions: dimension,
-      metric: usearchMetric(metric),
-      quantization: graphQuantization(metric),
-      connectivity: ANN_PARAMS.connectivity,
-      expansion_add: ANN_PARAMS.expansionAdd,
-      expansion_search: expansionSearch,
-      multi: false,
-    });
+    return new AnnIndex(dimension, metric, newNativeGraph(dimension, metric, expansionSearch));
   }
 
   /** How many rows the graph holds. */
@@ -222,7 +178,7 @@ export class AnnIndex {
         const digest = await digestFile(file);
         if (digest.bytes !== expect.digest.bytes || digest.sha256 !== expect.digest.sha256) return null;
       }
-      const native = AnnIndex.#native(expect.dimension, expect.metric, ANN_PARAMS.expansionSearch);
+      const native = newNativeGraph(expect.dimension, expect.metric, ANN_PARAMS.expansionSearch);
       if (how === 'view') native.view(file);
       else native.load(file);
       // A graph built with other parameters (an older version's) is rebuilt: the search efforts are tuned to these.

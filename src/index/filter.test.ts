@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
-import { compareCodePoints, filterToSql, matchesFilter, validateFilter, type Filter } from './filter.ts';
+import { compareCodePoints, compileFilter, filterToSql, validateFilter, type Filter } from './filter.ts';
 
 type Doc = Record<string, unknown>;
 
@@ -90,7 +90,7 @@ describe('filter', () => {
     it(`SQL and JS agree on ${JSON.stringify(filter)}`, () => {
       assert.deepEqual(validateFilter(filter), []);
       const want = [...expected].sort((a, b) => a - b);
-      const js = DOCS.filter((d) => matchesFilter(JSON.parse(JSON.stringify(d)), filter)).map((d) => d.id as number);
+      const js = DOCS.filter((d) => compileFilter(filter)(JSON.parse(JSON.stringify(d)))).map((d) => d.id as number);
       assert.deepEqual(js, want, 'JS');
       assert.deepEqual(sqlIds(db, filter), want, 'SQL');
     });
@@ -135,7 +135,7 @@ describe('filter', () => {
       for (const op of ['$gt', '$gte', '$lt', '$lte']) {
         for (const field of ['n', 'arr']) {
           const f: Filter = { [field]: { [op]: bound } };
-          const js = nums.flatMap((n, id) => (matchesFilter({ n, arr: [n] }, f) ? [id] : []));
+          const js = nums.flatMap((n, id) => (compileFilter(f)({ n, arr: [n] }) ? [id] : []));
           assert.deepEqual(sqlIds(big, f), js, JSON.stringify(f));
         }
       }
@@ -170,7 +170,7 @@ describe('filter', () => {
     for (let i = 0; i < 300; i++) {
       const f = tree(3);
       assert.deepEqual(validateFilter(f), [], JSON.stringify(f));
-      const js = DOCS.filter((d) => matchesFilter(JSON.parse(JSON.stringify(d)), f)).map((d) => d.id as number);
+      const js = DOCS.filter((d) => compileFilter(f)(JSON.parse(JSON.stringify(d)))).map((d) => d.id as number);
       assert.deepEqual(sqlIds(db, f), js, JSON.stringify(f));
     }
   });

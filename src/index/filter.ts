@@ -261,12 +261,7 @@ const sqlLiteral = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 // ---------------------------------------------------------------- in memory
 
-/** Whether a metadata object matches a (validated) filter, with the same semantics as filterToSql. */
-export function matchesFilter(metadata: { [k: string]: Json } | null | undefined, filter: Filter): boolean {
-  return matches(metadata ?? {}, compile(filter));
-}
-
-/** Compiles once for matching many rows. */
+/** Whether a metadata object matches a (validated) filter, with the same semantics as filterToSql; compiled once for matching many rows. */
 export function compileFilter(filter: Filter): (metadata: { [k: string]: Json } | null | undefined) => boolean {
   const node = compile(filter);
   return (m) => matches(m ?? {}, node);

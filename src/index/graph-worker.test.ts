@@ -5,9 +5,11 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Index, ScalarKind } from 'usearch';
-import { ANN_PARAMS, AnnIndex } from './ann.ts';
+import { AnnIndex } from './ann.ts';
+import { ANN_PARAMS } from './graph-params.ts';
 import { usearchMetric } from './exact.ts';
-import { GraphWorker, newGraphClaims, type WorkerAnswer } from './graph-worker.ts';
+import { newGraphClaims } from './graph-claims.ts';
+import { GraphWorker, type WorkerAnswer } from './graph-worker.ts';
 
 const d = 16;
 function rows(n: number, seed: number): Float32Array {
@@ -35,7 +37,7 @@ describe('GraphWorker', () => {
   it('walks only the graphs it claims, and says which it could not open', async () => {
     const worker = new GraphWorker();
     try {
-      const params = { dimension: d, metric: usearchMetric('cosine'), ...ANN_PARAMS };
+      const params = { dimension: d, metric: 'cosine' as const };
       const stdin = fsSync.fstatSync(0);
       worker.sync(graphs, [...files.map((file, i) => ({ id: i + 1, file, ...params })), { id: 9, file: path.join(dir, 'absent.usearch'), ...params }]);
       while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
@@ -75,7 +77,7 @@ describe('GraphWorker', () => {
     old.save(file);
     const worker = new GraphWorker();
     try {
-      worker.sync({}, [{ id: 1, file, dimension: d, metric: usearchMetric('cosine'), ...ANN_PARAMS }]);
+      worker.sync({}, [{ id: 1, file, dimension: d, metric: 'cosine' }]);
       while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
       const q = rows(1, 42);
       const want = old.search(q, 20, 1);

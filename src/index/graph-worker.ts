@@ -16,25 +16,23 @@
  * Draft encoders (addDraft): a text query's vector comes from a model call of ~3.5 ms that holds
  * the main thread, and this thread would wait for it idle. Given a smaller copy of the model (an
  * int8 ONNX graph of the same architecture: token ids in, token vectors out, mean-pooled and
- * L2-normalised here as sentence-transformers does), a search can start from the query's token
+ * L2-normalised as sentence-transformers does: sentence-encoder.ts), a search can start from the query's token
  * ids instead: this thread encodes them with the draft (~half the time) and walks graphs with
  * that approximate vector while the main thread computes the exact one, then claims what is left.
  * Stage 2 re-scores every candidate with the exact vector, so a draft only chooses candidates,
  * as the graphs' compact copies of the rows already do.
  */
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
-import { KEYS_AS_NUMBERS_JS } from './usearch-keys.ts';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../worker-url.ts';
+import type { GraphClaims } from './graph-claims.ts';
+import type { Metric } from './metric.ts';
 
+/** A sealed graph file the thread should have open (parameters as newNativeGraph gives them). */
 export interface WorkerGraph {
   id: number;
   file: string;
   dimension: number;
-  /** usearch's metric kind name (MetricKind value), and the graph's parameters. */
-  metric: string;
-  connectivity: number;
-  expansionAdd: number;
-  expansionSearch: number;
+  metric: Metric;
 }
 
 export interface WorkerResult {
@@ -53,109 +51,21 @@ export interface DraftQuery {
   ids: Int32Array;
 }
 
-/** The claim counter a search shares with the worker (see claimGraph). */
-export type GraphClaims = Int32Array;
+/** A search sent to the thread: with the query's vector, or with a draft query to encode first. */
+export type SearchMessage = { type: 'search'; seq: number; ids: number[]; k: number; claims: GraphClaims } & ({ query: Float32Array; draft?: undefined } | { query?: undefined; draft: DraftQuery });
 
-export const newGraphClaims = (): GraphClaims => new Int32Array(new SharedArrayBuffer(4));
+/** Messages to the search thread (graph-search.worker.ts), handled in order. */
+export type ToSearchThread =
+  | { type: 'sync'; owner: number; graphs: WorkerGraph[] }
+  | { type: 'draft'; name: string; file: string; dimension: number; probe: number[] }
+  | SearchMessage;
 
-/** Takes the next graph of a shared search: its position, or -1 when all are taken. */
-export function claimGraph(claims: GraphClaims, count: number): number {
-  const i = Atomics.add(claims, 0, 1);
-  return i < count ? i : -1;
-}
-
-/** Plain JS: it runs as is under tsx and inside the bundle alike. */
-const WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { statSync } = require('node:fs');
-const { Index } = require(workerData.usearch);
-parentPort.postMessage({ type: 'loaded' });
-const keysAsNumbers = ${KEYS_AS_NUMBERS_JS};
-const open = new Map();
-const owned = new Map();
-const drafts = new Map();
-let ort = null;
-/** The draft encoder's vector for token ids: mean over tokens, L2-normalised; null if it cannot give one. */
-async function encode(d, ids) {
-  const n = ids.length;
-  const dims = [1, n];
-  const feeds = {};
-  if (d.inputs.has('input_ids')) feeds.input_ids = new ort.Tensor('int64', BigInt64Array.from(ids, (x) => BigInt(x)), dims);
-  if (d.inputs.has('attention_mask')) feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(n).fill(1n), dims);
-  if (d.inputs.has('token_type_ids')) feeds.token_type_ids = new ort.Tensor('int64', new BigInt64Array(n), dims);
-  const out = (await d.session.run(feeds)).last_hidden_state;
-  if (!out || out.dims.length !== 3 || out.dims[1] !== n || out.dims[2] !== d.dimension) return null;
-  const h = out.data;
-  const acc = new Float64Array(d.dimension);
-  for (let t = 0; t < n; t++) for (let j = 0, o = t * d.dimension; j < d.dimension; j++) acc[j] += h[o + j];
-  let norm = 0;
-  for (let j = 0; j < d.dimension; j++) norm += acc[j] * acc[j];
-  if (!(norm > 0)) return null;
-  const scale = 1 / Math.sqrt(norm);
-  return Float32Array.from(acc, (x) => x * scale);
-}
-async function addDraft(m) {
-  try {
-    ort ??= require(workerData.onnxruntime);
-    const session = await ort.InferenceSession.create(m.file, { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' });
-    const d = { session, dimension: m.dimension, inputs: new Set(session.inputNames) };
-    // One call now: a graph that does not give this dimension is refused here, not in a search.
-    if (!(await encode(d, Int32Array.from(m.probe)))) throw new Error('it does not give ' + m.dimension + '-dimensional token vectors');
-    drafts.set(m.name, d);
-    parentPort.postMessage({ type: 'draft', name: m.name, ok: true });
-  } catch (e) {
-    parentPort.postMessage({ type: 'draft', name: m.name, ok: false, error: String(e && e.message || e) });
-  }
-}
-function walk(m, query) {
-  const results = [];
-  const transfer = [];
-  // The same claim as claimGraph() in the main thread.
-  for (let i = Atomics.add(m.claims, 0, 1); i < m.ids.length; i = Atomics.add(m.claims, 0, 1)) {
-    const index = open.get(m.ids[i]);
-    if (!index) { results.push({ index: i, missing: true }); continue; }
-    const r = index.search(query, Math.min(m.k, index.size()), 1);
-    const keys = keysAsNumbers(r.keys);
-    const distances = r.distances.slice();
-    results.push({ index: i, keys, distances });
-    transfer.push(keys.buffer, distances.buffer);
-  }
-  parentPort.postMessage({ seq: m.seq, results }, transfer);
-}
-parentPort.on('message', (m) => {
-  if (m.type === 'draft') return void addDraft(m);
-  if (m.type === 'sync') {
-    const want = new Set(m.graphs.map((g) => g.id));
-    for (const id of owned.get(m.owner) ?? []) if (!want.has(id)) open.delete(id);
-    owned.set(m.owner, want);
-    for (const g of m.graphs) {
-      if (open.has(g.id)) continue;
-      try {
-        // No scalar kind: a viewed file brings its own (int8 or bf16, by table and age: ann.ts).
-        const index = new Index({ dimensions: g.dimension, metric: g.metric, connectivity: g.connectivity, expansion_add: g.expansionAdd, expansion_search: g.expansionSearch, multi: false });
-        // usearch 2.26's view of a file it cannot open closes descriptor 0, the process's stdin, and
-        // the next descriptor opened there later aborts Node (libuv: "fd > STDERR_FILENO"). A
-        // retired segment's file can be gone by the time it is synced here, so look first.
-        statSync(g.file);
-        index.view(g.file);
-        // Map every page once, in order, rather than one fault at a time during searches.
-        index.save('/dev/null');
-        open.set(g.id, index);
-      } catch {
-        open.set(g.id, null);
-      }
-    }
-    parentPort.postMessage({ type: 'synced', owner: m.owner, ready: [...want].filter((id) => open.get(id)) });
-    return;
-  }
-  if (!m.draft) return walk(m, m.query);
-  const d = drafts.get(m.draft.encoder);
-  // No draft vector: claim nothing, so the caller walks every graph with the exact one.
-  const none = () => parentPort.postMessage({ seq: m.seq, results: [] });
-  if (!d) return none();
-  encode(d, m.draft.ids).then((q) => (q ? walk(m, q) : none()), none);
-});
-`;
+/** Messages from the search thread. */
+export type FromSearchThread =
+  | { type: 'loaded' }
+  | { type: 'synced'; owner: number; ready: number[] }
+  | { type: 'draft'; name: string; ok: boolean; error?: string }
+  | { type: 'answer'; seq: number; results: WorkerAnswer[] };
 
 export class GraphWorker {
   #worker: Worker | null;
@@ -179,13 +89,10 @@ export class GraphWorker {
   readonly #drafts = new Map<string, { ready: boolean; settled: Promise<void>; settle: () => void; onLoad?: (error: string | null) => void }>();
 
   constructor() {
-    const require = createRequire(import.meta.url);
-    const usearch = require.resolve('usearch');
-    const onnxruntime = require.resolve('onnxruntime-node');
     this.#loaded = new Promise((resolve) => (this.#markLoaded = resolve));
-    this.#worker = new Worker(WORKER, { eval: true, workerData: { usearch, onnxruntime }, execArgv: [] });
+    this.#worker = startWorker('index/graph-search.worker');
     this.#worker.unref();
-    this.#worker.on('message', (m: { type?: 'synced' | 'loaded' | 'draft'; owner: number; ready: number[]; seq: number; results: WorkerAnswer[]; name: string; ok: boolean; error?: string }) => {
+    this.#worker.on('message', (m: FromSearchThread) => {
       if (m.type === 'loaded') return this.#markLoaded();
       if (m.type === 'draft') {
         const d = this.#drafts.get(m.name);
@@ -248,7 +155,7 @@ export class GraphWorker {
     if (id === undefined) this.#owners.set(owner, (id = this.#nextOwner++));
     if (!this.#worker) return;
     this.#syncing++;
-    this.#worker.postMessage({ type: 'sync', owner: id, graphs });
+    this.#post({ type: 'sync', owner: id, graphs });
   }
 
   /**
@@ -263,7 +170,7 @@ export class GraphWorker {
     let settle!: () => void;
     const settled = new Promise<void>((r) => (settle = r));
     this.#drafts.set(name, { ready: false, settled, settle, onLoad });
-    this.#worker.postMessage({ type: 'draft', name, file, dimension, probe: Array.from(probe) });
+    this.#post({ type: 'draft', name, file, dimension, probe: Array.from(probe) });
   }
 
   /** Whether draft encoder `name` is loaded. */
@@ -283,12 +190,15 @@ export class GraphWorker {
     if (!this.#worker || ids.length === 0) return Promise.resolve([]);
     const seq = this.#seq++;
     this.searches++;
-    const what = query instanceof Float32Array ? { query } : { draft: query };
     if (!(query instanceof Float32Array)) this.draftSearches++;
     return new Promise((resolve) => {
       this.#waiting.set(seq, { resolve });
-      this.#worker!.postMessage({ type: 'search', seq, ids, k, claims, ...what });
+      this.#post(query instanceof Float32Array ? { type: 'search', seq, ids, k, claims, query } : { type: 'search', seq, ids, k, claims, draft: query });
     });
+  }
+
+  #post(m: ToSearchThread): void {
+    this.#worker?.postMessage(m);
   }
 
   async close(): Promise<void> {

@@ -280,6 +280,25 @@ function* chunkSteps(text: string, tokenizer: ChunkTokenizer, opts: ChunkOptions
     }
   }
 
+  return yield* packUnits(text, units, { chunkSize, overlap, maxUnitChars, count, countWord, due });
+}
+
+/** What packing units into chunks needs from chunkSteps. */
+interface Packing {
+  chunkSize: number;
+  overlap: number;
+  maxUnitChars: number;
+  count: (s: string) => number;
+  countWord: (w: string) => number;
+  /** True when it is time to yield. */
+  due: () => boolean;
+}
+
+/**
+ * Packs consecutive units into chunks of at most chunkSize tokens, each ending at the strongest
+ * boundary that leaves it at least half full and starting with the previous chunk's overlap.
+ */
+function* packUnits(text: string, units: Unit[], { chunkSize, overlap, maxUnitChars, count, countWord, due }: Packing): Generator<void, Chunk[], void> {
   // Packing. A chunk holds units [i, e), preceded by the tail of unit i - 1 when `head` >= 0 (a
   // partial overlap); it must reach past the previous chunk's end (e >= minEnd).
   const chunks: Chunk[] = [];
@@ -327,17 +346,7 @@ function* chunkSteps(text: string, tokenizer: ChunkTokenizer, opts: ChunkOptions
     const lo = head >= 0 ? i : i + 1; // the next chunk must start after this one does
     // Among the starts that fit, the one after the strongest boundary (a row or paragraph start
     // over a sentence start), the longest on a tie.
-    let s = e;
-    let acc = 0;
-    let bestBrk = -1;
-    for (let k = e; k - 1 >= lo && acc + units[k - 1].tokens <= room && units[e].end - units[k - 1].start <= maxUnitChars; ) {
-      acc += units[--k].tokens;
-      const brk = k === 0 ? PARAGRAPH : units[k - 1].brk;
-      if (brk >= bestBrk) {
-        bestBrk = brk;
-        s = k;
-      }
-    }
+    const s = overlapStart(units, e, lo, room, maxUnitChars);
     head = -1;
     headTokens = 0;
     if (s === e && room > 0) {
@@ -353,6 +362,26 @@ function* chunkSteps(text: string, tokenizer: ChunkTokenizer, opts: ChunkOptions
     minEnd = e + 1;
   }
   return chunks;
+}
+
+/**
+ * Where the next chunk starts among units [lo, e): the trailing units worth at most `room` tokens,
+ * starting after the strongest boundary (a row or paragraph start over a sentence start), the
+ * longest on a tie; `e` when none fits.
+ */
+function overlapStart(units: Unit[], e: number, lo: number, room: number, maxUnitChars: number): number {
+  let s = e;
+  let acc = 0;
+  let bestBrk = -1;
+  for (let k = e; k - 1 >= lo && acc + units[k - 1].tokens <= room && units[e].end - units[k - 1].start <= maxUnitChars; ) {
+    acc += units[--k].tokens;
+    const brk = k === 0 ? PARAGRAPH : units[k - 1].brk;
+    if (brk >= bestBrk) {
+      bestBrk = brk;
+      s = k;
+    }
+  }
+  return s;
 }
 
 /** The last words of text[a, b) worth at most `budget` tokens: where they start and their tokens. */

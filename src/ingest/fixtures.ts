@@ -268,4 +268,4 @@ export function childCommands(ppid: number): string[] {
 }
 
 /** Extraction processes that are children of this one. */
-export const extractionProcesses = (): string[] => childCommands(process.pid).filter((c) => /extract[/-]worker/.test(c));
+export const extractionProcesses = (): string[] => childCommands(process.pid).filter((c) => /extract\.worker\.(ts|mjs)/.test(c));

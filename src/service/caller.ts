@@ -12,8 +12,6 @@ export interface Caller {
 
 const RANK: Record<Permission, number> = { Read: 1, Write: 2, All: 3 };
 
-export const PERMISSIONS: readonly Permission[] = ['All', 'Write', 'Read'];
-
 /** True when `have` includes everything `need` allows. */
 export const permits = (have: Permission, need: Permission): boolean => RANK[have] >= RANK[need];
 

@@ -1,5 +1,5 @@
 /**
- * Extraction processes, pooled: every file is parsed in a child process (worker.ts) with a memory
+ * Extraction processes, pooled: every file is parsed in a child process (extract.worker.ts) with a memory
  * ceiling (RLIMIT_DATA through util-linux's prlimit, which counts the ArrayBuffers pdf.js decodes
  * into, plus V8's heap limit) and a wall-clock limit; one that passes either is killed and the
  * upload answered 422. At most `workers` run at once; up to `queue` more uploads wait their turn,
@@ -37,10 +37,10 @@ const MiB = 1024 * 1024;
 const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p));
 const START_TIMEOUT_MS = 30_000;
 
-/** The worker module beside this one: TypeScript run through tsx from source, the esbuild entry `extract-worker.mjs` from the bundle. */
+/** The worker module beside this one: TypeScript run through tsx from source, the esbuild entry `extract.worker.mjs` from the bundle. */
 function workerCommand(memoryMb: number): { cmd: string; args: string[]; cwd: string } {
   const fromSource = import.meta.url.endsWith('.ts');
-  const file = fileURLToPath(new URL(fromSource ? './worker.ts' : './extract-worker.mjs', import.meta.url));
+  const file = fileURLToPath(new URL(fromSource ? './extract.worker.ts' : './extract.worker.mjs', import.meta.url));
   const node = [...(fromSource ? ['--import', 'tsx'] : []), `--max-old-space-size=${memoryMb}`, file];
   // cwd beside the module, so that `--import tsx` resolves from the project's node_modules.
   const cwd = path.dirname(file);

@@ -1,4 +1,4 @@
-/** The messages between the server (pool.ts) and an extraction process (worker.ts). */
+/** The messages between the server (pool.ts) and an extraction process (extract.worker.ts). */
 import type { ErrorCode, FieldError } from '../../errors.ts';
 import type { FileType } from '../detect.ts';
 import type { Extracted, ExtractLimits } from './types.ts';

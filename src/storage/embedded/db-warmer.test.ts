@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DbWarmer } from './db-warmer.ts';
-import { newYieldSignal } from '../../yield-signal.ts';
+import { YieldSignal } from '../../yield-signal.ts';
 import { openEmbeddedStorage, type EmbeddedStorage } from './embedded-storage.ts';
 
 /** Resident bytes of this process's mappings of `file` (Linux: /proc/self/smaps). */
@@ -68,13 +68,13 @@ describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /
     // Closed first: nothing else on this thread, so the search count moves every 2 ms as meant.
     await (await filled(dataDir, 2 ** 31)).close();
     // 6,000 rows in slices of 100: 60 slices, each a rest of 20 ms apart while searches run.
-    const searches = newYieldSignal();
+    const searches = new YieldSignal();
     const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), 2 ** 31, searches, undefined, { sliceRows: 100, busyRestMs: 20 });
     try {
       const quiet = await warmer.warm();
-      assert.equal(searches[1], 0, 'no search, no rest');
-      Atomics.add(searches, 0, 1); // before the first slice too
-      const searching = setInterval(() => Atomics.add(searches, 0, 1), 2);
+      assert.equal(searches.rests, 0, 'no search, no rest');
+      searches.searchStarted(); // before the first slice too
+      const searching = setInterval(() => searches.searchStarted(), 2);
       const busy = await warmer.warm().finally(() => clearInterval(searching));
       assert.equal(quiet.rows, 6_000);
       assert.equal(busy.rows, 6_000);
@@ -82,7 +82,7 @@ describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /
       assert.equal(threadNices().filter((n) => n === 19).length, 1);
       assert.notEqual(niceOf('/proc/thread-self/stat'), 19);
       assert.ok(busy.ms >= 50 * 20, `busy pass took ${busy.ms} ms`);
-      assert.ok(searches[1] >= 50, `rests counted: ${searches[1]}`);
+      assert.ok(searches.rests >= 50, `rests counted: ${searches.rests}`);
       assert.ok(quiet.ms * 3 < busy.ms, `quiet pass took ${quiet.ms} ms, busy ${busy.ms} ms`);
     } finally {
       await warmer.close();

@@ -18,11 +18,13 @@
  * (a bulk load finished). Only the first `mmapBytes` of the file can be mapped (SQLite caps its
  * map at 2 GiB); pages past that are read as before, and so are pages still in the WAL.
  */
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import { Worker } from 'node:worker_threads';
-import { LOWEST_PRIORITY_JS } from '../../thread-priority.ts';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../../worker-url.ts';
 import type { YieldSignal } from '../../yield-signal.ts';
+import type { WarmerData, WarmPass } from './db-warmer.worker.ts';
+
+export type { WarmPass };
 
 /** Rows per statement: a slice reads ~3 MB of 384-d vectors, so checkpoints are never held up long. */
 const SLICE_ROWS = 2_000;
@@ -32,52 +34,6 @@ const BUSY_REST_MS = 100;
 const CHECK_MS = 5_000;
 /** A pass is due when the file grew by this share since the last one (and then held still for CHECK_MS). */
 const GROWTH_SHARE = 0.1;
-
-/** Plain JS: it runs as is under tsx and inside the bundle alike. */
-const WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-${LOWEST_PRIORITY_JS}
-const Database = require(workerData.sqlite);
-const db = new Database(workerData.file, { readonly: true, fileMustExist: true });
-const pause = new Int32Array(new SharedArrayBuffer(4));
-const searches = workerData.searches;
-let seen = Atomics.load(searches, 0);
-db.pragma('mmap_size = ' + workerData.mmapBytes);
-// Tables the search path reads by row id; each slice reads every column of its rows.
-const TABLES = [
-  { name: 'vector_payloads', touch: 'sum(length(vector)) + sum(length(text))' },
-  { name: 'vectors', touch: 'sum(length(key)) + sum(length(metadata))' },
-];
-parentPort.on('message', () => {
-  const started = Date.now();
-  let rows = 0;
-  try {
-    for (const t of TABLES) {
-      const max = db.prepare('SELECT max(id) FROM ' + t.name).pluck().get() ?? 0;
-      const slice = db.prepare('SELECT count(*), ' + t.touch + ' FROM ' + t.name + ' WHERE id > ? AND id <= ?').raw(true);
-      for (let lo = 0; lo < max; lo += workerData.sliceRows) {
-        const t0 = performance.now();
-        rows += slice.get(lo, lo + workerData.sliceRows)[0];
-        // Half the time at most, and far less while searches run: they need the cores more.
-        const now = Atomics.load(searches, 0);
-        const busy = now !== seen;
-        seen = now;
-        if (busy) Atomics.add(searches, 1, 1);
-        Atomics.wait(pause, 0, 0, busy ? workerData.busyRestMs : performance.now() - t0);
-      }
-    }
-    parentPort.postMessage({ rows, ms: Date.now() - started });
-  } catch (e) {
-    parentPort.postMessage({ rows, ms: Date.now() - started, error: String(e && e.message) });
-  }
-});
-`;
-
-export interface WarmPass {
-  rows: number;
-  ms: number;
-  error?: string;
-}
 
 export class DbWarmer {
   readonly #file: string;
@@ -97,9 +53,8 @@ export class DbWarmer {
     this.#file = file;
     if (mmapBytes <= 0) return;
     try {
-      const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
-      const workerData = { sqlite, file, mmapBytes, sliceRows: tuning.sliceRows ?? SLICE_ROWS, busyRestMs: tuning.busyRestMs ?? BUSY_REST_MS, searches };
-      this.#worker = new Worker(WORKER, { eval: true, workerData, execArgv: [] });
+      const workerData: WarmerData = { file, mmapBytes, sliceRows: tuning.sliceRows ?? SLICE_ROWS, busyRestMs: tuning.busyRestMs ?? BUSY_REST_MS, searches: searches.shared };
+      this.#worker = startWorker('storage/embedded/db-warmer.worker', { workerData });
       this.#worker.unref();
       const fail = (e?: unknown) => {
         if (this.#worker === null) return;

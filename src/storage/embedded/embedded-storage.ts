@@ -2,7 +2,7 @@
  * The embedded backend: one data directory, SQLite as the truth (`vss.db`); derived state beside
  * it: each table's float32 vectors (`vectors/<table id>.f32`, trusted at start only after a clean
  * close) and its segmented ANN index (`indexes/<table id>.json` and the graph files it names).
- * See ARCHITECTURE.md, "The embedded default".
+ * See docs/ARCHITECTURE.md, "Embedded storage".
  *
  * better-sqlite3 is synchronous, so every method runs to completion in one turn of the event
  * loop: a write's SQL commit and its in-memory effects are never interleaved with another call.
@@ -26,7 +26,7 @@ import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
-import { newYieldSignal } from '../../yield-signal.ts';
+import { YieldSignal } from '../../yield-signal.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {
@@ -108,7 +108,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   // One query's graph walks on both cores (see graph-worker.ts); `searchWorker: false` keeps them here.
   const worker = opts.searchWorker === false ? null : new GraphWorker();
   // Moved by every search; background passes over files rest while it moves (see yield-signal.ts).
-  const searches = newYieldSignal(opts.index.gapPatienceMs);
+  const searches = new YieldSignal(opts.index.gapPatienceMs);
   const keeper = new IndexKeeper(
     { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log, worker, searches },
     sqlIndexSource(db, seq),

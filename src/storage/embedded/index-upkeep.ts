@@ -3,7 +3,7 @@
  *
  * A table's state: the float32 matrix (always current: writes land there before they resolve)
  * and the segmented ANN index (behind by the rows in `pending`). Pending rows are indexed in small
- * slices between other work (setImmediate), sized to about SLICE_MS each. Searches scan pending
+ * slices between other work (setImmediate), sized to about UPKEEP_TIMINGS.sliceMs each. Searches scan pending
  * rows exactly, so the index being behind, rebuilt, still being opened or absent only costs speed.
  *
  * Saved indexes carry the sequence number they cover: every change with seq <= it is in the saved
@@ -16,46 +16,51 @@ import { SegmentedAnn } from '../../index/ann-segments.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
-import { newYieldSignal, type YieldSignal } from '../../yield-signal.ts';
+import { YieldSignal } from '../../yield-signal.ts';
 
-/** Target duration of one indexing slice: long enough to amortise, short enough for latency. */
-const SLICE_MS = 15;
-/**
- * While writes keep arriving, indexing takes at most this share of the time (a slice, then a pause
- * as long as it), so acknowledging writes comes first and the index catches up when they stop.
- */
-const BUSY_INDEX_SHARE = 0.5;
-/** Writes within this many ms make the store "busy". */
-const BUSY_WINDOW_MS = 250;
-/**
- * Memory-mapped graphs fault their pages in on first touch, which in a VM costs microseconds a
- * page, and every thread's map of a graph is its own: the first few hundred searches after a
- * start walked the graphs ~10-40 % slower. So the main thread walks each graph once,
- * sequentially (~75 ms per 250k-row graph): as soon as a seal maps it, and graphs opened at
- * start in quiet moments (no search or write within WARM_QUIET_MS) or, if searches keep coming,
- * one at a time from WARM_DEADLINE_MS on. (Graphs mapped by the seals of a bulk load used to
- * wait for a quiet moment too, which never came while the index caught up or searches streamed
- * in, so the main thread's maps of them stayed cold.)
- */
-const WARM_QUIET_MS = 50;
-const WARM_DEADLINE_MS = 2_000;
-/**
- * A segment sealed with no rows left to index (the last one of a bulk load) is written to its
- * file and swapped for a mapped view of it in quiet moments (SETTLE_QUIET_MS below), at most
- * this long after the seal, and searched from memory meanwhile. Each step takes the cores from
- * searches: usearch's save holds the main thread (~150 ms for a 250k-row graph), the block copy
- * and hash take ~1 s of a core flat out (they wait up to 30 s for gaps in searches that come
- * meanwhile, see copyFileDigested), the swap holds the main thread ~35 ms (usearch's view
- * visits every node), and the worker then reads the file through for ~100 ms while this thread
- * walks every graph alone. With rows still waiting (a bulk load going on) it is all done at once:
- * memory to free, no search latency to protect.
- */
-const SETTLE_DEADLINE_MS = 5_000;
-/**
- * The quiet that settling such a segment waits for: longer than the warm-up's, since the work
- * lasts ~1.3 s at 1M rows; 50 ms without a request is only the gap between a client's polls.
- */
-const SETTLE_QUIET_MS = 1_000;
+/** The upkeep's timings, in one place; each says why it is what it is. */
+export const UPKEEP_TIMINGS = Object.freeze({
+  /** Target duration of one indexing slice: long enough to amortise, short enough for latency. */
+  sliceMs: 15,
+  /**
+   * While writes keep arriving, indexing takes at most this share of the time (a slice, then a
+   * pause as long as it), so acknowledging writes comes first and the index catches up when they stop.
+   */
+  busyIndexShare: 0.5,
+  /** Writes within this many ms make the store "busy". */
+  busyWindowMs: 250,
+  /**
+   * Memory-mapped graphs fault their pages in on first touch, which in a VM costs microseconds a
+   * page, and every thread's map of a graph is its own: the first few hundred searches after a
+   * start walked the graphs ~10-40 % slower. So the main thread walks each graph once,
+   * sequentially (~75 ms per 250k-row graph): as soon as a seal maps it, and graphs opened at
+   * start in quiet moments (no search or write within warmQuietMs) or, if searches keep coming,
+   * one at a time from warmDeadlineMs on. (Graphs mapped by the seals of a bulk load used to
+   * wait for a quiet moment too, which never came while the index caught up or searches streamed
+   * in, so the main thread's maps of them stayed cold.)
+   */
+  warmQuietMs: 50,
+  warmDeadlineMs: 2_000,
+  /**
+   * A segment sealed with no rows left to index (the last one of a bulk load) is written to its
+   * file and swapped for a mapped view of it in quiet moments (settleQuietMs), at most this long
+   * after the seal, and searched from memory meanwhile. Each step takes the cores from searches:
+   * usearch's save holds the main thread (~150 ms for a 250k-row graph), the block copy and hash
+   * take ~1 s of a core flat out (they wait up to 30 s for gaps in searches that come meanwhile,
+   * see copyFileDigested), the swap holds the main thread ~35 ms (usearch's view visits every
+   * node), and the worker then reads the file through for ~100 ms while this thread walks every
+   * graph alone. With rows still waiting (a bulk load going on) it is all done at once: memory to
+   * free, no search latency to protect. UpkeepOptions.settleDeadlineMs overrides it.
+   */
+  settleDeadlineMs: 5_000,
+  /**
+   * The quiet that settling such a segment waits for: longer than the warm-up's, since the work
+   * lasts ~1.3 s at 1M rows; 50 ms without a request is only the gap between a client's polls.
+   */
+  settleQuietMs: 1_000,
+});
+const T = UPKEEP_TIMINGS;
+
 /** A sealed segment with this share of dead rows is retired: its live rows are re-indexed. */
 const RETIRE_DEAD_SHARE = 0.3;
 
@@ -69,34 +74,177 @@ export interface TableMeta {
   createdAt: string;
 }
 
+/**
+ * One table in memory: its rows (the float32 matrix, always current) and the ANN index's upkeep
+ * state, which only IndexKeeper changes, through the methods below; others read it.
+ */
 export class TableState {
   readonly meta: TableMeta;
   readonly matrix: VectorMatrix;
-  ann: SegmentedAnn | null = null;
+  #ann: SegmentedAnn | null = null;
   /** rowId -> seq of its oldest change not yet in `ann`, in seq order. */
-  pending = new Map<number, number>();
+  #pending = new Map<number, number>();
   /** Changes to `ann` since it was last saved. */
-  changes = 0;
-  savedSeq = -1;
-  saving: Promise<void> | null = null;
+  #changes = 0;
+  #savedSeq = -1;
+  #saving: Promise<void> | null = null;
   /** Set while the saved index is being checked and opened (searches scan exactly meanwhile). */
-  restoring: Promise<void> | null = null;
+  #restoring: Promise<void> | null = null;
   /** Set once the index was found inconsistent and rebuilt, so a bug cannot make it loop. */
-  rebuilt = false;
-  /** When mapped graphs opened at start must be prefaulted, quiet or not (Infinity: none wants it; see WARM_QUIET_MS). */
-  warmBy = Infinity;
-  /** When sealed segments still searched from memory must be saved and mapped, quiet or not (SETTLE_DEADLINE_MS). */
-  settleBy = Infinity;
+  #rebuilt = false;
+  /** When mapped graphs opened at start must be prefaulted, quiet or not (Infinity: none wants it; see UPKEEP_TIMINGS.warmQuietMs). */
+  #warmBy = Infinity;
+  /** When sealed segments still searched from memory must be saved and mapped, quiet or not (UPKEEP_TIMINGS.settleDeadlineMs). */
+  #settleBy = Infinity;
 
   constructor(meta: TableMeta, matrix: VectorMatrix) {
     this.meta = meta;
     this.matrix = matrix;
   }
 
+  /** The ANN index (null: none yet, or dropped for a rebuild); behind by the pending rows. */
+  get ann(): SegmentedAnn | null {
+    return this.#ann;
+  }
+
+  /** Rows not yet in the index, which searches scan exactly. */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  pendingIds(): IterableIterator<number> {
+    return this.#pending.keys();
+  }
+
+  /** The seq the saved index covers (-1: none saved). */
+  get savedSeq(): number {
+    return this.#savedSeq;
+  }
+
+  get restoring(): Promise<void> | null {
+    return this.#restoring;
+  }
+
+  get saving(): Promise<void> | null {
+    return this.#saving;
+  }
+
+  /** Changes to the index since it was last saved. */
+  get changes(): number {
+    return this.#changes;
+  }
+
+  get warmBy(): number {
+    return this.#warmBy;
+  }
+
+  get settleBy(): number {
+    return this.#settleBy;
+  }
+
   /** Every change with seq <= this is in `ann`. */
   coveredSeq(currentSeq: number): number {
-    for (const seq of this.pending.values()) return seq - 1;
+    for (const seq of this.#pending.values()) return seq - 1;
     return currentSeq;
+  }
+
+  /** Queues rows for the index at `seq` (a row already waiting keeps its older place and seq). */
+  queue(rowIds: Iterable<number>, seq: number): void {
+    for (const id of rowIds) if (!this.#pending.has(id)) this.#pending.set(id, seq);
+  }
+
+  unqueue(rowIds: Iterable<number>): void {
+    for (const id of rowIds) this.#pending.delete(id);
+  }
+
+  /** The first `n` waiting rows, oldest first (still queued). */
+  nextPending(n: number): number[] {
+    const ids: number[] = [];
+    if (n <= 0) return ids;
+    for (const id of this.#pending.keys()) {
+      ids.push(id);
+      if (ids.length >= n) break;
+    }
+    return ids;
+  }
+
+  /** The index, created empty if there is none. */
+  indexOrNew(): SegmentedAnn {
+    return (this.#ann ??= SegmentedAnn.create(this.meta.dimension, this.meta.metric));
+  }
+
+  /** Takes a saved index covering `seq`; nothing is queued until the caller queues what came after. */
+  adopt(ann: SegmentedAnn, seq: number): void {
+    this.#ann = ann;
+    this.#savedSeq = seq;
+    this.#pending = new Map();
+  }
+
+  /** Drops the index and queues `rows` (every live row, in seq order) to build it again. */
+  rebuildFrom(rows: Iterable<{ id: number; seq: number }>): void {
+    this.#ann = null;
+    this.#pending = new Map();
+    for (const r of rows) this.#pending.set(r.id, r.seq);
+  }
+
+  /** Marks the one rebuild an inconsistency may cause: false when it already had it. */
+  claimRebuild(): boolean {
+    if (this.#rebuilt) return false;
+    this.#rebuilt = true;
+    return true;
+  }
+
+  changed(n: number): void {
+    this.#changes += n;
+  }
+
+  /** The changes a save about to start will cover: counted as saved from now (see saveFailed). */
+  takeChanges(): number {
+    const n = this.#changes;
+    this.#changes = 0;
+    return n;
+  }
+
+  /** Known as `saving` until `save` settles. */
+  trackSave(save: Promise<void>): Promise<void> {
+    this.#saving = save.finally(() => (this.#saving = null));
+    return this.#saving;
+  }
+
+  saved(ann: SegmentedAnn, seq: number): void {
+    if (this.#ann === ann) this.#savedSeq = seq;
+  }
+
+  /** A save failed: its changes are unsaved again, and the timed saves retry, not every quiet moment. */
+  saveFailed(changes: number): void {
+    this.#changes += changes;
+    this.#settleBy = Infinity;
+  }
+
+  /** Marks the saved index being opened until `open` settles. */
+  trackRestore(open: Promise<void>): Promise<void> {
+    this.#restoring = open.finally(() => (this.#restoring = null));
+    return this.#restoring;
+  }
+
+  /** Mapped graphs opened at start want prefaulting by `deadline` (performance.now() ms). */
+  wantWarmBy(deadline: number): void {
+    this.#warmBy = deadline;
+  }
+
+  /** No mapped graph wants prefaulting any more. */
+  warmed(): void {
+    this.#warmBy = Infinity;
+  }
+
+  /** Sealed segments in memory must be saved and mapped by `deadline` (or an earlier one asked for). */
+  wantSettledBy(deadline: number): void {
+    this.#settleBy = Math.min(this.#settleBy, deadline);
+  }
+
+  /** No sealed segment waits in memory any more. */
+  settled(): void {
+    this.#settleBy = Infinity;
   }
 }
 
@@ -115,7 +263,7 @@ export interface UpkeepOptions {
   exactBelowRows: number;
   /** Rows per sealed ANN segment. */
   segmentRows: number;
-  /** How long a sealed segment may stay in memory waiting for a quiet moment to be saved and mapped (default SETTLE_DEADLINE_MS). */
+  /** How long a sealed segment may stay in memory waiting for a quiet moment to be saved and mapped (default UPKEEP_TIMINGS.settleDeadlineMs). */
   settleDeadlineMs?: number;
   /** The database's id, stored with each index so that one never serves another database. */
   tag: string;
@@ -144,7 +292,7 @@ export class IndexKeeper {
   constructor(opts: UpkeepOptions, src: IndexSource) {
     this.#opts = opts;
     this.#src = src;
-    this.#searches = opts.searches ?? newYieldSignal();
+    this.#searches = opts.searches ?? new YieldSignal();
   }
 
   #name(t: TableState): string {
@@ -157,7 +305,7 @@ export class IndexKeeper {
    */
   restore(t: TableState): void {
     this.#tables.set(t.meta.id, t);
-    t.restoring = (async () => {
+    const open = (async () => {
       const saved = SegmentedAnn.hasSaved(this.#opts.dir, this.#name(t));
       const loaded = await SegmentedAnn.open(this.#opts.dir, this.#name(t), { dimension: t.meta.dimension, metric: t.meta.metric, tag: this.#opts.tag });
       if (this.#closed) return;
@@ -169,29 +317,24 @@ export class IndexKeeper {
         this.#requeueAll(t);
         return;
       }
-      t.ann = loaded.ann;
-      t.savedSeq = loaded.seq;
+      const ann = loaded.ann;
+      t.adopt(ann, loaded.seq);
       // Rows deleted after the save are not in the matrix; rows written after it are queued.
-      t.ann.dropMissing((id) => t.matrix.has(id));
-      t.ann.prune();
-      t.pending = new Map();
+      ann.dropMissing((id) => t.matrix.has(id));
+      ann.prune();
       // First the rows that retired segments had handed back before the save (the queue is not
       // saved): they are what the saved seq covers, so they go before the rows written since.
       // Left out, they stayed in graphs whose nearest entries were all dead, out of the searches' reach.
-      for (const id of t.ann.retiredLive((id) => t.matrix.has(id))) t.pending.set(id, loaded.seq + 1);
-      for (const r of this.#src.rowsSince(t.meta.id, loaded.seq)) if (!t.pending.has(r.id)) t.pending.set(r.id, r.seq);
-      t.changes += 1;
-      if (t.ann.stats().segments > 0) t.warmBy = performance.now() + WARM_DEADLINE_MS;
-      if (this.#opts.worker) t.ann.shareWith(this.#opts.worker);
-    })()
-      .catch((e: unknown) => {
-        this.#opts.log?.(`opening the ANN index of table ${t.meta.id} failed; rebuilding`, e);
-        this.#requeueAll(t);
-      })
-      .finally(() => {
-        t.restoring = null;
-        this.#schedule();
-      });
+      t.queue(ann.retiredLive((id) => t.matrix.has(id)), loaded.seq + 1);
+      for (const r of this.#src.rowsSince(t.meta.id, loaded.seq)) t.queue([r.id], r.seq);
+      t.changed(1);
+      if (ann.stats().segments > 0) t.wantWarmBy(performance.now() + T.warmDeadlineMs);
+      if (this.#opts.worker) ann.shareWith(this.#opts.worker);
+    })().catch((e: unknown) => {
+      this.#opts.log?.(`opening the ANN index of table ${t.meta.id} failed; rebuilding`, e);
+      this.#requeueAll(t);
+    });
+    void t.trackRestore(open).then(() => this.#schedule());
   }
 
   /** Registers a new, empty table. */
@@ -207,13 +350,13 @@ export class IndexKeeper {
   }
 
   upserted(t: TableState, rowIds: readonly number[], seq: number): void {
-    for (const id of rowIds) if (!t.pending.has(id)) t.pending.set(id, seq);
+    t.queue(rowIds, seq);
     this.#lastWrite = performance.now();
     this.#schedule();
   }
 
   deleted(t: TableState, rowIds: readonly number[]): void {
-    for (const id of rowIds) t.pending.delete(id);
+    t.unqueue(rowIds);
     if (t.ann !== null && rowIds.length > 0) {
       t.ann.remove(rowIds);
       this.#retire(t);
@@ -245,7 +388,7 @@ export class IndexKeeper {
         rows: t.matrix.size,
         indexed: t.restoring ? 0 : (t.ann?.size ?? 0),
         // A table below the exact-search threshold has nothing waiting: it is searched exactly.
-        pending: !big ? 0 : t.restoring ? t.matrix.size : t.pending.size,
+        pending: !big ? 0 : t.restoring ? t.matrix.size : t.pendingCount,
         savedSeq: t.savedSeq,
         segments: t.ann?.stats().segments ?? 0,
         inMemorySegments: t.ann?.inMemory ?? 0,
@@ -271,7 +414,7 @@ export class IndexKeeper {
   }
 
   #needsIndex(t: TableState): boolean {
-    return t.restoring === null && t.pending.size > 0 && t.matrix.size >= this.#opts.exactBelowRows;
+    return t.restoring === null && t.pendingCount > 0 && t.matrix.size >= this.#opts.exactBelowRows;
   }
 
   #idle(): boolean {
@@ -296,8 +439,8 @@ export class IndexKeeper {
         this.#opts.log?.('ANN indexing failed', e);
       }
     };
-    const busy = performance.now() - this.#lastWrite < BUSY_WINDOW_MS;
-    const pause = busy ? (this.#lastSliceMs * (1 - BUSY_INDEX_SHARE)) / BUSY_INDEX_SHARE : 0;
+    const busy = performance.now() - this.#lastWrite < T.busyWindowMs;
+    const pause = busy ? (this.#lastSliceMs * (1 - T.busyIndexShare)) / T.busyIndexShare : 0;
     if (pause >= 1) setTimeout(run, pause);
     else setImmediate(run);
   }
@@ -313,81 +456,77 @@ export class IndexKeeper {
     }
     const t = tables[this.#cursor++ % tables.length];
     const started = performance.now();
-    const ann = (t.ann ??= SegmentedAnn.create(t.meta.dimension, t.meta.metric));
-    // Rows to index (a bulk load): sealed segments still in memory need not wait (SETTLE_DEADLINE_MS).
+    const ann = t.indexOrNew();
+    // Rows to index (a bulk load): sealed segments still in memory need not wait (settleDeadlineMs).
     if (ann.unsaved > 0 && t.saving === null) void this.#save(t);
     else if (ann.unviewed > 0) this.#view(t);
     // Never past a segment's end, so a delta holds at most segmentRows rows.
     const room = Math.max(1, this.#opts.segmentRows - ann.deltaSize);
-    const ids: number[] = [];
-    for (const id of t.pending.keys()) {
-      ids.push(id);
-      if (ids.length >= Math.min(this.#batch, room)) break;
-    }
+    const ids = t.nextPending(Math.min(this.#batch, room));
     for (const block of t.matrix.gather(ids, ids.length)) ann.add(block.rowIds, block.vectors);
-    for (const id of ids) t.pending.delete(id);
+    t.unqueue(ids);
     this.#retire(t);
     this.#changed(t, ids.length);
     if (ann.deltaSize >= this.#opts.segmentRows) {
       ann.seal();
-      t.changes++; // so that a timed save or the one at close writes it even if nothing else changes
+      t.changed(1); // so that a timed save or the one at close writes it even if nothing else changes
       // With rows left, the next slice saves it; the load's last one waits for a quiet moment.
       if (!this.#needsIndex(t)) this.#settleLater(t);
     }
 
     const took = Math.max(0.1, performance.now() - started);
     this.#lastSliceMs = took;
-    this.#batch = Math.max(16, Math.min(16_384, Math.round((this.#batch * SLICE_MS) / took)));
-    if (t.pending.size === 0) this.#checkConsistent(t);
+    this.#batch = Math.max(16, Math.min(16_384, Math.round((this.#batch * T.sliceMs) / took)));
+    if (t.pendingCount === 0) this.#checkConsistent(t);
     this.#schedule();
   }
 
   /** A search ran: warm-up and settling wait for a quiet moment, and copies of saved graphs slow down. */
   searched(): void {
     this.#lastSearch = performance.now();
-    Atomics.add(this.#searches, 0, 1);
+    this.#searches.searchStarted();
   }
 
   /**
    * In a quiet moment (nothing to index, no recent request): saves a table's sealed in-memory
    * segments, or swaps saved ones for their files, or else prefaults one mapped graph that wants
-   * it. Each also happens once its deadline passes, quiet or not (SETTLE_DEADLINE_MS,
-   * WARM_DEADLINE_MS).
+   * it. Each also happens once its deadline passes, quiet or not (settleDeadlineMs,
+   * warmDeadlineMs).
    */
   #warm(): void {
     const now = performance.now();
     const idleMs = now - Math.max(this.#lastSearch, this.#lastWrite);
-    const quiet = idleMs >= WARM_QUIET_MS;
+    const quiet = idleMs >= T.warmQuietMs;
     const live = [...this.#tables.values()].filter((x) => x.ann !== null && x.restoring === null);
-    const toSettle = live.find((x) => x.settleBy < Infinity && (idleMs >= SETTLE_QUIET_MS || now >= x.settleBy));
+    const toSettle = live.find((x) => x.settleBy < Infinity && (idleMs >= T.settleQuietMs || now >= x.settleBy));
     const toWarm = live.find((x) => x.warmBy < Infinity);
     if (!toWarm && !live.some((x) => x.settleBy < Infinity)) return;
     let acted = true;
-    if (toSettle && toSettle.ann!.inMemory === 0) toSettle.settleBy = Infinity; // dropped meanwhile
+    if (toSettle && toSettle.ann!.inMemory === 0) toSettle.settled(); // dropped meanwhile
     else if (toSettle && toSettle.ann!.unsaved > 0 && toSettle.saving === null) void this.#save(toSettle);
     else if (toSettle && toSettle.ann!.unviewed > 0) this.#view(toSettle);
     else if (toWarm && (quiet || now >= toWarm.warmBy)) {
-      if (!toWarm.ann!.prefaultNext()) toWarm.warmBy = Infinity;
+      if (!toWarm.ann!.prefaultNext()) toWarm.warmed();
     } else acted = false; // nothing to do yet (not quiet, or a save under way)
-    setTimeout(() => this.#schedule(), quiet && acted ? 1 : WARM_QUIET_MS);
+    setTimeout(() => this.#schedule(), quiet && acted ? 1 : T.warmQuietMs);
   }
 
   /** Sealed segments of `t` in memory get saved and mapped in a quiet moment, or at their deadline. */
   #settleLater(t: TableState): void {
-    t.settleBy = Math.min(t.settleBy, performance.now() + (this.#opts.settleDeadlineMs ?? SETTLE_DEADLINE_MS));
+    t.wantSettledBy(performance.now() + (this.#opts.settleDeadlineMs ?? T.settleDeadlineMs));
   }
 
   /**
-   * Maps the table's saved segments from their files, walks them through once (WARM_QUIET_MS),
-   * and tells the worker (see SETTLE_DEADLINE_MS).
+   * Maps the table's saved segments from their files, walks them through once (see warmQuietMs),
+   * and tells the worker (see settleDeadlineMs).
    */
   #view(t: TableState): void {
     if (t.ann === null) return;
     const viewed = t.ann.viewSaved();
-    if (t.ann.inMemory === 0) t.settleBy = Infinity;
+    if (t.ann.inMemory === 0) t.settled();
     if (viewed === 0) return;
     while (t.ann.prefaultNext());
-    t.warmBy = Infinity;
+    t.warmed();
     if (this.#opts.worker) t.ann.shareWith(this.#opts.worker);
   }
 
@@ -398,30 +537,27 @@ export class IndexKeeper {
     if (back.length > 0) {
       // Not a change: the rows stay in their old segment until re-added, so the covered seq holds.
       const seq = this.#src.currentSeq();
-      for (const id of back) if (!t.pending.has(id)) t.pending.set(id, seq);
+      t.queue(back, seq);
       this.#schedule();
     }
-    if (ann.prune() > 0) t.changes++;
+    if (ann.prune() > 0) t.changed(1);
   }
 
   #changed(t: TableState, n: number): void {
-    t.changes += n;
+    t.changed(n);
     if (t.changes >= this.#opts.saveEveryChanges && t.saving === null) void this.#save(t);
   }
 
   /** Once caught up, the index must hold exactly the live rows; if not, rebuild it (once). */
   #checkConsistent(t: TableState): void {
-    if (t.ann === null || t.ann.size === t.matrix.size || t.rebuilt) return;
+    if (t.ann === null || t.ann.size === t.matrix.size || !t.claimRebuild()) return;
     this.#opts.log?.(`ANN index of table ${t.meta.id} holds ${t.ann.size} rows, table has ${t.matrix.size}; rebuilding`);
-    t.rebuilt = true;
     SegmentedAnn.removeFiles(this.#opts.dir, this.#name(t));
     this.#requeueAll(t);
   }
 
   #requeueAll(t: TableState): void {
-    t.ann = null;
-    t.pending = new Map();
-    for (const r of this.#src.rowsSince(t.meta.id, -1)) t.pending.set(r.id, r.seq);
+    t.rebuildFrom(this.#src.rowsSince(t.meta.id, -1));
   }
 
   #save(t: TableState): Promise<void> {
@@ -429,28 +565,28 @@ export class IndexKeeper {
     const ann = t.ann;
     if (ann === null) return Promise.resolve();
     const seq = t.coveredSeq(this.#src.currentSeq());
-    const changes = t.changes;
-    t.changes = 0;
-    let saved = false;
-    t.saving = (async () => {
-      try {
-        await ann.save(this.#opts.dir, this.#name(t), seq, this.#opts.tag, { yieldTo: this.#searches });
-        saved = true;
-        if (t.ann === ann) t.savedSeq = seq;
-      } catch (e) {
-        t.changes += changes;
-        t.settleBy = Infinity; // the timed saves retry, not every quiet moment
+    const changes = t.takeChanges();
+    const save = ann.save(this.#opts.dir, this.#name(t), seq, this.#opts.tag, { yieldTo: this.#searches }).then(
+      () => {
+        t.saved(ann, seq);
+        return true;
+      },
+      (e: unknown) => {
+        t.saveFailed(changes);
         this.#opts.log?.(`saving the ANN index of table ${t.meta.id} failed`, e);
-      } finally {
-        t.saving = null;
-      }
-      // Segments it wrote wait to be mapped, and one sealed while it ran to be written: by the next
-      // slice if rows wait for indexing, else in a quiet moment.
-      if (saved && t.ann === ann && ann.inMemory > 0 && !this.#closed) {
-        if (!this.#needsIndex(t)) this.#settleLater(t);
-        this.#schedule();
-      }
-    })();
-    return t.saving;
+        return false;
+      },
+    );
+    return t.trackSave(
+      save.then((saved) => {
+        // Segments it wrote wait to be mapped, and one sealed while it ran to be written: by the
+        // next slice if rows wait for indexing, else in a quiet moment. (`saving` is still set
+        // here: #settleLater and #schedule only ask for later work.)
+        if (saved && t.ann === ann && ann.inMemory > 0 && !this.#closed) {
+          if (!this.#needsIndex(t)) this.#settleLater(t);
+          this.#schedule();
+        }
+      }),
+    );
   }
 }

@@ -225,7 +225,7 @@ export class Vectors {
       // plus the exact best of rows they do not hold yet.
       const ann = t.ann!;
       const fromAnn = started !== null ? await started : this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
-      const fromPending = t.pending.size > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pending.keys()).map((s) => s.rowId) : [];
+      const fromPending = t.pendingCount > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds()).map((s) => s.rowId) : [];
       this.searches.ann++;
       return this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, q.includeVector === true);
     }
@@ -262,7 +262,7 @@ export class Vectors {
       metric === t.meta.metric &&
       n >= this.#settings.exactBelowRows &&
       candidates < n * ANN_MAX_CANDIDATE_SHARE &&
-      t.pending.size < n * ANN_MAX_PENDING_SHARE
+      t.pendingCount < n * ANN_MAX_PENDING_SHARE
     );
   }
 
