@@ -1,0 +1,285 @@
+"""``VssVectorStore``: a LangChain ``VectorStore`` over one vss table.
+
+Documents are rows: ``Document.id`` is the key, ``page_content`` the row's text, ``metadata``
+its metadata (filters are vss filters on it). With ``embedding=None`` the server embeds texts and
+queries with its model; with a LangChain ``Embeddings`` the vectors are computed here and written
+as vectors (the table's dimension is then the embedding's).
+"""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+import vss
+from vss.models import Match, SearchResult
+
+from ._mmr import mmr_order
+
+# The server answers a match's row text inside its metadata under this name.
+TEXT_FIELD = "text"
+
+
+def _is_unknown_field(err: vss.VssError, field: str) -> bool:
+    return err.status == 400 and any(e.get("path") == f"/body/{field}" and "not a known field" in str(e.get("message")) for e in err.errors)
+
+
+def _is_missing_table(err: vss.VssError) -> bool:
+    return isinstance(err, vss.NotFoundError) and err.code == "table_not_found"
+
+
+def _document(key: str, text: Optional[str], metadata: Dict[str, Any]) -> Document:
+    return Document(id=key, page_content=text or "", metadata=metadata)
+
+
+def _from_match(m: Match) -> Tuple[Document, float]:
+    metadata = dict(m.metadata)
+    text = metadata.pop(TEXT_FIELD, None)
+    return _document(m.key, text if isinstance(text, str) else None, metadata), m.score
+
+
+def _items(texts: Sequence[str], metadatas: Optional[Sequence[Optional[dict]]], ids: Optional[Sequence[Optional[str]]],
+           vectors: Optional[List[List[float]]]) -> List[Dict[str, Any]]:
+    if metadatas is not None and len(metadatas) != len(texts):
+        raise ValueError(f"{len(metadatas)} metadatas for {len(texts)} texts")
+    if ids is not None and len(ids) != len(texts):
+        raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
+    items = []
+    for i, text in enumerate(texts):
+        metadata = dict((metadatas[i] if metadatas else None) or {})
+        if TEXT_FIELD in metadata:
+            raise ValueError(f"metadata field {TEXT_FIELD!r} is reserved: vss answers the document's text under it")
+        key = (ids[i] if ids else None) or str(uuid.uuid4())
+        item: Dict[str, Any] = {"key": key, "text": text, "metadata": metadata}
+        if vectors is not None:
+            item["vector"] = vectors[i]
+        items.append(item)
+    return items
+
+
+class VssVectorStore(VectorStore):
+    def __init__(self, embedding: Optional[Embeddings] = None, *, url: str, api_key: str,
+                 keyspace: str = vss.DEFAULT_KEYSPACE, table: str = vss.DEFAULT_TABLE, **client_options: Any) -> None:
+        """``client_options`` go to ``vss.Client`` and ``vss.AsyncClient`` (timeout, max_retries…)."""
+        self.embedding = embedding
+        self.keyspace = keyspace
+        self.table = table
+        self._url, self._api_key, self._options = url, api_key, client_options
+        self.client = vss.Client(url, api_key, **client_options)
+        self._async: Dict[int, vss.AsyncClient] = {}
+        # None until a server answers whether it knows the search's `mmr` field.
+        self._server_mmr: Optional[bool] = None
+
+    @property
+    def embeddings(self) -> Optional[Embeddings]:
+        return self.embedding
+
+    @property
+    def aclient(self) -> vss.AsyncClient:
+        """The async client of the running event loop (httpx's pools belong to one loop)."""
+        loop = id(asyncio.get_running_loop())
+        if loop not in self._async:
+            self._async[loop] = vss.AsyncClient(self._url, self._api_key, **self._options)
+        return self._async[loop]
+
+    def _where(self) -> Dict[str, str]:
+        return {"keyspace": self.keyspace, "table": self.table}
+
+    # --- writing -------------------------------------------------------------------------------
+    def add_texts(self, texts: Iterable[str], metadatas: Optional[List[dict]] = None, *, ids: Optional[List[Optional[str]]] = None,
+                  **kwargs: Any) -> List[str]:
+        texts = list(texts)
+        vectors = self.embedding.embed_documents(texts) if self.embedding is not None and texts else None
+        items = _items(texts, metadatas, ids, vectors)
+        return self.client.upsert(items, **self._where()).keys if items else []
+
+    async def aadd_texts(self, texts: Iterable[str], metadatas: Optional[List[dict]] = None, *,
+                         ids: Optional[List[Optional[str]]] = None, **kwargs: Any) -> List[str]:
+        texts = list(texts)
+        vectors = await self.embedding.aembed_documents(texts) if self.embedding is not None and texts else None
+        items = _items(texts, metadatas, ids, vectors)
+        return (await self.aclient.upsert(items, **self._where())).keys if items else []
+
+    def delete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> Optional[bool]:
+        """Deletes by ids, or by ``filter=`` (a vss metadata filter)."""
+        try:
+            self.client.delete(ids, filter=kwargs.get("filter"), **self._where())
+        except vss.NotFoundError as e:
+            if not _is_missing_table(e):
+                raise
+        return True
+
+    async def adelete(self, ids: Optional[List[str]] = None, **kwargs: Any) -> Optional[bool]:
+        try:
+            await self.aclient.delete(ids, filter=kwargs.get("filter"), **self._where())
+        except vss.NotFoundError as e:
+            if not _is_missing_table(e):
+                raise
+        return True
+
+    def get_by_ids(self, ids: Sequence[str], /) -> List[Document]:
+        return [_document(r.key, r.text, r.metadata) for r in self.client.get_many(list(ids), **self._where())]
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> List[Document]:
+        rows = await self.aclient.get_many(list(ids), **self._where())
+        return [_document(r.key, r.text, r.metadata) for r in rows]
+
+    # --- searching -----------------------------------------------------------------------------
+    def _search_body(self, query: Optional[str], vector: Optional[List[float]], k: int, filter: Optional[dict],
+                     kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        body: Dict[str, Any] = {"final_top_k": k, "filter": filter, **self._where(), **kwargs}
+        if vector is not None:
+            body["vector"] = vector
+        else:
+            body["query"] = query
+        return body
+
+    def _query_vector(self, query: str) -> Optional[List[float]]:
+        return self.embedding.embed_query(query) if self.embedding is not None else None
+
+    async def _aquery_vector(self, query: str) -> Optional[List[float]]:
+        return await self.embedding.aembed_query(query) if self.embedding is not None else None
+
+    def _run_search(self, body: Dict[str, Any]) -> List[Tuple[Document, float]]:
+        try:
+            result: SearchResult = self.client.search(**body)
+        except vss.NotFoundError as e:
+            if _is_missing_table(e):  # nothing written yet
+                return []
+            raise
+        return [_from_match(m) for m in result.matches]
+
+    async def _arun_search(self, body: Dict[str, Any]) -> List[Tuple[Document, float]]:
+        try:
+            result: SearchResult = await self.aclient.search(**body)
+        except vss.NotFoundError as e:
+            if _is_missing_table(e):
+                return []
+            raise
+        return [_from_match(m) for m in result.matches]
+
+    def similarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any) -> List[Tuple[Document, float]]:
+        """``kwargs`` pass through to the search (``mode="hybrid"``, ``rerank=True``…); scores are the server's."""
+        return self._run_search(self._search_body(query, self._query_vector(query), k, filter, kwargs))
+
+    async def asimilarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None,
+                                            **kwargs: Any) -> List[Tuple[Document, float]]:
+        return await self._arun_search(self._search_body(query, await self._aquery_vector(query), k, filter, kwargs))
+
+    def similarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
+        return [d for d, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
+
+    async def asimilarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
+        return [d for d, _ in await self.asimilarity_search_with_score(query, k, filter, **kwargs)]
+
+    def similarity_search_with_score_by_vector(self, embedding: List[float], k: int = 4, filter: Optional[dict] = None,
+                                               **kwargs: Any) -> List[Tuple[Document, float]]:
+        return self._run_search(self._search_body(None, embedding, k, filter, kwargs))
+
+    async def asimilarity_search_with_score_by_vector(self, embedding: List[float], k: int = 4, filter: Optional[dict] = None,
+                                                      **kwargs: Any) -> List[Tuple[Document, float]]:
+        return await self._arun_search(self._search_body(None, embedding, k, filter, kwargs))
+
+    def similarity_search_by_vector(self, embedding: List[float], k: int = 4, filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
+        return [d for d, _ in self.similarity_search_with_score_by_vector(embedding, k, filter, **kwargs)]
+
+    async def asimilarity_search_by_vector(self, embedding: List[float], k: int = 4, filter: Optional[dict] = None,
+                                           **kwargs: Any) -> List[Document]:
+        return [d for d, _ in await self.asimilarity_search_with_score_by_vector(embedding, k, filter, **kwargs)]
+
+    def _select_relevance_score_fn(self) -> Any:
+        # Scores are cosine similarities in [-1, 1] (tables a first write creates are cosine).
+        return lambda score: (score + 1.0) / 2.0
+
+    # --- maximal marginal relevance --------------------------------------------------------------
+    def _mmr_body(self, query: Optional[str], vector: Optional[List[float]], k: int, fetch_k: int, lambda_mult: float,
+                  filter: Optional[dict], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        mmr = {"diversity": 1.0 - lambda_mult, "candidates": max(fetch_k, k)}
+        return self._search_body(query, vector, k, filter, {**kwargs, "mmr": mmr})
+
+    def _local_mmr(self, vector: List[float], rows: List[Match], k: int, lambda_mult: float) -> List[Document]:
+        order = mmr_order(vector, [m.vector or [] for m in rows], k, lambda_mult)
+        return [_from_match(rows[i])[0] for i in order]
+
+    def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
+                                      filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
+        """The server's ``mmr`` (diversity = 1 − lambda_mult over ``fetch_k`` candidates) where it
+        has it; otherwise MMR here over the ``fetch_k`` best, with their vectors."""
+        vector = self._query_vector(query)
+        if self._server_mmr is not False:
+            try:
+                return [d for d, _ in self._run_search(self._mmr_body(query, vector, k, fetch_k, lambda_mult, filter, kwargs))]
+            except vss.BadRequestError as e:
+                if not _is_unknown_field(e, "mmr"):
+                    raise
+                self._server_mmr = False
+        if vector is None:
+            vector = self.client.embed([query])[0]
+        return self.max_marginal_relevance_search_by_vector(vector, k, fetch_k, lambda_mult, filter, **kwargs)
+
+    async def amax_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
+                                             filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
+        vector = await self._aquery_vector(query)
+        if self._server_mmr is not False:
+            try:
+                return [d for d, _ in await self._arun_search(self._mmr_body(query, vector, k, fetch_k, lambda_mult, filter, kwargs))]
+            except vss.BadRequestError as e:
+                if not _is_unknown_field(e, "mmr"):
+                    raise
+                self._server_mmr = False
+        if vector is None:
+            vector = (await self.aclient.embed([query]))[0]
+        return await self.amax_marginal_relevance_search_by_vector(vector, k, fetch_k, lambda_mult, filter, **kwargs)
+
+    def max_marginal_relevance_search_by_vector(self, embedding: List[float], k: int = 4, fetch_k: int = 20,
+                                                lambda_mult: float = 0.5, filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
+        if self._server_mmr is not False:
+            try:
+                return [d for d, _ in self._run_search(self._mmr_body(None, embedding, k, fetch_k, lambda_mult, filter, kwargs))]
+            except vss.BadRequestError as e:
+                if not _is_unknown_field(e, "mmr"):
+                    raise
+                self._server_mmr = False
+        try:
+            rows = self.client.search(vector=embedding, final_top_k=max(fetch_k, k), filter=filter, include_vector=True,
+                                      **self._where(), **kwargs).matches
+        except vss.NotFoundError as e:
+            if _is_missing_table(e):
+                return []
+            raise
+        return self._local_mmr(embedding, rows, k, lambda_mult)
+
+    async def amax_marginal_relevance_search_by_vector(self, embedding: List[float], k: int = 4, fetch_k: int = 20,
+                                                       lambda_mult: float = 0.5, filter: Optional[dict] = None,
+                                                       **kwargs: Any) -> List[Document]:
+        if self._server_mmr is not False:
+            try:
+                return [d for d, _ in await self._arun_search(self._mmr_body(None, embedding, k, fetch_k, lambda_mult, filter, kwargs))]
+            except vss.BadRequestError as e:
+                if not _is_unknown_field(e, "mmr"):
+                    raise
+                self._server_mmr = False
+        try:
+            rows = (await self.aclient.search(vector=embedding, final_top_k=max(fetch_k, k), filter=filter, include_vector=True,
+                                              **self._where(), **kwargs)).matches
+        except vss.NotFoundError as e:
+            if _is_missing_table(e):
+                return []
+            raise
+        return self._local_mmr(embedding, rows, k, lambda_mult)
+
+    # --- construction --------------------------------------------------------------------------
+    @classmethod
+    def from_texts(cls, texts: List[str], embedding: Optional[Embeddings] = None, metadatas: Optional[List[dict]] = None, *,
+                   ids: Optional[List[str]] = None, url: str = "http://127.0.0.1:8080", api_key: str = "",
+                   keyspace: str = vss.DEFAULT_KEYSPACE, table: str = vss.DEFAULT_TABLE, **kwargs: Any) -> "VssVectorStore":
+        store = cls(embedding, url=url, api_key=api_key, keyspace=keyspace, table=table, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+    def close(self) -> None:
+        self.client.close()
