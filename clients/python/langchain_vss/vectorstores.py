@@ -36,10 +36,10 @@ def _document(key: str, text: Optional[str], metadata: Dict[str, Any]) -> Docume
     return Document(id=key, page_content=text or "", metadata=metadata)
 
 
-def _from_match(m: Match) -> Tuple[Document, float]:
+def _from_match(m: Match) -> Tuple[Document, float, Optional[List[float]]]:
     metadata = dict(m.metadata)
     text = metadata.pop(TEXT_FIELD, None)
-    return _document(m.key, text if isinstance(text, str) else None, metadata), m.score
+    return _document(m.key, text if isinstance(text, str) else None, metadata), m.score, m.vector
 
 
 def _items(texts: Sequence[str], metadatas: Optional[Sequence[Optional[dict]]], ids: Optional[Sequence[Optional[str]]],
@@ -144,7 +144,7 @@ class VssVectorStore(VectorStore):
     async def _aquery_vector(self, query: str) -> Optional[List[float]]:
         return await self.embedding.aembed_query(query) if self.embedding is not None else None
 
-    def _run_search(self, body: Dict[str, Any]) -> List[Tuple[Document, float]]:
+    def _run_search(self, body: Dict[str, Any]) -> List[Tuple[Document, float, Optional[List[float]]]]:
         try:
             result: SearchResult = self.client.search(**body)
         except vss.NotFoundError as e:
@@ -153,7 +153,7 @@ class VssVectorStore(VectorStore):
             raise
         return [_from_match(m) for m in result.matches]
 
-    async def _arun_search(self, body: Dict[str, Any]) -> List[Tuple[Document, float]]:
+    async def _arun_search(self, body: Dict[str, Any]) -> List[Tuple[Document, float, Optional[List[float]]]]:
         try:
             result: SearchResult = await self.aclient.search(**body)
         except vss.NotFoundError as e:
@@ -164,11 +164,12 @@ class VssVectorStore(VectorStore):
 
     def similarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any) -> List[Tuple[Document, float]]:
         """``kwargs`` pass through to the search (``mode="hybrid"``, ``rerank=True``…); scores are the server's."""
-        return self._run_search(self._search_body(query, self._query_vector(query), k, filter, kwargs))
+        return [(d, s) for d, s, _ in self._run_search(self._search_body(query, self._query_vector(query), k, filter, kwargs))]
 
     async def asimilarity_search_with_score(self, query: str, k: int = 4, filter: Optional[dict] = None,
                                             **kwargs: Any) -> List[Tuple[Document, float]]:
-        return await self._arun_search(self._search_body(query, await self._aquery_vector(query), k, filter, kwargs))
+        found = await self._arun_search(self._search_body(query, await self._aquery_vector(query), k, filter, kwargs))
+        return [(d, s) for d, s, _ in found]
 
     def similarity_search(self, query: str, k: int = 4, filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
         return [d for d, _ in self.similarity_search_with_score(query, k, filter, **kwargs)]
@@ -178,11 +179,11 @@ class VssVectorStore(VectorStore):
 
     def similarity_search_with_score_by_vector(self, embedding: List[float], k: int = 4, filter: Optional[dict] = None,
                                                **kwargs: Any) -> List[Tuple[Document, float]]:
-        return self._run_search(self._search_body(None, embedding, k, filter, kwargs))
+        return [(d, s) for d, s, _ in self._run_search(self._search_body(None, embedding, k, filter, kwargs))]
 
     async def asimilarity_search_with_score_by_vector(self, embedding: List[float], k: int = 4, filter: Optional[dict] = None,
                                                       **kwargs: Any) -> List[Tuple[Document, float]]:
-        return await self._arun_search(self._search_body(None, embedding, k, filter, kwargs))
+        return [(d, s) for d, s, _ in await self._arun_search(self._search_body(None, embedding, k, filter, kwargs))]
 
     def similarity_search_by_vector(self, embedding: List[float], k: int = 4, filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
         return [d for d, _ in self.similarity_search_with_score_by_vector(embedding, k, filter, **kwargs)]
@@ -196,81 +197,64 @@ class VssVectorStore(VectorStore):
         return lambda score: (score + 1.0) / 2.0
 
     # --- maximal marginal relevance --------------------------------------------------------------
-    def _mmr_body(self, query: Optional[str], vector: Optional[List[float]], k: int, fetch_k: int, lambda_mult: float,
-                  filter: Optional[dict], kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        mmr = {"diversity": 1.0 - lambda_mult, "candidates": max(fetch_k, k)}
-        return self._search_body(query, vector, k, filter, {**kwargs, "mmr": mmr})
-
-    def _local_mmr(self, vector: List[float], rows: List[Match], k: int, lambda_mult: float) -> List[Document]:
-        order = mmr_order(vector, [m.vector or [] for m in rows], k, lambda_mult)
-        return [_from_match(rows[i])[0] for i in order]
-
     def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
                                       filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
         """The server's ``mmr`` (diversity = 1 − lambda_mult over ``fetch_k`` candidates) where it
         has it; otherwise MMR here over the ``fetch_k`` best, with their vectors."""
-        vector = self._query_vector(query)
-        if self._server_mmr is not False:
-            try:
-                return [d for d, _ in self._run_search(self._mmr_body(query, vector, k, fetch_k, lambda_mult, filter, kwargs))]
-            except vss.BadRequestError as e:
-                if not _is_unknown_field(e, "mmr"):
-                    raise
-                self._server_mmr = False
-        if vector is None:
-            vector = self.client.embed([query])[0]
-        return self.max_marginal_relevance_search_by_vector(vector, k, fetch_k, lambda_mult, filter, **kwargs)
+        return self._mmr(query, self._query_vector(query), k, fetch_k, lambda_mult, filter, kwargs)
 
     async def amax_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
                                              filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
-        vector = await self._aquery_vector(query)
-        if self._server_mmr is not False:
-            try:
-                return [d for d, _ in await self._arun_search(self._mmr_body(query, vector, k, fetch_k, lambda_mult, filter, kwargs))]
-            except vss.BadRequestError as e:
-                if not _is_unknown_field(e, "mmr"):
-                    raise
-                self._server_mmr = False
-        if vector is None:
-            vector = (await self.aclient.embed([query]))[0]
-        return await self.amax_marginal_relevance_search_by_vector(vector, k, fetch_k, lambda_mult, filter, **kwargs)
+        return await self._ammr(query, await self._aquery_vector(query), k, fetch_k, lambda_mult, filter, kwargs)
 
     def max_marginal_relevance_search_by_vector(self, embedding: List[float], k: int = 4, fetch_k: int = 20,
                                                 lambda_mult: float = 0.5, filter: Optional[dict] = None, **kwargs: Any) -> List[Document]:
-        if self._server_mmr is not False:
-            try:
-                return [d for d, _ in self._run_search(self._mmr_body(None, embedding, k, fetch_k, lambda_mult, filter, kwargs))]
-            except vss.BadRequestError as e:
-                if not _is_unknown_field(e, "mmr"):
-                    raise
-                self._server_mmr = False
-        try:
-            rows = self.client.search(vector=embedding, final_top_k=max(fetch_k, k), filter=filter, include_vector=True,
-                                      **self._where(), **kwargs).matches
-        except vss.NotFoundError as e:
-            if _is_missing_table(e):
-                return []
-            raise
-        return self._local_mmr(embedding, rows, k, lambda_mult)
+        return self._mmr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
 
     async def amax_marginal_relevance_search_by_vector(self, embedding: List[float], k: int = 4, fetch_k: int = 20,
                                                        lambda_mult: float = 0.5, filter: Optional[dict] = None,
                                                        **kwargs: Any) -> List[Document]:
+        return await self._ammr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
+
+    def _server_lacks_mmr(self, err: vss.BadRequestError) -> bool:
+        """Whether a 400 says the server has no ``mmr`` field (remembered: then MMR runs here)."""
+        if _is_unknown_field(err, "mmr"):
+            self._server_mmr = False
+        return self._server_mmr is False
+
+    def _mmr(self, query: Optional[str], vector: Optional[List[float]], k: int, fetch_k: int, lambda_mult: float,
+             filter: Optional[dict], kwargs: Dict[str, Any]) -> List[Document]:
         if self._server_mmr is not False:
+            mmr = {"diversity": 1.0 - lambda_mult, "candidates": max(fetch_k, k)}
             try:
-                return [d for d, _ in await self._arun_search(self._mmr_body(None, embedding, k, fetch_k, lambda_mult, filter, kwargs))]
+                return [d for d, _, _ in self._run_search(self._search_body(query, vector, k, filter, {**kwargs, "mmr": mmr}))]
             except vss.BadRequestError as e:
-                if not _is_unknown_field(e, "mmr"):
+                if not self._server_lacks_mmr(e):
                     raise
-                self._server_mmr = False
-        try:
-            rows = (await self.aclient.search(vector=embedding, final_top_k=max(fetch_k, k), filter=filter, include_vector=True,
-                                              **self._where(), **kwargs)).matches
-        except vss.NotFoundError as e:
-            if _is_missing_table(e):
-                return []
-            raise
-        return self._local_mmr(embedding, rows, k, lambda_mult)
+        if vector is None:
+            vector = self.client.embed([query or ""])[0]
+        body = self._search_body(None, vector, max(fetch_k, k), filter, {**kwargs, "include_vector": True})
+        return self._local_mmr(vector, self._run_search(body), k, lambda_mult)
+
+    async def _ammr(self, query: Optional[str], vector: Optional[List[float]], k: int, fetch_k: int, lambda_mult: float,
+                    filter: Optional[dict], kwargs: Dict[str, Any]) -> List[Document]:
+        if self._server_mmr is not False:
+            mmr = {"diversity": 1.0 - lambda_mult, "candidates": max(fetch_k, k)}
+            try:
+                return [d for d, _, _ in await self._arun_search(self._search_body(query, vector, k, filter, {**kwargs, "mmr": mmr}))]
+            except vss.BadRequestError as e:
+                if not self._server_lacks_mmr(e):
+                    raise
+        if vector is None:
+            vector = (await self.aclient.embed([query or ""]))[0]
+        body = self._search_body(None, vector, max(fetch_k, k), filter, {**kwargs, "include_vector": True})
+        return self._local_mmr(vector, await self._arun_search(body), k, lambda_mult)
+
+    @staticmethod
+    def _local_mmr(vector: List[float], found: List[Tuple[Document, float, Optional[List[float]]]], k: int,
+                   lambda_mult: float) -> List[Document]:
+        order = mmr_order(vector, [v or [] for _, _, v in found], k, lambda_mult)
+        return [found[i][0] for i in order]
 
     # --- construction --------------------------------------------------------------------------
     @classmethod

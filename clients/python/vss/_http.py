@@ -143,39 +143,65 @@ def _transport_error(e: httpx.HTTPError) -> VssConnectionError:
     return VssConnectionError(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
 
 
+Step = Tuple[str, Any]  # ("send", httpx keyword arguments) or ("sleep", seconds)
+
+
+def _attempts(req: Request, policy: RetryPolicy) -> Generator[Step, Any, Any]:
+    """One request with its retries, for either driver: yields what to do next and receives the
+    httpx.Response (or the httpx error) of each send; returns the parsed answer or raises."""
+    opened = _OpenedFile(req.file[2]) if req.file else None
+    attempt = 0
+    try:
+        while True:
+            outcome = yield ("send", _httpx_kwargs(req, opened))
+            if isinstance(outcome, httpx.HTTPError) and not isinstance(outcome, (httpx.ConnectError, httpx.ConnectTimeout)):
+                # The request may have arrived (a time-out, a cut answer): a write could land
+                # twice, so it is not retried.
+                raise _transport_error(outcome) from outcome
+            try:
+                if isinstance(outcome, httpx.HTTPError):
+                    raise _transport_error(outcome) from outcome
+                return _answer(req, outcome)
+            except VssError as err:
+                wait = policy.delay(attempt, err)
+                if wait is None:
+                    raise
+            yield ("sleep", wait)
+            attempt += 1
+    finally:
+        if opened:
+            opened.close()
+
+
 class SyncDriver:
     def __init__(self, http: httpx.Client, retry: RetryPolicy) -> None:
         self.http = http
         self.retry = retry
 
     def send(self, req: Request) -> Any:
-        opened = _OpenedFile(req.file[2]) if req.file else None
-        attempt = 0
+        steps = _attempts(req, self.retry)
         try:
+            kind, arg = next(steps)
             while True:
+                if kind == "sleep":
+                    time.sleep(arg)
+                    kind, arg = steps.send(None)
+                    continue
                 try:
-                    try:
-                        resp = self.http.request(req.method, req.path, **_httpx_kwargs(req, opened))
-                    except (httpx.ConnectError, httpx.ConnectTimeout) as e:
-                        raise _transport_error(e) from e
-                    except httpx.HTTPError as e:
-                        # The request may have arrived: not retried (a write could land twice).
-                        raise _NoRetry(_transport_error(e)) from e
-                    return _answer(req, resp)
-                except VssError as err:
-                    wait = self.retry.delay(attempt, err)
-                    if wait is None:
-                        raise
-                    time.sleep(wait)
-                    attempt += 1
-        except _NoRetry as nr:
-            raise nr.error from None
-        finally:
-            if opened:
-                opened.close()
+                    outcome: Any = self.http.request(req.method, req.path, **arg)
+                except httpx.HTTPError as e:
+                    outcome = e
+                kind, arg = steps.send(outcome)
+        except StopIteration as done:
+            return done.value
 
-    def run(self, gen: Generator[Request, Any, Any]) -> Any:
-        return drive_sync(gen, self.send)
+    def run(self, op: Generator[Request, Any, Any]) -> Any:
+        try:
+            req = next(op)
+            while True:
+                req = op.send(self.send(req))
+        except StopIteration as done:
+            return done.value
 
 
 class AsyncDriver:
@@ -184,50 +210,27 @@ class AsyncDriver:
         self.retry = retry
 
     async def send(self, req: Request) -> Any:
-        opened = _OpenedFile(req.file[2]) if req.file else None
-        attempt = 0
+        steps = _attempts(req, self.retry)
         try:
+            kind, arg = next(steps)
             while True:
+                if kind == "sleep":
+                    await asyncio.sleep(arg)
+                    kind, arg = steps.send(None)
+                    continue
                 try:
-                    try:
-                        resp = await self.http.request(req.method, req.path, **_httpx_kwargs(req, opened))
-                    except (httpx.ConnectError, httpx.ConnectTimeout) as e:
-                        raise _transport_error(e) from e
-                    except httpx.HTTPError as e:
-                        raise _NoRetry(_transport_error(e)) from e
-                    return _answer(req, resp)
-                except VssError as err:
-                    wait = self.retry.delay(attempt, err)
-                    if wait is None:
-                        raise
-                    await asyncio.sleep(wait)
-                    attempt += 1
-        except _NoRetry as nr:
-            raise nr.error from None
-        finally:
-            if opened:
-                opened.close()
-
-    async def run(self, gen: Generator[Request, Any, Any]) -> Any:
-        try:
-            req = next(gen)
-            while True:
-                req = gen.send(await self.send(req))
+                    outcome: Any = await self.http.request(req.method, req.path, **arg)
+                except httpx.HTTPError as e:
+                    outcome = e
+                kind, arg = steps.send(outcome)
         except StopIteration as done:
             return done.value
 
-
-class _NoRetry(Exception):
-    def __init__(self, error: VssError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def drive_sync(gen: Generator[Request, Any, Any], send: Any) -> Any:
-    """Runs an operation: each request it yields is sent and its answer sent back in."""
-    try:
-        req = next(gen)
-        while True:
-            req = gen.send(send(req))
-    except StopIteration as done:
-        return done.value
+    async def run(self, op: Generator[Request, Any, Any]) -> Any:
+        """Runs an operation: each request it yields is sent and its answer sent back in."""
+        try:
+            req = next(op)
+            while True:
+                req = op.send(await self.send(req))
+        except StopIteration as done:
+            return done.value
