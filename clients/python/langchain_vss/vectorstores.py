@@ -267,3 +267,10 @@ class VssVectorStore(VectorStore):
 
     def close(self) -> None:
         self.client.close()
+
+    async def aclose(self) -> None:
+        """Closes the sync client and the async one of the running event loop."""
+        self.client.close()
+        aclient = self._async.pop(id(asyncio.get_running_loop()), None)
+        if aclient is not None:
+            await aclient.aclose()

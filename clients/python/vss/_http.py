@@ -95,7 +95,12 @@ class _OpenedFile:
 
     def __init__(self, source: FileSource) -> None:
         self.source = source
-        self.start = source.tell() if hasattr(source, "tell") and hasattr(source, "read") else None
+        self.start: Optional[int] = None
+        if hasattr(source, "read") and hasattr(source, "seek"):
+            try:
+                self.start = source.tell()
+            except (OSError, ValueError):  # a pipe or socket: sent as it comes, once
+                self.start = None
         self.handle: Any = None
 
     def open(self) -> Any:
