@@ -132,9 +132,11 @@ class VssVectorStore(VectorStore):
     def _search_body(self, query: Optional[str], vector: Optional[List[float]], k: int, filter: Optional[dict],
                      kwargs: Dict[str, Any]) -> Dict[str, Any]:
         body: Dict[str, Any] = {"final_top_k": k, "filter": filter, **self._where(), **kwargs}
-        if vector is not None:
+        mode = kwargs.get("mode")
+        # Lexical search reads only the words; hybrid takes both (the vector for its semantic side).
+        if vector is not None and mode != "lexical":
             body["vector"] = vector
-        else:
+        if query is not None and (vector is None or mode in ("lexical", "hybrid")):
             body["query"] = query
         return body
 

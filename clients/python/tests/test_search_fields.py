@@ -44,3 +44,21 @@ def test_search_vector_is_sent_as_exact_float32_base64() -> None:
         assert "vector" not in sent and "query" not in sent
         assert list(struct.unpack("<3f", base64.b64decode(sent["vector_base64"]))) == list(struct.unpack("<3f", struct.pack("<3f", *v)))
         assert f.received[1].body["vector"] == v and "vector_base64" not in f.received[1].body
+
+
+def test_vector_store_sends_query_words_for_lexical_and_hybrid_modes() -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_vss import VssVectorStore
+
+    answer = dict(HYBRID_ANSWER, matches=[])
+    with FakeServer([(200, {}, answer)] * 3) as f:
+        store = VssVectorStore(DeterministicFakeEmbedding(size=4), url=f.url, api_key="k", keyspace="k", table="t")
+        store.similarity_search("brakes", k=2)
+        store.similarity_search("brakes", k=2, mode="lexical")
+        store.similarity_search("brakes", k=2, mode="hybrid")
+        store.close()
+    semantic, lexical, hybrid = (r.body for r in f.received)
+    assert "vector_base64" in semantic and "query" not in semantic
+    assert lexical["query"] == "brakes" and "vector_base64" not in lexical and lexical["mode"] == "lexical"
+    assert hybrid["query"] == "brakes" and "vector_base64" in hybrid and hybrid["mode"] == "hybrid"

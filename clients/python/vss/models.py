@@ -139,5 +139,5 @@ class ApiKey:
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "ApiKey":
-        return cls(key_id=d.get("key_id") or d.get("id") or "", permissions=d.get("permissions"),
-                   resources=list(d.get("resources") or []), key=d.get("key") or d.get("api_key"), raw=d)
+        return cls(key_id=d["key_id"], permissions=d.get("permissions"), resources=list(d.get("resources") or []),
+                   key=d.get("key"), raw=d)
