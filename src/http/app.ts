@@ -7,6 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { describeNames } from './openapi-names.ts';
 import { ServiceError } from '../errors.ts';
 import type { Deps } from '../service/deps.ts';
 import { SERVICE_NAME, SERVICE_VERSION } from '../service/system.ts';
@@ -153,6 +154,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } } },
       security: [{ apiKey: [] }],
     },
+    transformObject: (doc) => describeNames('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject, deps.models.names()),
   });
   await app.register(swaggerUi, { routePrefix: '/v1/docs' });
   await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'], failuresPerMinute: { perAddress: deps.config.limits.authFailuresPerMinute, global: deps.config.limits.authFailuresPerMinuteGlobal } });

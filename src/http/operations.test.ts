@@ -101,6 +101,10 @@ describe('keyspaces, metadata, system and embeddings endpoints', () => {
     assert.equal(validator.version, '3.1');
     assert.ok(verdict.valid, JSON.stringify(verdict.errors, null, 1));
     for (const p of ['/v1/search/', '/v1/vector/write', '/v1/vector/batch', '/v1/metadata/write', '/v1/keyspaces/create', '/v1/embeddings']) assert.ok(doc.paths[p], p);
+    // Model and metric names are listed, so a client or fuzzer built from the document sends known ones.
+    const search = doc.paths['/v1/search/'].post.requestBody.content['application/json'].schema.properties;
+    assert.deepEqual(search.model_name.enum, t.deps.models.names());
+    assert.ok(search.metric.enum.includes('cosine') && search.metric.enum.includes('dot_product'), JSON.stringify(search.metric));
     const docs = await t.call('GET', '/v1/docs', undefined, null);
     assert.ok([200, 302].includes(docs.statusCode), String(docs.statusCode));
   });
