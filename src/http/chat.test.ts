@@ -3,7 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { chatCompletion, completionsUrl, LlmError } from '../service/chat-llm.ts';
-import { splitSentences } from '../service/chat.ts';
+import { splitSentences } from '../service/sentences.ts';
 import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
 
 interface Source { keyspace: string; table: string; key: string; score: number; source_file: string | null }
