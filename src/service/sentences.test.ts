@@ -4,6 +4,17 @@ import { assertLinearOnWorstCases } from '../text-worst-cases.ts';
 import { splitSentences } from './sentences.ts';
 
 describe('splitSentences', () => {
+  it('splits on sentence ends, paragraphs and list items, keeping abbreviation-free text whole', () => {
+    assert.deepEqual(splitSentences('One sentence here. Another one! A third?\n\nNew paragraph without end'), [
+      'One sentence here.',
+      'Another one!',
+      'A third?',
+      'New paragraph without end',
+    ]);
+    assert.deepEqual(splitSentences('Intro line\n- first item\n- second item\n\n12'), ['Intro line', '- first item', '- second item']);
+    assert.deepEqual(splitSentences('Version 2.5 is out. it continues lower-case.'), ['Version 2.5 is out. it continues lower-case.']);
+  });
+
   it('ends a sentence after closing quotes and brackets, before an opening quote and a capital or digit', () => {
     assert.deepEqual(splitSentences('He said "stop here." Then he left. (It rained.) "Why?" she asked. 3 days passed.'), [
       'He said "stop here."',
