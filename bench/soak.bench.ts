@@ -12,7 +12,8 @@
  *
  * RssAnon of the server process is read from /proc/PID/status every 10 s; the report gives start,
  * end and max, and the growth from the sample at 5 minutes (warm caches, full key set) to the
- * end. It only reports: the exit code is non-zero only when the server dies or requests fail.
+ * end, and the V8 heap in use beside it (from /metrics: a leak in JavaScript shows there, native
+ * allocator growth only in RssAnon). It only reports: the exit code is non-zero only when the server dies or requests fail.
  */
 import http from 'node:http';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -68,7 +69,12 @@ const MIX: [Kind, number][] = [
   ['upload', 2],
   ['chat', 1],
 ];
-const SCHEDULE: Kind[] = MIX.flatMap(([k, n]) => Array<Kind>(n).fill(k));
+/** The mix interleaved (each kind spread evenly over the 80 ticks), so no run of one slow kind fills the in-flight slots. */
+const SCHEDULE: Kind[] = MIX.flatMap(([k, n]) => Array.from({ length: n }, (_, j) => ({ k, at: (j + 0.5) / n })))
+  .sort((a, b) => a.at - b.at)
+  .map((x) => x.k);
+/** Uploads in flight at most: the server allows a user 4 (VSS_MAX_UPLOADS_PER_USER), more is a 429. */
+const MAX_UPLOADS_IN_FLIGHT = 2;
 
 const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-soak-'));
 const env: Record<string, string> = { VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN, VSS_HOST: '127.0.0.1', VSS_LOG_LEVEL: 'warn' };
@@ -134,9 +140,10 @@ console.log(`# machine: ${machineKind()}, node ${process.version}`);
 const latencies = new Map<Kind, number[]>(MIX.map(([k]) => [k, []]));
 const failures = new Map<string, number>();
 let inFlight = 0;
+let uploadsInFlight = 0;
 let sent = 0;
 let skipped = 0;
-const samples: { t: number; mb: number }[] = [];
+const samples: { t: number; mb: number; heap: number }[] = [];
 const t0 = performance.now();
 /** CPU seconds (user + system) the server has used: fields 14 and 15 of /proc/PID/stat, in clock ticks. */
 const cpuSeconds = async (): Promise<number> => {
@@ -145,15 +152,31 @@ const cpuSeconds = async (): Promise<number> => {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
 let lastCpu = { t: 0, s: await cpuSeconds() };
+/** The server's V8 heap in use and its external (Buffer, native-owned) memory, in MB, from /metrics. */
+const v8Memory = (): Promise<{ heap: number; external: number }> =>
+  new Promise((resolve) => {
+    http
+      .get(`${server.url}/metrics`, { agent, headers: { 'x-api-key': ADMIN } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          const metric = (name: string) => Number(new RegExp(`^vss_process_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
+          resolve({ heap: metric('nodejs_heap_size_used_bytes'), external: metric('nodejs_external_memory_bytes') });
+        });
+      })
+      .on('error', () => resolve({ heap: NaN, external: NaN }));
+  });
 const sample = async (): Promise<void> => {
   const mb = await rssMb(pid, 'RssAnon').catch(() => NaN);
   const t = (performance.now() - t0) / 1000;
   const cpu = await cpuSeconds();
   const share = t > lastCpu.t ? ((cpu - lastCpu.s) / (t - lastCpu.t)) * 100 : 0;
   lastCpu = { t, s: cpu };
-  samples.push({ t, mb });
+  const v8 = await v8Memory();
+  samples.push({ t, mb, heap: v8.heap });
   const failed = [...failures.values()].reduce((a, b) => a + b, 0);
-  console.log(`t=${t.toFixed(0)}s RssAnon ${mb.toFixed(1)} MB, server CPU ${share.toFixed(0)}% of a core, ${sent} sent, ${skipped} skipped, ${failed} failed`);
+  console.log(`t=${t.toFixed(0)}s RssAnon ${mb.toFixed(1)} MB (V8 heap ${v8.heap.toFixed(1)}, external ${v8.external.toFixed(1)}), server CPU ${share.toFixed(0)}% of a core, ${sent} sent, ${skipped} skipped, ${failed} failed`);
 };
 await sample();
 const sampler = setInterval(() => void sample(), SAMPLE_MS);
@@ -164,12 +187,13 @@ for (let i = 1; i <= total && !died; i++) {
   // Steady rate: each request at its own time, whatever the previous ones took.
   const wait = t0 + i * tick - performance.now();
   if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  if (inFlight >= MAX_IN_FLIGHT) {
+  const kind = SCHEDULE[i % SCHEDULE.length];
+  if (inFlight >= MAX_IN_FLIGHT || (kind === 'upload' && uploadsInFlight >= MAX_UPLOADS_IN_FLIGHT)) {
     skipped++;
     continue;
   }
-  const kind = SCHEDULE[i % SCHEDULE.length];
   inFlight++;
+  if (kind === 'upload') uploadsInFlight++;
   sent++;
   const start = performance.now();
   void send(kind, i)
@@ -178,7 +202,10 @@ for (let i = 1; i <= total && !died; i++) {
       else failures.set(`${kind} ${status}`, (failures.get(`${kind} ${status}`) ?? 0) + 1);
     })
     .catch((e: Error) => failures.set(`${kind} ${e.message}`, (failures.get(`${kind} ${e.message}`) ?? 0) + 1))
-    .finally(() => inFlight--);
+    .finally(() => {
+      inFlight--;
+      if (kind === 'upload') uploadsInFlight--;
+    });
 }
 const drainBy = performance.now() + 60_000;
 while (inFlight > 0 && performance.now() < drainBy && !died) await new Promise((r) => setTimeout(r, 100));
@@ -195,6 +222,9 @@ console.log(
   `RssAnon MB: start ${mbs[0].toFixed(1)}, at ${(warm.t / 60).toFixed(1)} min ${warm.mb.toFixed(1)}, end ${end.toFixed(1)}, max ${Math.max(...mbs).toFixed(1)}; ` +
     `growth after the first 5 minutes ${(((end - warm.mb) / warm.mb) * 100).toFixed(1)}%`,
 );
+const endHeap = samples[samples.length - 1].heap;
+console.log(`V8 heap used MB: at ${(warm.t / 60).toFixed(1)} min ${warm.heap.toFixed(1)}, end ${endHeap.toFixed(1)}, max ${Math.max(...samples.map((x) => x.heap)).toFixed(1)}`);
+console.log(`sent ${sent} requests in ${((performance.now() - t0) / 1000).toFixed(0)} s (${(sent / ((performance.now() - t0) / 1000)).toFixed(1)} a second)`);
 
 stopping = true;
 await server.kill('SIGTERM');
