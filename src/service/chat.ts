@@ -65,6 +65,7 @@ const PASSAGE_CHARS = 4000;
 /**
  * Characters of a passage split into sentences: MAX_SENTENCES come from the first few thousand
  * anyway, and a 64 KiB row (or a run of quotes) should not cost the event loop more than that.
+ * The cut may split a surrogate pair; toWellFormed mends it so that answers stay valid Unicode.
  */
 const SENTENCE_SOURCE_CHARS = 20_000;
 const SEARCH_RESULTS = 5;
@@ -201,7 +202,7 @@ async function answer(deps: Deps, caller: Caller, question: string, keyspace: st
   const candidates: Omit<Sentence, 'score'>[] = [];
   const seen = new Set<string>();
   passages.forEach((p, passage) => {
-    splitSentences(p.text.slice(0, SENTENCE_SOURCE_CHARS)).forEach((text, position) => {
+    splitSentences(p.text.slice(0, SENTENCE_SOURCE_CHARS).toWellFormed()).forEach((text, position) => {
       const norm = text.toLowerCase().replace(/\s+/g, ' ');
       if (seen.has(norm) || candidates.length >= MAX_SENTENCES) return;
       seen.add(norm);
