@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   range_not_satisfiable: 'The requested range is not in the file',
   headers_too_large: 'The request headers are too large',
   storage_unavailable: 'Storage is unavailable',
+  insufficient_storage: 'The server has no disk space left for this write',
   runtime_unavailable: 'Container runtime is unavailable',
   internal: 'Internal error',
 } as const;
@@ -113,3 +114,16 @@ export function invalidFields(errors: CodedFieldError[], extra: Partial<Record<E
 }
 
 export const isServiceError = (e: unknown): e is ServiceError => e instanceof ServiceError;
+
+/** Error codes (errno, SQLite) that say the disk or the user's disk quota is full. */
+const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL']);
+
+/** True for a file system or SQLite error that says the disk (or quota) is full. */
+export const isDiskFull = (e: unknown): boolean => {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && DISK_FULL_CODES.has(code);
+};
+
+/** The answer to a write a full disk refused: nothing of it was kept, and freeing space is the cure. */
+export const diskFull = (cause: unknown): ServiceError =>
+  new ServiceError('insufficient_storage', 'The data directory is full: nothing of this write was stored. Writes work again once space is freed.', { cause });

@@ -3,7 +3,6 @@ import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { chatCompletion, completionsUrl, LlmError } from '../service/chat-llm.ts';
-import { splitSentences } from '../service/chat.ts';
 import { ADMIN_KEY, startTestApp, type TestApp } from './testing.ts';
 
 interface Source { keyspace: string; table: string; key: string; score: number; source_file: string | null }
@@ -388,18 +387,5 @@ describe('POST /v1/chat/ with an OpenAI-compatible endpoint (stub server)', () =
     assert.equal(completionsUrl('http://h:1/v1/'), 'http://h:1/v1/chat/completions');
     assert.equal(completionsUrl('http://h:1/v1/chat/completions'), 'http://h:1/v1/chat/completions');
     assert.equal(completionsUrl('https://h/openai/deployments/x/chat/completions?api-version=1'), 'https://h/openai/deployments/x/chat/completions?api-version=1');
-  });
-});
-
-describe('splitSentences', () => {
-  it('splits on sentence ends, paragraphs and list items, keeping abbreviation-free text whole', () => {
-    assert.deepEqual(splitSentences('One sentence here. Another one! A third?\n\nNew paragraph without end'), [
-      'One sentence here.',
-      'Another one!',
-      'A third?',
-      'New paragraph without end',
-    ]);
-    assert.deepEqual(splitSentences('Intro line\n- first item\n- second item\n\n12'), ['Intro line', '- first item', '- second item']);
-    assert.deepEqual(splitSentences('Version 2.5 is out. it continues lower-case.'), ['Version 2.5 is out. it continues lower-case.']);
   });
 });

@@ -37,6 +37,7 @@ export const STATUS: Record<ErrorCode, number> = {
   not_ready: 503,
   storage_unavailable: 503,
   runtime_unavailable: 503,
+  insufficient_storage: 507,
 };
 
 export const PROBLEM_TYPE_BASE = 'https://vss.dev/problems/';

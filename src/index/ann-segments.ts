@@ -310,12 +310,14 @@ export class SegmentedAnn {
       return { s, file, graph: s.graph.writeFile(path.join(dir, file), { forMapping: true, yieldTo: opts.yieldTo }), ids: writeIds(path.join(dir, file), s.ids) };
     });
     let delta = this.#savedDelta;
+    let deltaFile: string | null = null;
     let deltaWrite: Promise<void> | null = null;
     if (this.#deltaDirty) {
       this.#deltaDirty = false;
       if (this.#delta.size === 0) delta = null;
       else {
         const file = `${name}-${process.pid}-${Date.now()}-${this.#generation++}.delta.usearch`;
+        deltaFile = file;
         const size = this.#delta.size;
         const graph = this.#delta.writeFile(path.join(dir, file), { yieldTo: opts.yieldTo });
         const ids = writeIds(path.join(dir, file), Float64Array.from(this.#deltaKeys));
@@ -326,6 +328,7 @@ export class SegmentedAnn {
     }
     const segmentsAtCall = [...this.#sealed];
     const deadAtCall = segmentsAtCall.map((s) => [...s.dead]);
+    let manifest: Manifest;
     try {
       for (const w of writes) {
         const [digest, idsDigest] = await Promise.all([w.graph, w.ids]);
@@ -333,27 +336,33 @@ export class SegmentedAnn {
         w.s.path = path.join(dir, w.file);
       }
       await deltaWrite;
+      manifest = {
+        format: FORMAT,
+        seq,
+        tag,
+        dimension: this.dimension,
+        metric: this.metric,
+        segments: segmentsAtCall.map((s, i) => ({
+          file: s.saved!.file,
+          size: s.ids.length,
+          digest: s.saved!.digest,
+          idsDigest: s.saved!.idsDigest,
+          dead: deadAtCall[i],
+          retired: s.retired,
+        })),
+        delta,
+      };
+      await writeFileDurably(manifestPath(dir, name), JSON.stringify(manifest));
     } catch (e) {
+      // A failed save (a full disk) leaves no file behind that no manifest names: each retry would
+      // otherwise add one, holding the space freed for the next. The writes still running finish
+      // first (and their rejections are handled here, not left to crash the process).
       this.#deltaDirty ||= deltaWrite !== null;
+      await Promise.allSettled([...writes.flatMap((w) => [w.graph, w.ids]), ...(deltaWrite ? [deltaWrite] : [])]);
+      const unnamed = [...writes.filter((w) => w.s.saved?.file !== w.file).map((w) => w.file), ...(deltaFile ? [deltaFile] : [])];
+      await Promise.all(unnamed.flatMap((f) => [path.join(dir, f), path.join(dir, idsFile(f))]).map((f) => fsp.rm(f, { force: true })));
       throw e;
     }
-    const manifest: Manifest = {
-      format: FORMAT,
-      seq,
-      tag,
-      dimension: this.dimension,
-      metric: this.metric,
-      segments: segmentsAtCall.map((s, i) => ({
-        file: s.saved!.file,
-        size: s.ids.length,
-        digest: s.saved!.digest,
-        idsDigest: s.saved!.idsDigest,
-        dead: deadAtCall[i],
-        retired: s.retired,
-      })),
-      delta,
-    };
-    await writeFileDurably(manifestPath(dir, name), JSON.stringify(manifest));
     this.#savedDelta = delta;
     await removeUnnamed(dir, name, manifest);
   }

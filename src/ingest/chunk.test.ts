@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../config/config.ts';
 import { loadModel, type EmbeddingModel } from '../embedding/model.ts';
 import { ServiceError } from '../errors.ts';
+import { assertLinearOnWorstCases } from '../text-worst-cases.ts';
 import { chunkText, chunkTextAsync, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE, validateChunkOptions, type Chunk } from './chunk.ts';
 
 const WORDS =
@@ -209,5 +210,17 @@ describe('validateChunkOptions', () => {
 
   test('chunkText validates too', () => {
     assert.throws(() => chunkText('x', { tokenize: () => ({ ids: [] }) }, { chunkSize: 8, overlap: 0 }), ServiceError);
+  });
+});
+
+describe('chunkText work', () => {
+  // One token per four characters: the test measures the chunker's own scans, not a tokenizer
+  // (the real one's speed on megabytes is checked above).
+  const quarter = { tokenize: (s: string) => ({ ids: new Array<number>(Math.ceil(s.length / 4)).fill(0) }) };
+
+  test('is linear in its input, whatever the characters', () => {
+    for (const lines of ['soft', 'hard'] as const) {
+      assertLinearOnWorstCases((text) => chunkText(text, quarter, { chunkSize: DEFAULT_CHUNK_SIZE, overlap: DEFAULT_CHUNK_OVERLAP, lines }));
+    }
   });
 });

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import JSZip from 'jszip';
 import { ServiceError } from '../errors.ts';
+import { assertLinearOnWorstCases } from '../text-worst-cases.ts';
 import { decodeText, detectType, zipEntryNames } from './detect.ts';
 import { makeDocx, makePdf } from './fixtures.ts';
 
@@ -84,5 +85,17 @@ describe('detectType', () => {
     assert.equal(detectType(be, 'a.txt'), 'txt');
     assert.equal(decodeText(be), 'hello world');
     assert.equal(decodeText(le), 'name,value\nä,1\n');
+  });
+
+  test('is linear in the size of the file, whatever its characters', () => {
+    for (const name of ['a.txt', 'a.md', 'a.csv', 'a.html', 'a.json']) {
+      assertLinearOnWorstCases((text) => {
+        try {
+          detectType(Buffer.from(text), name);
+        } catch (e) {
+          if (!(e instanceof ServiceError)) throw e; // refusing a file is an answer too
+        }
+      });
+    }
   });
 });

@@ -17,6 +17,7 @@ import type { LlmSlots } from './llm-slots.ts';
 import type { Deps } from './deps.ts';
 import { listKeyspaces, tableViews } from './keyspaces.ts';
 import { searchKeyspace, type QueryMatch } from './query.ts';
+import { splitSentences } from './sentences.ts';
 import { utf8Bytes } from './validate.ts';
 
 export interface ChatInput {
@@ -61,6 +62,12 @@ const MIN_SENTENCE_SCORE = 0.25;
 const MAX_SENTENCES = 120;
 /** Characters of a passage given to the chat model. */
 const PASSAGE_CHARS = 4000;
+/**
+ * Characters of a passage split into sentences: MAX_SENTENCES come from the first few thousand
+ * anyway, and a 64 KiB row (or a run of quotes) should not cost the event loop more than that.
+ * The cut may split a surrogate pair; toWellFormed mends it so that answers stay valid Unicode.
+ */
+const SENTENCE_SOURCE_CHARS = 20_000;
 const SEARCH_RESULTS = 5;
 
 export const COMMANDS: readonly { command: string; description: string }[] = [
@@ -192,7 +199,7 @@ async function answer(deps: Deps, caller: Caller, question: string, keyspace: st
   const candidates: Omit<Sentence, 'score'>[] = [];
   const seen = new Set<string>();
   passages.forEach((p, passage) => {
-    splitSentences(p.text).forEach((text, position) => {
+    splitSentences(p.text.slice(0, SENTENCE_SOURCE_CHARS).toWellFormed()).forEach((text, position) => {
       const norm = text.toLowerCase().replace(/\s+/g, ' ');
       if (seen.has(norm) || candidates.length >= MAX_SENTENCES) return;
       seen.add(norm);
@@ -264,27 +271,9 @@ function toSource(m: QueryMatch): ChatSource {
 }
 
 function snippet(text: string, chars: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  // Whitespace collapses, so a few times `chars` of the passage are enough to fill the snippet.
+  const flat = text.trimStart().slice(0, chars * 8).replace(/\s+/g, ' ').trim();
   return flat.length <= chars ? flat : `${flat.slice(0, chars - 1).trimEnd()}…`;
-}
-
-/**
- * Sentences of a passage: paragraphs (blank lines, list items, headings) first, then sentence
- * ends (`.`, `!`, `?`, `…`, and CJK full stops) followed by space. Fragments without three
- * letters are dropped.
- */
-export function splitSentences(text: string): string[] {
-  const out: string[] = [];
-  const blocks = text.split(/\n\s*\n|\n(?=\s*(?:[-*•#>]|\d+[.)])\s)/);
-  for (const block of blocks) {
-    const flat = block.replace(/\s+/g, ' ').trim();
-    if (flat === '') continue;
-    for (const piece of flat.split(/(?<=[.!?…](?:["'”’)\]]*))\s+(?=["'“‘(\[]?[\p{Lu}\p{N}])|(?<=[。！？])/u)) {
-      const s = piece.trim();
-      if ((s.match(/\p{L}/gu)?.length ?? 0) >= 3) out.push(s.length > 1000 ? `${s.slice(0, 999)}…` : s);
-    }
-  }
-  return out;
 }
 
 const cosine = (a: Float32Array, b: Float32Array): number => exactScore('cosine', a, b);

@@ -18,9 +18,15 @@ export const ChatBody = Type.Object(
 );
 export type ChatBody = Static<typeof ChatBody>;
 
+/** Words of a response with their surrounding whitespace: they concatenate to the response. */
+export function deltaPieces(response: string): string[] {
+  // `|\s+` takes trailing whitespace at once: alone, `\s*\S+\s*` retried it from every position.
+  return response.match(/\s*\S+\s*|\s+/g) ?? [response];
+}
+
 /** Server-sent events: `delta` events whose texts concatenate to `response`, then `done` with the whole answer. */
 function* events(out: ChatOutput): Generator<string> {
-  const pieces = out.response.match(/\s*\S+\s*/g) ?? [out.response];
+  const pieces = deltaPieces(out.response);
   for (let i = 0; i < pieces.length; i += 6) {
     yield `event: delta\ndata: ${JSON.stringify({ text: pieces.slice(i, i + 6).join('') })}\n\n`;
   }

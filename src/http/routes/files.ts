@@ -18,7 +18,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { ServiceError, type FieldError } from '../../errors.ts';
+import { diskFull, isDiskFull, ServiceError, type FieldError } from '../../errors.ts';
 import type { Caller } from '../../service/caller.ts';
 import type { Deps } from '../../service/deps.ts';
 import { checkUpload, createExtractPool, deleteFile, downloadFile, listFiles, uploadFile, type UploadInput } from '../../service/files.ts';
@@ -51,6 +51,8 @@ function asProblem(e: unknown, limit: number): unknown {
   if (e instanceof ServiceError) return e;
   const err = e as { code?: string; statusCode?: number; message?: string };
   if (err?.code === 'FST_REQ_FILE_TOO_LARGE') return tooLarge(limit);
+  // The temp file could not be written: the disk is full, not the body wrong.
+  if (isDiskFull(e)) return diskFull(e);
   if (err?.statusCode === 413) return new ServiceError('payload_too_large', `The form has too many parts: ${err.message} (one file and at most ${FIELDS.length} fields).`);
   return new ServiceError('malformed_body', `The multipart body could not be read: ${err?.message ?? String(e)}`, { cause: e });
 }

@@ -21,7 +21,7 @@ export function stripMarkdown(md: string): string {
     .replace(/^[ \t]*#{1,6}[ \t]+(.*)$/gm, (_, h: string) => `\n${headingText(h)}\n`) // ATX headings
     .replace(/^(.+)\n[ \t]*(?:=+|-+)[ \t]*$/gm, '\n$1\n') // setext headings
     .replace(/^[ \t]*(?:[-*_][ \t]*){3,}$/gm, '') // rules
-    .replace(/^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$/gm, '') // table alignment rows
+    .replace(/^[ \t]*(?:\|[ \t]*)?:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*(?:\|[ \t]*)?$/gm, '') // table alignment rows
     .replace(/^[ \t]*\[[^[\]\n]+\]:[ \t]+\S.*$/gm, '') // link reference definitions
     .replace(/!\[([^[\]\n]*)\]\([^()\n]*\)/g, '$1') // images: alt text
     .replace(/\[([^[\]\n]+)\]\([^()\n]*\)/g, '$1') // links: their text

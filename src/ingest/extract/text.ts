@@ -28,8 +28,12 @@ export function capChars(text: string, max: number): { text: string; truncated: 
   let cut = max;
   const code = text.charCodeAt(cut - 1);
   if (code >= 0xd800 && code <= 0xdbff) cut--;
-  const ws = text.slice(Math.max(0, cut - 1000), cut).search(/\s\S*$/);
-  if (ws > 0) cut = Math.max(0, cut - 1000) + ws;
+  // The last whitespace in the 1,000 characters before the cut, found by walking back (a regex
+  // anchored at the end retried from every start: quadratic in the window).
+  const from = Math.max(0, cut - 1000);
+  let ws = cut - 1;
+  while (ws > from && !/\s/.test(text[ws])) ws--;
+  if (ws > from) cut = ws;
   return { text: text.slice(0, cut).trimEnd(), truncated: true };
 }
 

@@ -89,7 +89,7 @@ describe('embedded storage', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
-  it('commits nothing when the vector file cannot grow (a full disk), and answers storage_unavailable', async () => {
+  it('commits nothing when the vector file cannot grow (a full disk), and answers insufficient_storage', async () => {
     const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'full'), index: indexOpts(1_000_000) });
     try {
       await s.createKeyspace({ name: 'ks', owner: null });
@@ -102,7 +102,7 @@ describe('embedded storage', () => {
         throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
       }) as typeof fsSync.writeSync;
       try {
-        await assert.rejects(s.upsertVectors('ks', 't', rows.slice(10, 20)), { code: 'storage_unavailable' });
+        await assert.rejects(s.upsertVectors('ks', 't', rows.slice(10, 20)), { code: 'insufficient_storage' });
       } finally {
         fsSync.writeSync = writeSync;
       }

@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { invalid, ServiceError } from '../../errors.ts';
+import { diskFull, invalid, isDiskFull, ServiceError } from '../../errors.ts';
 import type { FileRecord, MetadataRecord, VectorRow } from '../api.ts';
 import type { Db } from './sql.ts';
 import type { Vectors } from './vectors.ts';
@@ -54,7 +54,9 @@ const chunkKeys = (name: string, chunks: number): string[] => Array.from({ lengt
 const STORED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\.tmp)?$/;
 
 const fsError = (what: string, e: unknown): ServiceError =>
-  new ServiceError('storage_unavailable', `embedded storage cannot ${what}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+  isDiskFull(e)
+    ? diskFull(e)
+    : new ServiceError('storage_unavailable', `embedded storage cannot ${what}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
 
 export class Files {
   readonly #db: Db;

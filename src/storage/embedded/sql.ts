@@ -3,7 +3,7 @@
  * timestamps and the float32 BLOB encoding of vectors.
  */
 import Database from 'better-sqlite3';
-import { ServiceError } from '../../errors.ts';
+import { diskFull, isDiskFull, ServiceError } from '../../errors.ts';
 
 export type Sqlite = Database.Database;
 export type Statement = Database.Statement;
@@ -39,10 +39,13 @@ export const isUniqueViolation = (e: unknown): boolean =>
   e instanceof Database.SqliteError && (e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY');
 
 /** File system errors that say the data directory cannot take writes now, not that the code is wrong. */
-const UNAVAILABLE_FS_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EIO', 'EMFILE', 'ENFILE']);
-
-/** Driver and disk errors leave the backend as storage_unavailable; ServiceErrors and bugs pass through. */
+const UNAVAILABLE_FS_CODES = new Set(['EROFS', 'EACCES', 'EIO', 'EMFILE', 'ENFILE']);
+/**
+ * Driver and disk errors leave the backend as insufficient_storage (a full disk) or
+ * storage_unavailable; ServiceErrors and bugs pass through.
+ */
 export function mapStorageError(e: unknown): unknown {
+  if (isDiskFull(e)) return diskFull(e);
   if (e instanceof Database.SqliteError) return new ServiceError('storage_unavailable', `embedded storage failed: ${e.code}`, { cause: e });
   const code = (e as NodeJS.ErrnoException | null)?.code;
   if (typeof code === 'string' && UNAVAILABLE_FS_CODES.has(code)) return new ServiceError('storage_unavailable', `embedded storage failed: ${code}`, { cause: e });
