@@ -46,9 +46,10 @@ const vocab: string[] = [];
 {
   let s = 7;
   const seen = new Set<string>();
-  while (vocab.length < VOCAB_SIZE) {
+  // Lengths 2-5 syllables by draw, not by word count: the 576 two-syllable words run out.
+  for (let draw = 0; vocab.length < VOCAB_SIZE; draw++) {
     let w = '';
-    const len = 2 + (vocab.length % 4);
+    const len = 2 + (draw % 4);
     for (let i = 0; i < len; i++) (s = (Math.imul(s, 1103515245) + 12345) >>> 0), (w += SYL[(s >>> 8) % SYL.length]);
     if (!seen.has(w)) seen.add(w), vocab.push(w);
   }
