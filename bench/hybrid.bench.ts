@@ -12,6 +12,8 @@
  * of semantic's; the lexical index's size (SQLite's dbstat over the FTS5 tables), per million rows.
  * --baseline DIR: a checkout of the commit before the lexical index (node_modules linked), whose
  * server takes the same writes after this one's, for the write throughput "before".
+ * --writes-only (with --baseline): only the write throughput, this checkout and the baseline in
+ * four alternating turns (fresh data directories), so load from elsewhere weighs on both alike.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -29,6 +31,7 @@ const { values: args } = parseArgs({
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '200' },
     baseline: { type: 'string' },
+    'writes-only': { type: 'boolean', default: false },
   },
 });
 const N = Number(args.n);
@@ -118,6 +121,33 @@ function lexicalBytes(dbFile: string): number {
   }
 }
 
+/** Rows/s of a fresh server from `root` (undefined: this checkout) taking the ingest. */
+async function writeTurn(root: string | undefined): Promise<number> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-writes-'));
+  const server = await startServer({ VSS_DATA_DIR: dir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 300_000, root && path.resolve(root));
+  try {
+    await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
+    return await ingest(server, TABLE, makeCentres(64, DIM));
+  } finally {
+    await server.kill('SIGTERM');
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function writesOnly(baseline: string) {
+  const turns: { now: number[]; base: number[] } = { now: [], base: [] };
+  for (let turn = 0; turn < 2; turn++) {
+    turns.now.push(await writeTurn(undefined));
+    turns.base.push(await writeTurn(baseline));
+    console.error(`turn ${turn + 1}: this checkout ${turns.now[turn].toFixed(0)} rows/s, baseline ${turns.base[turn].toFixed(0)} rows/s`);
+  }
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  console.log(`| write throughput with text, ${N.toLocaleString('en')} rows, ${DIM}-d | rows/s |\n|---|---|`);
+  console.log(`| this checkout (turns) | ${turns.now.map((x) => Math.round(x).toLocaleString('en')).join(', ')} |`);
+  console.log(`| baseline ${baseline} (turns) | ${turns.base.map((x) => Math.round(x).toLocaleString('en')).join(', ')} |`);
+  console.log(`| this checkout / baseline | ${(sum(turns.now) / sum(turns.base)).toFixed(2)} |`);
+}
+
 async function main() {
   const rows: string[] = [];
   const row = (what: string, value: string) => {
@@ -185,4 +215,5 @@ async function main() {
   console.log(`\n| ${N.toLocaleString('en')} text rows, ${DIM}-d | value |\n|---|---|\n${rows.join('\n')}`);
 }
 
-await main();
+if (args['writes-only'] && args.baseline) await writesOnly(args.baseline);
+else await main();
