@@ -6,6 +6,7 @@
 /** `rrf`: reciprocal rank fusion with constant k. `relative`: min-max normalised scores, alpha on the semantic side. */
 export type Fusion = { method: 'rrf'; k: number } | { method: 'relative'; alpha: number };
 
+/** Measured best over three judged sets (bench/hybrid-eval.bench.ts; docs/PERFORMANCE.md, "Hybrid search"). */
 export const DEFAULT_FUSION: Fusion = { method: 'relative', alpha: 0.5 };
 
 export interface Fused {
