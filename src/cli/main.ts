@@ -9,10 +9,11 @@ import { open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { ApiError, Client, LONG_TIMEOUT_MS, UnavailableError } from './client.ts';
 import { Interrupted, UsageError } from './errors.ts';
 import { ImportStopped, importFile } from './import.ts';
+import { jsonObject, positiveInteger, positiveSeconds } from './options.ts';
 import { RecordError } from './records.ts';
 import { resolveSettings } from './settings.ts';
 
@@ -44,30 +45,6 @@ function describe(err: unknown): string {
 }
 
 const truncate = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-
-// Option parsers: a bad value is a usage error (exit 2) that names its option, before any request.
-function positiveInteger(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer.');
-  return n;
-}
-
-function positiveSeconds(value: string): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a number of seconds above 0.');
-  return n;
-}
-
-function jsonObject(value: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch (e) {
-    throw new InvalidArgumentError(`not valid JSON (${(e as Error).message}).`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError('must be a JSON object.');
-  return parsed as Record<string, unknown>;
-}
 
 /**
  * The export goes to a temporary file beside the target, renamed over it only when complete and
