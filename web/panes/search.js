@@ -23,7 +23,7 @@ function metaValue(v) {
   return String(v);
 }
 
-export const MODES = [
+const MODES = [
   ['semantic', 'Semantic', 'By meaning: the nearest vectors'],
   ['lexical', 'Lexical', 'By words: BM25 over the stored text'],
   ['hybrid', 'Hybrid', 'Both lists, fused into one ranking'],
