@@ -8,7 +8,8 @@
  * model call at ingest. Queries: a vector of the same clusters and 2-5 words of the vocabulary.
  * Reports: write throughput with text (rows/s acknowledged); p50/p99 at concurrency 1 and 16 of
  * semantic (initial_top_k 100), hybrid (the same vector plus the words, default fusion) and lexical,
- * each group run in turns so the machine's state weighs on all alike, and hybrid's p50 as a ratio
+ * each group run in turns so the machine's state weighs on all alike (plus hybrid with words past
+ * the 1,000 commonest only: what common words cost FTS5), and hybrid's p50 as a ratio
  * of semantic's; the lexical index's size (SQLite's dbstat over the FTS5 tables), per million rows.
  * --baseline DIR: a checkout of the commit before the lexical index (node_modules linked), whose
  * server takes the same writes after this one's, for the write throughput "before".
@@ -172,14 +173,17 @@ async function main() {
     const qv = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
     const qt = qv.map((_, i) => words(N + 5_000_000 + i, 2 + (i % 4)));
     const base = (_i: number) => ({ keyspace: KS, table: TABLE, initial_top_k: 100, final_top_k: 10 });
+    // The same queries with words past the 1,000 commonest only: what the common words cost.
+    const rare = qv.map((_, i) => Array.from({ length: 2 + (i % 4) }, (_, k) => vocab[1000 + ((i * 7919 + k * 104729) % (VOCAB_SIZE - 1000))]).join(' '));
     const groups: Record<string, object[]> = {
       semantic: qv.map((v, i) => ({ ...base(i), vector: Array.from(v) })),
       hybrid: qv.map((v, i) => ({ ...base(i), vector: Array.from(v), query: qt[i], mode: 'hybrid' })),
       lexical: qv.map((_, i) => ({ ...base(i), query: qt[i], mode: 'lexical' })),
+      'hybrid, rare words only': qv.map((v, i) => ({ ...base(i), vector: Array.from(v), query: rare[i], mode: 'hybrid' })),
     };
     for (const g of Object.values(groups)) await runQueries(server, g.slice(0, 20), 1); // warm-up
     row('machine check before the searches', fmtCheck(machine.check()));
-    const results: Record<string, { c1: Timed[]; c16: Timed[] }> = { semantic: { c1: [], c16: [] }, hybrid: { c1: [], c16: [] }, lexical: { c1: [], c16: [] } };
+    const results: Record<string, { c1: Timed[]; c16: Timed[] }> = Object.fromEntries(Object.keys(groups).map((g) => [g, { c1: [], c16: [] }]));
     // Three turns of each, alternating, and the median turn reported.
     for (let turn = 0; turn < 3; turn++) {
       for (const [name, bodies] of Object.entries(groups)) {
