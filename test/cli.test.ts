@@ -146,6 +146,18 @@ describe('the vss command line against a real server', () => {
     assert.match(lines[1], /^\s+1\s+0\.\d{4}\s+cat\s+A cat is lying on a sofa\./);
     const asJson = await vss(['--json', 'search', 'kitten', '-t', 'docs', '-n', '1'], env);
     assert.equal(JSON.parse(asJson.out).matches[0].key, 'cat');
+
+    // Hybrid: each list's score beside the fused one, "—" for a list without the row.
+    const hybrid = await vss(['search', 'bake bread', '-t', 'docs', '-n', '3', '--mode', 'hybrid', '--fusion', 'rrf'], env);
+    assert.equal(hybrid.code, 0, hybrid.err);
+    const rows = hybrid.out.trim().split('\n');
+    assert.match(rows[0], /#\s+score\s+semantic\s+lexical\s+key\s+text/);
+    assert.match(rows[1], /^\s+1\s+0\.\d{4}\s+0\.\d{4}\s+\d+\.\d{4}\s+bread\s+Knead the dough/);
+    assert.match(rows.slice(2).join('\n'), /^\s+\d\s+0\.\d{4}\s+-?\d\.\d{4}\s+—\s+(cat|stocks)/m);
+    // No reranker on this server: the request is refused, saying why (exit 6).
+    const rerank = await vss(['search', 'bread', '-t', 'docs', '--rerank'], env);
+    assert.equal(rerank.code, 6, rerank.err);
+    assert.match(rerank.err, /\/body\/rerank/);
   });
 
   it('imports CSV with quoted fields, vectors and extra columns as metadata', async () => {

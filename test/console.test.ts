@@ -249,6 +249,81 @@ describe('web console (chromium)', { skip }, () => {
     assert.match(await page.locator('.results-status').innerText(), /Search failed[\s\S]*\$bogus/);
   });
 
+  it('switches the search mode: the request carries it, each list\'s score shows beside its match, and a note shows', async () => {
+    const page = await open();
+    await signIn(page);
+    await page.getByRole('link', { name: 'Search' }).click();
+    await page.getByLabel('Search query').fill('refund my money');
+    const results = page.locator('.results');
+
+    /** Searches in `mode` and returns what was sent and answered, once the cards are drawn. */
+    async function searchIn(mode: string): Promise<{ sent: any; answer: any }> {
+      await page.getByRole('radio', { name: mode }).check();
+      const [request] = await Promise.all([
+        page.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/v1/search/'),
+        page.getByRole('button', { name: 'Search', exact: true }).click(),
+      ]);
+      const answer = await (await request.response())!.json();
+      await page.locator('.results:not(.loading) .match').first().waitFor();
+      return { sent: request.postDataJSON(), answer };
+    }
+
+    /** Every card shows its list scores exactly when its match has them, with their values. */
+    async function assertListScores(answer: any): Promise<number> {
+      const cards = results.locator('.match');
+      assert.equal(await cards.count(), answer.matches.length);
+      let shown = 0;
+      for (const [i, m] of answer.matches.entries()) {
+        const chips = cards.nth(i).locator('.list-score');
+        if (!m.scores) {
+          assert.equal(await chips.count(), 0, `${m.key}: no list scores in the answer, none shown`);
+          continue;
+        }
+        shown++;
+        for (const list of ['semantic', 'lexical']) {
+          const value = m.scores[list];
+          const text = await cards.nth(i).locator(`.list-score[data-list="${list}"] .mono`).innerText();
+          assert.equal(text, typeof value === 'number' ? value.toFixed(4) : '—', `${m.key}: ${list}`);
+        }
+      }
+      return shown;
+    }
+
+    const hybrid = await searchIn('Hybrid');
+    assert.equal(hybrid.sent.mode, 'hybrid');
+    assert.equal(await results.locator('.match').first().getAttribute('data-key'), 'billing/refunds');
+    assert.equal(await assertListScores(hybrid.answer), hybrid.answer.matches.length, 'a hybrid answer has both lists\' scores on every match');
+    const first = hybrid.answer.matches[0].scores;
+    assert.ok(typeof first.semantic === 'number' && typeof first.lexical === 'number', 'the refunds text is in both lists');
+    assert.ok(hybrid.answer.matches.some((m: any) => m.scores.lexical === null), 'some match holds none of the words');
+    assert.equal(await results.locator('.list-score[data-list="lexical"] .mono', { hasText: '—' }).count() > 0, true);
+    assert.match(await page.locator('.results-status').innerText(), /hybrid/);
+    assert.equal(await results.locator('.score-bar').count(), 0, 'a fused score fills no similarity bar');
+    await shot(page, 'search-hybrid');
+
+    const lexical = await searchIn('Lexical');
+    assert.equal(lexical.sent.mode, 'lexical');
+    assert.equal(await results.locator('.match').first().getAttribute('data-key'), 'billing/refunds');
+    await assertListScores(lexical.answer);
+
+    // Semantic is the default: the field is left out, and the cards are as before.
+    const semantic = await searchIn('Semantic');
+    assert.equal('mode' in semantic.sent, false);
+    await assertListScores(semantic.answer);
+    assert.ok(await results.locator('.score-bar').count() > 0);
+
+    // A note in the answer (the server adds one when its reranker fails) is shown above the matches, and goes with the next search.
+    await page.route('**/v1/search/', async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, json: { ...(await response.json()), note: 'The reranker did not answer within 5000 ms; the matches are in their own order.' } });
+    });
+    await searchIn('Hybrid');
+    assert.match(await page.locator('.search-note [role=status]').innerText(), /reranker did not answer within 5000 ms/);
+    await page.unroute('**/v1/search/');
+    await searchIn('Hybrid');
+    assert.equal(await page.locator('.search-note').innerText(), '');
+  });
+
   it('uploads a file with progress, reports its chunks, and makes it searchable', async (t: TestContext) => {
     const probe = await server.call('GET', '/v1/files/');
     if (probe.status === 404) return t.skip('POST /v1/embed/ and GET /v1/files/ are not on this server yet (404)');

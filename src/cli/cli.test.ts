@@ -397,6 +397,83 @@ describe('export', () => {
   });
 });
 
+describe('search', () => {
+  const HYBRID_ANSWER = {
+    query: 'refund policy',
+    matches: [
+      { key: 'billing/refunds', score: 0.0325, scores: { semantic: 0.8123, lexical: 7.25 }, metadata: { text: 'Refunds are issued within 14 days.' } },
+      { key: 'billing/invoices', score: 0.0161, scores: { semantic: 0.5012, lexical: null }, metadata: { text: 'Invoices are emailed monthly.' } },
+      { key: 'faq/returns', score: 0.0159, scores: { semantic: null, lexical: 3.5 }, metadata: { text: 'Returns: see the refund policy.' } },
+    ],
+    note: 'The reranker did not answer within 5000 ms; the matches are in their fused order.',
+  };
+
+  it('sends the mode, fusion, MMR and rerank fields, and shows the per-list scores and the note', async () => {
+    const server = await fakeServer(() => ({ json: HYBRID_ANSWER }));
+    try {
+      const res = await vss(at(server, 'search', 'refund policy', '-t', 'docs', '-n', '3', '--mode', 'hybrid', '--fusion', 'rrf', '--k', '20', '--mmr', '0.4', '--mmr-candidates', '30', '--rerank'));
+      assert.equal(res.code, 0, res.err);
+      assert.deepEqual(server.seen.at(-1)!.body, {
+        query: 'refund policy',
+        keyspace: 'default_keyspace',
+        table: 'docs',
+        final_top_k: 3,
+        mode: 'hybrid',
+        fusion: { method: 'rrf', k: 20 },
+        mmr: { diversity: 0.4, candidates: 30 },
+        rerank: true,
+      });
+      const rows = res.out.trim().split('\n');
+      assert.match(rows[0]!, /score\s+semantic\s+lexical\s+key\s+text/);
+      assert.match(rows[1]!, /^\s+1\s+0\.0325\s+0\.8123\s+7\.2500\s+billing\/refunds\s+Refunds are issued/);
+      assert.match(rows[2]!, /^\s+2\s+0\.0161\s+0\.5012\s+—\s+billing\/invoices/);
+      assert.match(rows[3]!, /^\s+3\s+0\.0159\s+—\s+3\.5000\s+faq\/returns/);
+      assert.match(res.err, /^note: The reranker did not answer within 5000 ms/m);
+      assert.doesNotMatch(res.out, /note/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('names the fusion constant for a bare --fusion, and implies the method from --k or --alpha', async () => {
+    const server = await fakeServer(() => ({ json: { matches: [] } }));
+    try {
+      const cases: [string[], unknown][] = [
+        [['--fusion', 'rrf'], { method: 'rrf', k: 60 }],
+        [['--fusion', 'relative'], { method: 'relative', alpha: 0.5 }],
+        [['--alpha', '0.25'], { method: 'relative', alpha: 0.25 }],
+        [['--k', '5'], { method: 'rrf', k: 5 }],
+        [[], undefined],
+      ];
+      for (const [flags, fusion] of cases) {
+        const res = await vss(at(server, 'search', 'q', '--mode', 'hybrid', ...flags));
+        assert.equal(res.code, 0, res.err);
+        assert.deepEqual(server.seen.at(-1)!.body.fusion, fusion, flags.join(' '));
+        assert.equal(res.out.trim(), '(no matches)');
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('sends none of the new fields unless asked, and keeps the plain table for answers without per-list scores', async () => {
+    const server = await fakeServer(() => ({ json: { matches: [{ key: 'k1', score: 0.75, metadata: { text: 'hello' } }] } }));
+    try {
+      const res = await vss(at(server, 'search', 'hello', '--mmr', '0'));
+      assert.equal(res.code, 0, res.err);
+      assert.deepEqual(server.seen.at(-1)!.body, { query: 'hello', keyspace: 'default_keyspace', table: 'vector', final_top_k: 5, mmr: { diversity: 0 } });
+      assert.doesNotMatch(res.out, /semantic|lexical/);
+      assert.match(res.out, /^\s+1\s+0\.7500\s+k1\s+hello$/m);
+      assert.equal(res.err, '');
+      const asJson = await vss(at(server, '--json', 'search', 'hello', '--mode', 'lexical'));
+      assert.equal(server.seen.at(-1)!.body.mode, 'lexical');
+      assert.equal(JSON.parse(asJson.out).matches[0].key, 'k1');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('usage errors and settings', () => {
   it('exits 2, before any request, for bad flags and settings', async () => {
     const server = await fakeServer();
@@ -405,6 +482,14 @@ describe('usage errors and settings', () => {
         [at(server, 'search', 'x', '--filter', '{bad'), {}, /--filter/],
         [at(server, 'search', 'x', '--filter', '[1]'), {}, /--filter/],
         [at(server, 'search', 'x', '-n', 'abc'), {}, /--top/],
+        [at(server, 'search', 'x', '--mode', 'fuzzy'), {}, /--mode/],
+        [at(server, 'search', 'x', '--mode', 'hybrid', '--alpha', '1.5'), {}, /--alpha/],
+        [at(server, 'search', 'x', '--mode', 'hybrid', '--fusion', 'relative', '--k', '10'), {}, /--k is for --fusion rrf/],
+        [at(server, 'search', 'x', '--mode', 'hybrid', '--k', '10', '--alpha', '0.3'), {}, /give one/],
+        [at(server, 'search', 'x', '--fusion', 'rrf'), {}, /--fusion rrf applies to --mode hybrid only/],
+        [at(server, 'search', 'x', '--mode', 'lexical', '--alpha', '0.2'), {}, /--alpha applies to --mode hybrid only/],
+        [at(server, 'search', 'x', '--mmr', '-0.1'), {}, /--mmr/],
+        [at(server, 'search', 'x', '--mmr-candidates', '50'), {}, /--mmr-candidates needs --mmr/],
         [at(server, '--timeout', 'soon', 'keyspaces'), {}, /--timeout/],
         [['--config', path.join(dir, 'missing.json'), 'keyspaces'], {}],
         [['--url', 'not-a-url', 'keyspaces'], {}],

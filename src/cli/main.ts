@@ -9,12 +9,14 @@ import { open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { ApiError, Client, LONG_TIMEOUT_MS, UnavailableError } from './client.ts';
 import { Interrupted, UsageError } from './errors.ts';
 import { ImportStopped, importFile } from './import.ts';
+import { positiveInteger, positiveSeconds } from './options.ts';
 import { RecordError } from './records.ts';
 import { resolveSettings } from './settings.ts';
+import { addSearchOptions, searchRequest, searchTable, type SearchOptions } from './search.ts';
 
 export const EXIT = { ok: 0, unexpected: 1, usage: 2, auth: 3, notFound: 4, unavailable: 5, rejected: 6 } as const;
 
@@ -41,32 +43,6 @@ function describe(err: unknown): string {
     return `${err.detail} [HTTP ${err.status} ${err.code}]${hint}${fields}`;
   }
   return (err as Error)?.message ?? String(err);
-}
-
-const truncate = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-
-// Option parsers: a bad value is a usage error (exit 2) that names its option, before any request.
-function positiveInteger(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer.');
-  return n;
-}
-
-function positiveSeconds(value: string): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a number of seconds above 0.');
-  return n;
-}
-
-function jsonObject(value: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch (e) {
-    throw new InvalidArgumentError(`not valid JSON (${(e as Error).message}).`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError('must be a JSON object.');
-  return parsed as Record<string, unknown>;
 }
 
 /**
@@ -210,32 +186,15 @@ function addKeyspaceCommands(program: Command, { client, print }: Commands): voi
     });
 }
 
-/** search by text. */
-function addSearchCommand(program: Command, { client, print, ks, tb }: Commands): void {
-  tb(ks(program.command('search <text>')))
-    .description('semantic search by text')
-    .option('-n, --top <n>', 'matches to show', positiveInteger, 5)
-    .option('--filter <json>', 'metadata filter as JSON', jsonObject)
-    .action(async (text: string, o: { keyspace: string; table: string; top: number; filter?: Record<string, unknown> }) => {
-      const res = await client().post('/v1/search/', {
-        query: text,
-        keyspace: o.keyspace,
-        table: o.table,
-        final_top_k: o.top,
-        ...(o.filter ? { filter: o.filter } : {}),
-      });
-      print(res, () => {
-        if (res.matches.length === 0) return '(no matches)';
-        const width = Math.max(40, (process.stdout.columns || 100) - 40);
-        return [`  #  score    key${' '.repeat(22)}text`]
-          .concat(
-            res.matches.map((m: any, i: number) => {
-              const text = String(m.metadata?.text ?? JSON.stringify(m.metadata ?? {})).replace(/\s+/g, ' ');
-              return `${String(i + 1).padStart(3)}  ${m.score.toFixed(4)}  ${truncate(m.key, 24).padEnd(24)}  ${truncate(text, width)}`;
-            }),
-          )
-          .join('\n');
-      });
+/** search by text: semantic, lexical or hybrid. */
+function addSearchCommand(program: Command, { io, client, json, print, ks, tb }: Commands): void {
+  addSearchOptions(tb(ks(program.command('search <text>'))))
+    .description('search by text: by meaning (semantic), by words (lexical) or both (hybrid)')
+    .action(async (text: string, o: SearchOptions) => {
+      const res = await client().post('/v1/search/', searchRequest(text, o));
+      print(res, () => searchTable(res.matches, process.stdout.columns || 100));
+      // The server's word on how the answer was made (a reranker that failed, for one): beside, not in, the table.
+      if (typeof res.note === 'string' && !json()) io.err(`note: ${res.note}\n`);
     });
 }
 

@@ -29,8 +29,17 @@ export interface TableInfo {
   metric: Metric;
   /** The embedding model its text rows were embedded with, when known. */
   model: string | null;
+  /** How the table's texts are tokenized for lexicalSearch (tables made before it existed: porter). */
+  lexical: LexicalSettings;
   createdAt: string;
 }
+
+export type LexicalTokenizer = 'porter' | 'unicode61' | 'trigram';
+export const LEXICAL_TOKENIZERS: readonly LexicalTokenizer[] = ['porter', 'unicode61', 'trigram'];
+export interface LexicalSettings {
+  tokenizer: LexicalTokenizer;
+}
+export const DEFAULT_LEXICAL: LexicalSettings = Object.freeze({ tokenizer: 'porter' });
 
 export interface TableStats extends TableInfo {
   rowCount: number;
@@ -69,6 +78,19 @@ export interface SearchQuery {
   candidates: number;
   /** Stage 2: how many exact-rescored matches to return. */
   limit: number;
+  filter?: Filter;
+  includeVector?: boolean;
+}
+
+export interface LexicalQuery {
+  /**
+   * The user's words, searched literally: tokenized with the table's tokenizer, any term may match
+   * (OR), never query syntax. Distinct words count once (see lexical-terms.ts for the split).
+   */
+  text: string;
+  /** How many best rows to return. */
+  limit: number;
+  /** The same filter dialect and semantics as SearchQuery.filter, applied before ranking. */
   filter?: Filter;
   includeVector?: boolean;
 }
@@ -124,7 +146,7 @@ export interface CatalogStore {
    * Creates a table; throws keyspace_not_found, and already_exists unless `ifNotExists`,
    * in which case the existing table is returned (its dimension may differ: the caller checks).
    */
-  createTable(t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null }, opts?: { ifNotExists?: boolean }): Promise<TableInfo>;
+  createTable(t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null; lexical?: LexicalSettings }, opts?: { ifNotExists?: boolean }): Promise<TableInfo>;
   getTable(keyspace: string, name: string): Promise<TableInfo | null>;
   listTables(keyspace: string): Promise<TableStats[]>;
 }
@@ -148,6 +170,14 @@ export interface VectorStore {
   scanVectors(keyspace: string, table: string, opts: { cursor?: string | null; limit: number }): Promise<{ rows: VectorRow[]; cursor: string | null }>;
   /** Two-stage search; best first. Throws table_not_found. */
   search(keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]>;
+  /**
+   * Rows with text ranked by Okapi BM25 over the table's rows that have text, best first; `score`
+   * is BM25 (higher is better), exactly as SQLite FTS5's bm25(): k1 = 1.2, b = 0.75, idf =
+   * ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, dl = the row's token count, avgdl = tokens / N.
+   * Statistics (row count N, average length, document frequencies) are per table. Rows without
+   * text (null or '') never match; a text with no tokens after tokenizing gives []. Throws table_not_found.
+   */
+  lexicalSearch(keyspace: string, table: string, q: LexicalQuery): Promise<StoredMatch[]>;
 }
 
 export interface MetadataStore {

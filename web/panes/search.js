@@ -1,5 +1,5 @@
-// Search: a query against the selected table; matches as cards with score, key, text and
-// expandable metadata.
+// Search: a query against the selected table, by meaning, by words or both; matches as cards
+// with score (and each list's score in hybrid mode), key, text and expandable metadata.
 import { clear, fmtInt, fmtScore, h, icon } from '../lib/dom.js';
 
 const STOP = new Set(('a an and are as at be but by can do does for from has have how i if in is it its my of on or our so that the their them there these this to was we what when where which who why will with you your').split(' '));
@@ -23,12 +23,36 @@ function metaValue(v) {
   return String(v);
 }
 
-export function matchCard(m, rank, query, metric) {
+const MODES = [
+  ['semantic', 'Semantic', 'By meaning: the nearest vectors'],
+  ['lexical', 'Lexical', 'By words: BM25 over the stored text'],
+  ['hybrid', 'Hybrid', 'Both lists, fused into one ranking'],
+];
+
+function scoreTitle(mode, metric) {
+  if (mode === 'lexical') return 'BM25 score (higher is better)';
+  if (mode === 'hybrid') return 'Fused score of the semantic and lexical lists';
+  return metric === 'euclidean' ? 'Euclidean distance (lower is nearer)' : `${metric ?? 'cosine'} score`;
+}
+
+/** Each list's own score beside the fused one; "—" where that list did not hold the match. */
+function listScores(scores, metric) {
+  if (!scores || typeof scores !== 'object') return null;
+  const chip = (list, label, what) => {
+    const v = scores[list];
+    return h('span.chip.chip-quiet.list-score', { dataset: { list }, title: typeof v === 'number' ? `${what} in the ${list} list` : `Not in the ${list} list` },
+      label, h('span.mono', fmtScore(v)));
+  };
+  return h('span.list-scores', chip('semantic', 'sem', metric === 'euclidean' ? 'Euclidean distance' : `${metric ?? 'cosine'} score`), chip('lexical', 'lex', 'BM25 score'));
+}
+
+export function matchCard(m, rank, query, metric, mode = 'semantic') {
   const meta = m.metadata && typeof m.metadata === 'object' ? m.metadata : {};
   const text = typeof meta.text === 'string' ? meta.text : null;
   const fields = Object.entries(meta).filter(([k]) => k !== 'text');
-  // A similarity in [0, 1] fills the bar; a distance (euclidean) or an unbounded dot product does not.
-  const bounded = metric !== 'euclidean' && typeof m.score === 'number' && m.score >= -1 && m.score <= 1;
+  // A similarity in [0, 1] fills the bar; a distance (euclidean), an unbounded dot product, a
+  // BM25 score or a fused one (a rank fusion's are all near 0) does not.
+  const bounded = mode === 'semantic' && metric !== 'euclidean' && typeof m.score === 'number' && m.score >= -1 && m.score <= 1;
   const fill = h('span.score-fill');
   fill.style.width = bounded ? `${Math.max(0, m.score) * 100}%` : '0%';
   const body = text ? h('p.match-text', highlight(text, query)) : h('p.match-text.muted', 'No text stored with this vector.');
@@ -45,7 +69,8 @@ export function matchCard(m, rank, query, metric) {
         typeof meta.source_file === 'string' ? h('span.chip.chip-file', icon('file'), meta.source_file) : null,
         meta.chunk_index !== undefined ? h('span.chip.chip-quiet', `chunk ${meta.chunk_index}`) : null,
         h('span.spacer'),
-        h('span.score', { title: metric === 'euclidean' ? 'Euclidean distance (lower is nearer)' : `${metric ?? 'cosine'} score` },
+        listScores(m.scores, metric),
+        h('span.score', { title: scoreTitle(mode, metric) },
           bounded ? h('span.score-bar', fill) : null, h('span.score-value.mono', fmtScore(m.score)))),
       body,
       fields.length > 0
@@ -63,8 +88,14 @@ export function searchPane(ctx) {
   const query = h('input#search-query.input.input-lg', { type: 'search', placeholder: 'Ask in plain words: “how do refunds work?”', 'aria-label': 'Search query', autocomplete: 'off', maxlength: 8192 });
   const topK = h('select#search-topk.select', { 'aria-label': 'Number of matches' }, [5, 10, 20, 50].map((n) => h('option', { value: n, selected: n === 10 }, `Top ${n}`)));
   const filter = h('textarea#search-filter.input.mono', { rows: 3, placeholder: '{"source_file": "handbook.pdf", "chunk_index": {"$lt": 10}}', 'aria-label': 'Metadata filter (JSON)', spellcheck: 'false' });
+  const modes = h('div.segmented', { role: 'radiogroup', 'aria-label': 'Search mode' },
+    MODES.map(([value, label, hint]) =>
+      h('label.segment', { title: hint },
+        h('input', { type: 'radio', name: 'search-mode', value, checked: value === 'semantic' }),
+        h('span', label))));
   const button = h('button.btn.btn-primary.btn-lg', { type: 'submit' }, icon('search'), 'Search');
   const status = h('div.results-status', { 'aria-live': 'polite' });
+  const note = h('div.search-note');
   const results = h('div.results');
   const targetInfo = h('p.pane-sub');
 
@@ -72,6 +103,7 @@ export function searchPane(ctx) {
     on: { submit: (e) => { e.preventDefault(); run(); } },
   },
   h('div.search-row', h('div.input-icon', icon('search'), query), topK, button),
+  h('div.search-mode-row', h('span.label-inline', 'Mode'), modes),
   h('details.search-options',
     h('summary', 'Filter'),
     h('div.search-options-body',
@@ -84,6 +116,7 @@ export function searchPane(ctx) {
       h('div.pane-actions', h('label.label-inline', { for: 'search-target' }, 'Table'), target)),
     h('div.card', form),
     status,
+    note,
     results);
 
   target.addEventListener('change', () => {
@@ -104,8 +137,8 @@ export function searchPane(ctx) {
   function empty() {
     clear(results, h('div.empty',
       icon('search', 'empty-icon'),
-      h('p', 'Search by meaning, not by keywords.'),
-      h('p.muted', 'Matches come back best first, with their score, key, text and metadata.')));
+      h('p', 'Search by meaning, by words, or both.'),
+      h('p.muted', 'Matches come back best first, with their score, key, text and metadata; in hybrid mode, each list\'s score too.')));
   }
 
   async function run() {
@@ -119,7 +152,9 @@ export function searchPane(ctx) {
       clear(status, h('div.alert.alert-error', { role: 'alert' }, icon('alert'), h('div', 'Choose a table to search in the sidebar.')));
       return;
     }
-    const body = { query: q, keyspace, table, final_top_k: Number(topK.value) };
+    const mode = modes.querySelector('input:checked')?.value ?? 'semantic';
+    // Semantic is the server's default: sent only when another mode is chosen.
+    const body = { query: q, keyspace, table, final_top_k: Number(topK.value), ...(mode !== 'semantic' ? { mode } : {}) };
     if (filter.value.trim()) {
       try {
         body.filter = JSON.parse(filter.value);
@@ -129,6 +164,7 @@ export function searchPane(ctx) {
       }
     }
     button.disabled = true;
+    clear(note);
     results.classList.add('loading');
     clear(status, h('span.spinner'), 'Searching…');
     const started = performance.now();
@@ -137,12 +173,15 @@ export function searchPane(ctx) {
       const ms = Math.round(performance.now() - started);
       lastQuery = q;
       const matches = res.matches ?? [];
+      const answered = typeof res.mode === 'string' ? res.mode : mode;
       clear(status, h('span.results-count', `${matches.length} match${matches.length === 1 ? '' : 'es'}`),
-        h('span.muted', ` in ${keyspace}.${table} · ${ms} ms · ${res.metric ?? ''}`));
+        h('span.muted', ` in ${keyspace}.${table} · ${ms} ms · ${answered === 'semantic' ? res.metric ?? '' : answered}`));
+      // The server's word on how the answer was made (a reranker that failed, for one).
+      if (typeof res.note === 'string' && res.note) clear(note, h('div.alert.alert-warn', { role: 'status' }, icon('alert'), h('div', res.note)));
       if (matches.length === 0) {
-        clear(results, h('div.empty', icon('search', 'empty-icon'), h('p', 'Nothing matched.'), h('p.muted', 'The table may be empty, or the filter too narrow.')));
+        clear(results, h('div.empty', icon('search', 'empty-icon'), h('p', 'Nothing matched.'), h('p.muted', answered === 'lexical' ? 'No stored text holds these words, or the filter is too narrow.' : 'The table may be empty, or the filter too narrow.')));
       } else {
-        clear(results, matches.map((m, i) => matchCard(m, i + 1, lastQuery, res.metric)));
+        clear(results, matches.map((m, i) => matchCard(m, i + 1, lastQuery, res.metric, answered)));
       }
     } catch (err) {
       clear(status, h('div.alert.alert-error', { role: 'alert' }, icon('alert'), h('div', h('strong', 'Search failed'), h('p', err.message),

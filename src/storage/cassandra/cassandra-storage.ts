@@ -96,6 +96,8 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     countVectors: (ks, t, filter) => vectors.countVectors(ctx, ks, t, filter),
     scanVectors: (ks, t, o) => vectors.scanVectors(ctx, ks, t, o),
     search: (ks, t, q) => search(ctx, ks, t, q),
+    // Implemented on the hybridcass branch (BM25 statistics kept in Cassandra).
+    lexicalSearch: () => Promise.reject(new ServiceError('storage_unavailable', 'Lexical search is not available on the Cassandra backend yet.')),
 
     upsertMetadata: (recs) => records.upsertMetadata(ctx, recs),
     getMetadata: (ks, t, files) => records.getMetadata(ctx, ks, t, files),

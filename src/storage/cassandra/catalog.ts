@@ -35,6 +35,8 @@ const tableFromRow = (r: Row): TableInfo => ({
   dimension: r.dimension as number,
   metric: r.metric as Metric,
   model: (r.model as string | null) ?? null,
+  // The lexical index on Cassandra is the hybridcass branch's; until it lands every table is porter.
+  lexical: { tokenizer: 'porter' },
   createdAt: iso(r.created_at),
 });
 
@@ -142,7 +144,7 @@ export async function createTable(
     await awaitTableSchema(ctx, ks, existing);
     return existing;
   }
-  const info: TableInfo = { keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model, createdAt: createdAt.toISOString() };
+  const info: TableInfo = { keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model, lexical: { tokenizer: 'porter' }, createdAt: createdAt.toISOString() };
   try {
     await createTableSchema(ctx, ks, info);
   } catch (e) {

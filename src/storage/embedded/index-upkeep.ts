@@ -16,6 +16,7 @@ import { SegmentedAnn } from '../../index/ann-segments.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
+import type { LexicalSettings } from '../api.ts';
 import { YieldSignal } from '../../yield-signal.ts';
 
 /** The upkeep's timings, in one place; each says why it is what it is. */
@@ -71,6 +72,7 @@ export interface TableMeta {
   dimension: number;
   metric: Metric;
   model: string | null;
+  lexical: LexicalSettings;
   createdAt: string;
 }
 
