@@ -14,6 +14,9 @@ export type { DraftQuery, Metric };
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type Metadata = { [k: string]: Json };
 
+export type LexicalTokenizer = 'porter' | 'unicode61' | 'trigram';
+export interface LexicalSettings { tokenizer: LexicalTokenizer }
+
 export interface KeyspaceInfo {
   name: string;
   /** Owning user id; null for keyspaces made before accounts existed. */
@@ -29,6 +32,8 @@ export interface TableInfo {
   metric: Metric;
   /** The embedding model its text rows were embedded with, when known. */
   model: string | null;
+  /** How its rows' text is tokenized for lexicalSearch (tables made before it existed: porter). */
+  lexical: LexicalSettings;
   createdAt: string;
 }
 
@@ -70,6 +75,15 @@ export interface SearchQuery {
   /** Stage 2: how many exact-rescored matches to return. */
   limit: number;
   filter?: Filter;
+  includeVector?: boolean;
+}
+
+export interface LexicalQuery {
+  /** The user's words, searched literally: tokenized with the table's tokenizer, any term may match (OR), never query syntax. */
+  text: string;
+  /** How many best rows to return. */
+  limit: number;
+  filter?: Filter;            // the same filter dialect and semantics as SearchQuery.filter, applied before ranking
   includeVector?: boolean;
 }
 
@@ -124,7 +138,7 @@ export interface CatalogStore {
    * Creates a table; throws keyspace_not_found, and already_exists unless `ifNotExists`,
    * in which case the existing table is returned (its dimension may differ: the caller checks).
    */
-  createTable(t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null }, opts?: { ifNotExists?: boolean }): Promise<TableInfo>;
+  createTable(t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null; lexical?: LexicalSettings }, opts?: { ifNotExists?: boolean }): Promise<TableInfo>;
   getTable(keyspace: string, name: string): Promise<TableInfo | null>;
   listTables(keyspace: string): Promise<TableStats[]>;
 }
@@ -148,6 +162,12 @@ export interface VectorStore {
   scanVectors(keyspace: string, table: string, opts: { cursor?: string | null; limit: number }): Promise<{ rows: VectorRow[]; cursor: string | null }>;
   /** Two-stage search; best first. Throws table_not_found. */
   search(keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]>;
+  /**
+   * Rows with text ranked by Okapi BM25 over the table's rows that have text, best first; `score` is BM25
+   * (higher is better). Statistics (row count N, average length, document frequencies) are per table.
+   * Rows without text never match; a text with no tokens after tokenizing gives []. Throws table_not_found.
+   */
+  lexicalSearch(keyspace: string, table: string, q: LexicalQuery): Promise<StoredMatch[]>;
 }
 
 export interface MetadataStore {
