@@ -5,7 +5,7 @@
  *
  * Files by concern: session.ts (driver, consistency, paging, retries), driver-errors.ts (driver
  * errors -> ServiceError), system-schema.ts (the system keyspace), catalog.ts (keyspaces, tables),
- * vectors.ts (rows, scans), search.ts (two-stage search), metadata-records.ts, accounts.ts (users,
+ * vectors.ts (rows, scans), search.ts (two-stage search), lexical.ts (BM25 search and its postings), metadata-records.ts, accounts.ts (users,
  * keys, plans, webhook events), files.ts (uploaded files), usage.ts.
  */
 import { ServiceError } from '../../errors.ts';
@@ -16,6 +16,7 @@ import * as files from './files.ts';
 import type { Ctx } from './context.ts';
 import * as records from './metadata-records.ts';
 import { isValidName, requireValidReplication } from './names.ts';
+import { lexicalSearch } from './lexical.ts';
 import { search } from './search.ts';
 import { Session, type WriteConsistency } from './session.ts';
 import { ensureSystemSchema } from './system-schema.ts';
@@ -96,6 +97,7 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     countVectors: (ks, t, filter) => vectors.countVectors(ctx, ks, t, filter),
     scanVectors: (ks, t, o) => vectors.scanVectors(ctx, ks, t, o),
     search: (ks, t, q) => search(ctx, ks, t, q),
+    lexicalSearch: (ks, t, q) => lexicalSearch(ctx, ks, t, q),
 
     upsertMetadata: (recs) => records.upsertMetadata(ctx, recs),
     getMetadata: (ks, t, files) => records.getMetadata(ctx, ks, t, files),

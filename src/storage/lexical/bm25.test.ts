@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { compareCodePoints } from '../../index/filter.ts';
+import { idf, queryTerms, scoreText } from './bm25.ts';
+import { fts5Ranker } from './fts5-reference.case.ts';
+import { termCounts } from './tokenize.ts';
+
+const WORDS = ['running', 'runs', 'ran', 'cancer', 'breast', 'statin', 'statins', 'the', 'of', 'mortality', 'Café', 'cafe', 'generalization', 'general', 'diet', 'vitamin', 'D', 'x', 'é'];
+
+function texts(seed: number, n: number): string[] {
+  let s = seed;
+  const r = (): number => (s = (s * 16807) % 2147483647) / 2147483647;
+  // Zipf-like: early words common, late ones rare; lengths vary so that length normalisation matters.
+  return Array.from({ length: n }, () => Array.from({ length: 1 + Math.floor(r() * 30) }, () => WORDS[Math.floor(WORDS.length * r() ** 2)]).join(r() < 0.8 ? ' ' : ', '));
+}
+
+/** Every row scored by bm25.ts from its text, best first, as a backend computing BM25 in JS does. */
+function jsRank(tokenizer: 'porter' | 'unicode61' | 'trigram', rows: [string, string][], query: string): { key: string; score: number }[] {
+  const terms = queryTerms(tokenizer, query);
+  const counted = rows.map(([k, t]) => ({ key: k, text: t, ...termCounts(tokenizer, t) }));
+  const stats = { rows: counted.length, tokens: counted.reduce((s, r) => s + r.length, 0) };
+  const idfs = new Map<string, number>();
+  for (const term of terms) {
+    const n = counted.filter((r) => r.counts.has(term)).length;
+    if (n > 0) idfs.set(term, idf(stats.rows, n));
+  }
+  return counted
+    .map((r) => ({ key: r.key, score: scoreText(tokenizer, r.text, idfs, stats) }))
+    .filter((r) => r.score > 0)
+    .sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key));
+}
+
+for (const tokenizer of ['porter', 'unicode61', 'trigram'] as const) {
+  test(`${tokenizer}: BM25 from bm25.ts gives FTS5's rows, order and scores`, () => {
+    const rows = texts(tokenizer.length, 400).map((t, i): [string, string] => [`k${i}`, t]);
+    const fts5 = fts5Ranker(tokenizer, rows);
+    let compared = 0;
+    try {
+      for (const query of ['running statins', 'the of', 'cancer cancer breast', 'café generalizations', 'D', 'vitamin "diet" OR NEAR(x)', 'zzz']) {
+        const want = fts5.rank(query);
+        const got = jsRank(tokenizer, rows, query);
+        assert.deepEqual(got.map((r) => r.key), want.map((r) => r.key), query);
+        compared += want.length;
+        got.forEach((r, i) => assert.ok(Math.abs(r.score - want[i].score) <= 1e-9 * Math.max(1, want[i].score), `${query}: ${r.key} ${r.score} vs ${want[i].score}`));
+      }
+      assert.ok(compared > 200, `FTS5 matched ${compared} rows in all`);
+    } finally {
+      fts5.close();
+    }
+  });
+}
+
+test('idf is floored at 1e-6 for a term in half the rows or more, as in FTS5', () => {
+  assert.equal(idf(10, 5), 1e-6);
+  assert.equal(idf(10, 9), 1e-6);
+  assert.ok(Math.abs(idf(10, 1) - Math.log(9.5 / 1.5)) < 1e-12);
+});
