@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
 
 describe('configuration', () => {
   it('has working defaults and is frozen', () => {
@@ -45,15 +45,34 @@ describe('configuration', () => {
     );
   });
 
-  it('refuses a VSS_CHAT_URL that is not an http(s) URL, without echoing it', () => {
-    for (const url of ['not a url', 'ftp://user:s3cret@x/y', 'localhost:8000/v1']) {
-      assert.throws(
-        () => loadConfig({ VSS_CHAT_URL: url }),
-        (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && !e.message.includes(url),
-        url,
-      );
-    }
-    for (const url of ['http://localhost:8000/v1', 'https://user:pw@llm.example.com/v1']) assert.equal(loadConfig({ VSS_CHAT_URL: url }).chat.url, url);
+  for (const [name, urlOf] of [
+    ['VSS_CHAT_URL', (c: Config) => c.chat.url],
+    ['VSS_RERANK_URL', (c: Config) => c.rerank.url],
+  ] as const) {
+    it(`refuses a ${name} that is not an http(s) URL, without echoing it`, () => {
+      for (const url of ['not a url', 'ftp://user:s3cret@x/y', 'localhost:8000/v1']) {
+        assert.throws(
+          () => loadConfig({ [name]: url }),
+          (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && e.problems[0]!.includes(name) && !e.message.includes(url),
+          url,
+        );
+      }
+      for (const url of ['http://localhost:8000/v1', 'https://user:pw@llm.example.com/v1']) assert.equal(urlOf(loadConfig({ [name]: url })), url);
+    });
+  }
+
+  it('reads the reranker settings, with no reranker by default', () => {
+    assert.deepEqual(loadConfig({}).rerank, { url: undefined, model: undefined, apiKey: undefined, timeoutMs: 5000, maxConcurrent: 4 });
+    const set = loadConfig({
+      VSS_RERANK_URL: 'http://127.0.0.1:8001/v1',
+      VSS_RERANK_MODEL: 'jina-reranker-v2-base-multilingual',
+      VSS_RERANK_API_KEY: 'rk-not-a-real-key',
+      VSS_RERANK_TIMEOUT_MS: '800',
+      VSS_RERANK_MAX_CONCURRENT: '2',
+    }).rerank;
+    assert.deepEqual(set, { url: 'http://127.0.0.1:8001/v1', model: 'jina-reranker-v2-base-multilingual', apiKey: 'rk-not-a-real-key', timeoutMs: 800, maxConcurrent: 2 });
+    assert.throws(() => loadConfig({ VSS_RERANK_TIMEOUT_MS: '0' }), /VSS_RERANK_TIMEOUT_MS/);
+    assert.throws(() => loadConfig({ VSS_RERANK_MAX_CONCURRENT: 'many' }), /VSS_RERANK_MAX_CONCURRENT/);
   });
 
   it('reads the Cassandra connection: contact points, or an Astra DB bundle with credentials', () => {

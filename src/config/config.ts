@@ -90,6 +90,18 @@ export interface Config {
     /** Calls to the chat endpoint in flight at once in this process; more are answered extractively. */
     readonly maxConcurrent: number;
   };
+  /** A Cohere-compatible `/rerank` endpoint for `"rerank": true` searches (none: such searches are refused). */
+  readonly rerank: {
+    readonly url: string | undefined;
+    /** Sent as `model` when set; servers that host one reranker (vLLM) need none. */
+    readonly model: string | undefined;
+    /** Sent as `Authorization: Bearer` when set (a secret: never shown). */
+    readonly apiKey: string | undefined;
+    /** How long to wait for the reranker before answering in the un-reranked order. */
+    readonly timeoutMs: number;
+    /** Calls to the reranker in flight at once in this process; more are answered un-reranked. */
+    readonly maxConcurrent: number;
+  };
   readonly logLevel: string;
   readonly limits: Limits;
   /** Plans by name: `free` for new users, `pro` after a checkout, `admin` for the administrator. */
@@ -236,6 +248,10 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     // Shown without its value: a URL may carry credentials.
     problems.push('VSS_CHAT_URL must be an http:// or https:// URL (an OpenAI-compatible API base, as http://127.0.0.1:8000/v1)');
   }
+  const rerankUrl = str('VSS_RERANK_URL');
+  if (rerankUrl !== undefined && !isHttpUrl(rerankUrl)) {
+    problems.push('VSS_RERANK_URL must be an http:// or https:// URL (a Cohere-compatible API base or /rerank URL, as http://127.0.0.1:8000/v1)');
+  }
 
   const logLevel = str('VSS_LOG_LEVEL') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
@@ -298,6 +314,14 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       apiKey: str('VSS_CHAT_API_KEY'),
       timeoutMs: int('VSS_CHAT_TIMEOUT_MS', 15_000, 1, 600_000),
       maxConcurrent: int('VSS_CHAT_MAX_CONCURRENT', 4, 1, 1000),
+    },
+    rerank: {
+      url: rerankUrl,
+      model: str('VSS_RERANK_MODEL'),
+      apiKey: str('VSS_RERANK_API_KEY'),
+      // Shorter than the chat's: a search waits for it, and un-reranked matches are still an answer.
+      timeoutMs: int('VSS_RERANK_TIMEOUT_MS', 5_000, 1, 600_000),
+      maxConcurrent: int('VSS_RERANK_MAX_CONCURRENT', 4, 1, 1000),
     },
     logLevel,
     limits,

@@ -3,6 +3,7 @@
  * but LlmError: every way the endpoint can fail (no answer in time, a non-2xx status, a body
  * that is not the expected JSON) becomes one, with a short reason that is safe to show.
  */
+import { postJson } from './json-endpoint.ts';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -44,45 +45,18 @@ export async function chatCompletion(opts: LlmOptions, messages: ChatMessage[]):
   } catch (e) {
     throw new LlmError('the chat endpoint URL is not valid', { cause: e });
   }
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), opts.timeoutMs);
-  try {
-    let res: Response;
-    try {
-      res = await fetch(endpoint, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json',
-          ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
-        },
-        body: JSON.stringify({ model: opts.model ?? DEFAULT_CHAT_MODEL, messages, temperature: 0.2, stream: false }),
-        signal: controller.signal,
-      });
-    } catch (e) {
-      if (controller.signal.aborted) throw new LlmError(`the chat endpoint did not answer within ${opts.timeoutMs} ms`, { cause: e });
-      throw new LlmError('the chat endpoint could not be reached', { cause: e });
-    }
-    let raw: string;
-    try {
-      raw = await readCapped(res);
-    } catch (e) {
-      if (controller.signal.aborted) throw new LlmError(`the chat endpoint did not answer within ${opts.timeoutMs} ms`, { cause: e });
-      throw e instanceof LlmError ? e : new LlmError('the chat endpoint closed the connection mid-answer', { cause: e });
-    }
-    if (!res.ok) throw new LlmError(`the chat endpoint answered HTTP ${res.status}`);
-    let body: unknown;
-    try {
-      body = JSON.parse(raw);
-    } catch (e) {
-      throw new LlmError('the chat endpoint answered something that is not JSON', { cause: e });
-    }
-    const content = contentOf(body);
-    if (content === null) throw new LlmError('the chat endpoint answered without a message (no choices[0].message.content)');
-    return content.trim();
-  } finally {
-    clearTimeout(timer);
-  }
+  const body = await postJson({
+    url: endpoint,
+    body: { model: opts.model ?? DEFAULT_CHAT_MODEL, messages, temperature: 0.2, stream: false },
+    apiKey: opts.apiKey,
+    timeoutMs: opts.timeoutMs,
+    maxAnswerBytes: MAX_ANSWER_BYTES,
+    name: 'the chat endpoint',
+    fail: (reason, cause) => new LlmError(reason, { cause }),
+  });
+  const content = contentOf(body);
+  if (content === null) throw new LlmError('the chat endpoint answered without a message (no choices[0].message.content)');
+  return content.trim();
 }
 
 function contentOf(body: unknown): string | null {
@@ -93,16 +67,4 @@ function contentOf(body: unknown): string | null {
   if (typeof message !== 'object' || message === null) return null;
   const content = (message as { content?: unknown }).content;
   return typeof content === 'string' && content.trim() !== '' ? content : null;
-}
-
-async function readCapped(res: Response): Promise<string> {
-  if (!res.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > MAX_ANSWER_BYTES) throw new LlmError(`the chat endpoint's answer is larger than ${MAX_ANSWER_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -14,9 +14,6 @@ export type { DraftQuery, Metric };
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type Metadata = { [k: string]: Json };
 
-export type LexicalTokenizer = 'porter' | 'unicode61' | 'trigram';
-export interface LexicalSettings { tokenizer: LexicalTokenizer }
-
 export interface KeyspaceInfo {
   name: string;
   /** Owning user id; null for keyspaces made before accounts existed. */
@@ -32,10 +29,17 @@ export interface TableInfo {
   metric: Metric;
   /** The embedding model its text rows were embedded with, when known. */
   model: string | null;
-  /** How its rows' text is tokenized for lexicalSearch (tables made before it existed: porter). */
+  /** How the table's texts are tokenized for lexicalSearch (tables made before it existed: porter). */
   lexical: LexicalSettings;
   createdAt: string;
 }
+
+export type LexicalTokenizer = 'porter' | 'unicode61' | 'trigram';
+export const LEXICAL_TOKENIZERS: readonly LexicalTokenizer[] = ['porter', 'unicode61', 'trigram'];
+export interface LexicalSettings {
+  tokenizer: LexicalTokenizer;
+}
+export const DEFAULT_LEXICAL: LexicalSettings = Object.freeze({ tokenizer: 'porter' });
 
 export interface TableStats extends TableInfo {
   rowCount: number;
@@ -79,11 +83,15 @@ export interface SearchQuery {
 }
 
 export interface LexicalQuery {
-  /** The user's words, searched literally: tokenized with the table's tokenizer, any term may match (OR), never query syntax. */
+  /**
+   * The user's words, searched literally: tokenized with the table's tokenizer, any term may match
+   * (OR), never query syntax. Distinct words count once (see lexical-terms.ts for the split).
+   */
   text: string;
   /** How many best rows to return. */
   limit: number;
-  filter?: Filter;            // the same filter dialect and semantics as SearchQuery.filter, applied before ranking
+  /** The same filter dialect and semantics as SearchQuery.filter, applied before ranking. */
+  filter?: Filter;
   includeVector?: boolean;
 }
 
@@ -163,9 +171,11 @@ export interface VectorStore {
   /** Two-stage search; best first. Throws table_not_found. */
   search(keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]>;
   /**
-   * Rows with text ranked by Okapi BM25 over the table's rows that have text, best first; `score` is BM25
-   * (higher is better). Statistics (row count N, average length, document frequencies) are per table.
-   * Rows without text never match; a text with no tokens after tokenizing gives []. Throws table_not_found.
+   * Rows with text ranked by Okapi BM25 over the table's rows that have text, best first; `score`
+   * is BM25 (higher is better), exactly as SQLite FTS5's bm25(): k1 = 1.2, b = 0.75, idf =
+   * ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, dl = the row's token count, avgdl = tokens / N.
+   * Statistics (row count N, average length, document frequencies) are per table. Rows without
+   * text (null or '') never match; a text with no tokens after tokenizing gives []. Throws table_not_found.
    */
   lexicalSearch(keyspace: string, table: string, q: LexicalQuery): Promise<StoredMatch[]>;
 }

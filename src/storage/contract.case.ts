@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import type { Metric, Storage, VectorRow } from './api.ts';
 import { bruteScore } from './brute-score.case.ts';
 import { randomDifferentialCase } from './contract-random.case.ts';
+import { lexicalContract } from './contract-lexical.case.ts';
 
 export type OpenStorage = () => Promise<{ storage: Storage; cleanup: () => Promise<void> }>;
 
@@ -65,7 +66,7 @@ export function storageContract(name: string, open: OpenStorage): void {
       it('creates tables; ifNotExists returns the existing one; errors for taken names and missing keyspaces', async () => {
         await storage.createKeyspace({ name: 'cat_t', owner: null });
         const t = await storage.createTable({ keyspace: 'cat_t', name: 'docs', dimension: 8, metric: 'cosine', model: 'm1' });
-        assert.deepEqual({ ...t, createdAt: '' }, { keyspace: 'cat_t', name: 'docs', dimension: 8, metric: 'cosine', model: 'm1', createdAt: '' });
+        assert.deepEqual({ ...t, createdAt: '' }, { keyspace: 'cat_t', name: 'docs', dimension: 8, metric: 'cosine', model: 'm1', lexical: { tokenizer: 'porter' }, createdAt: '' });
         assert.match(t.createdAt, ISO_Z);
         assert.deepEqual(await storage.getTable('cat_t', 'docs'), t);
         assert.equal(await storage.getTable('cat_t', 'nope'), null);
@@ -350,6 +351,8 @@ export function storageContract(name: string, open: OpenStorage): void {
         await rejectsWithCode(storage.scanVectors('scan_ks', 'missing', { limit: 10 }), 'table_not_found');
       });
     });
+
+    lexicalContract(() => storage);
 
     describe('random differential', () => {
       it('agrees with an in-memory model over a seeded random sequence of writes, deletes and checks', async (t) => {

@@ -14,8 +14,7 @@
  */
 import { ServiceError, invalid } from '../../errors.ts';
 import { METRICS, type Metric } from '../../index/metric.ts';
-import type { KeyspaceInfo, LexicalSettings, LexicalTokenizer, TableInfo, TableStats } from '../api.ts';
-import { LEXICAL_TOKENIZERS } from '../lexical/tokenize.ts';
+import { DEFAULT_LEXICAL, type KeyspaceInfo, LEXICAL_TOKENIZERS, type LexicalSettings, type LexicalTokenizer, type TableInfo, type TableStats } from '../api.ts';
 import { iso } from './codec.ts';
 import { type Ctx, dataTable, physicalKeyspace, sysTable } from './context.ts';
 import { isReservedKeyspace, isValidName, q, requireValidName, requireValidReplication, vectorIndexName } from './names.ts';
@@ -36,7 +35,7 @@ const tableFromRow = (r: Row): TableInfo => ({
   dimension: r.dimension as number,
   metric: r.metric as Metric,
   model: (r.model as string | null) ?? null,
-  lexical: { tokenizer: ((r.lexical_tokenizer as LexicalTokenizer | null) ?? 'porter') },
+  lexical: { tokenizer: (r.lexical_tokenizer as LexicalTokenizer | null) ?? DEFAULT_LEXICAL.tokenizer },
   createdAt: iso(r.created_at),
 });
 
@@ -44,11 +43,9 @@ const TABLE_COLS = 'keyspace_name, table_name, dimension, metric, model, created
 
 /** The lexical settings a new table asks for (default porter); validation_failed names a bad tokenizer. */
 function lexicalSettings(lexical: LexicalSettings | undefined): LexicalSettings {
-  if (lexical === undefined) return { tokenizer: 'porter' };
-  if (!LEXICAL_TOKENIZERS.includes(lexical?.tokenizer)) {
-    throw invalid([{ path: '/lexical/tokenizer', message: `must be one of ${LEXICAL_TOKENIZERS.join(', ')}` }]);
-  }
-  return { tokenizer: lexical.tokenizer };
+  const tokenizer = lexical?.tokenizer ?? DEFAULT_LEXICAL.tokenizer;
+  if (!LEXICAL_TOKENIZERS.includes(tokenizer)) throw invalid([{ path: '/lexical/tokenizer', message: `must be one of ${LEXICAL_TOKENIZERS.join(', ')}` }]);
+  return { tokenizer };
 }
 
 async function cqlKeyspaceExists(ctx: Ctx, name: string): Promise<boolean> {

@@ -4,9 +4,10 @@
  */
 import { invalid, ServiceError } from '../../errors.ts';
 import { METRICS, type Metric } from '../../index/metric.ts';
-import type { KeyspaceInfo, TableInfo, TableStats } from '../api.ts';
+import { DEFAULT_LEXICAL, LEXICAL_TOKENIZERS, type KeyspaceInfo, type LexicalSettings, type LexicalTokenizer, type TableInfo, type TableStats } from '../api.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import { TableState, type IndexKeeper, type TableMeta } from './index-upkeep.ts';
+import { createLexicalIndex } from './lexical.ts';
 import { isUniqueViolation, nowIso, type Db } from './sql.ts';
 
 interface KeyspaceRow {
@@ -23,12 +24,30 @@ interface TableRow {
   dimension: number;
   metric: Metric;
   model: string | null;
+  lexical_tokenizer: LexicalTokenizer;
   created_at: string;
 }
 
 const toKeyspace = (r: KeyspaceRow): KeyspaceInfo => ({ name: r.name, owner: r.owner, replication: r.replication, createdAt: r.created_at });
-const toMeta = (r: TableRow): TableMeta => ({ id: r.id, keyspace: r.keyspace, name: r.name, dimension: r.dimension, metric: r.metric, model: r.model, createdAt: r.created_at });
-export const tableInfo = (m: TableMeta): TableInfo => ({ keyspace: m.keyspace, name: m.name, dimension: m.dimension, metric: m.metric, model: m.model, createdAt: m.createdAt });
+const toMeta = (r: TableRow): TableMeta => ({
+  id: r.id,
+  keyspace: r.keyspace,
+  name: r.name,
+  dimension: r.dimension,
+  metric: r.metric,
+  model: r.model,
+  lexical: { tokenizer: r.lexical_tokenizer },
+  createdAt: r.created_at,
+});
+export const tableInfo = (m: TableMeta): TableInfo => ({
+  keyspace: m.keyspace,
+  name: m.name,
+  dimension: m.dimension,
+  metric: m.metric,
+  model: m.model,
+  lexical: { ...m.lexical },
+  createdAt: m.createdAt,
+});
 
 const tkey = (keyspace: string, name: string): string => `${keyspace}\u0000${name}`;
 
@@ -87,11 +106,13 @@ export class Catalog {
     return rows.map(toKeyspace);
   }
 
-  createTable(t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null }, opts: { ifNotExists?: boolean } = {}): TableInfo {
+  createTable(t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null; lexical?: LexicalSettings }, opts: { ifNotExists?: boolean } = {}): TableInfo {
     const errors = [];
     if (typeof t.name !== 'string' || t.name === '') errors.push({ path: '/table', message: 'must be a non-empty string' });
     if (!Number.isInteger(t.dimension) || t.dimension < 1) errors.push({ path: '/dimension', message: 'must be a positive integer' });
     if (!METRICS.includes(t.metric)) errors.push({ path: '/metric', message: `must be one of ${METRICS.join(', ')}` });
+    const tokenizer = t.lexical?.tokenizer ?? DEFAULT_LEXICAL.tokenizer;
+    if (!LEXICAL_TOKENIZERS.includes(tokenizer)) errors.push({ path: '/lexical/tokenizer', message: `must be one of ${LEXICAL_TOKENIZERS.join(', ')}` });
     if (errors.length > 0) throw invalid(errors);
 
     const existing = this.#tables.get(tkey(t.keyspace, t.name));
@@ -105,9 +126,11 @@ export class Catalog {
     // (full, read-only) leaves no table behind in the catalog.
     const state = this.#db.tx(() => {
       const info = this.#db
-        .stmt('INSERT INTO tables (keyspace, name, dimension, metric, model, created_at) VALUES (?, ?, ?, ?, ?, ?)')
-        .run(t.keyspace, t.name, t.dimension, t.metric, t.model ?? null, createdAt);
-      const meta: TableMeta = { id: Number(info.lastInsertRowid), keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model ?? null, createdAt };
+        .stmt('INSERT INTO tables (keyspace, name, dimension, metric, model, lexical_tokenizer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        .run(t.keyspace, t.name, t.dimension, t.metric, t.model ?? null, tokenizer, createdAt);
+      const id = Number(info.lastInsertRowid);
+      createLexicalIndex(this.#db.raw, id, tokenizer);
+      const meta: TableMeta = { id, keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model ?? null, lexical: { tokenizer }, createdAt };
       return new TableState(meta, this.#matrixFor(meta, true));
     });
     this.#tables.set(tkey(t.keyspace, t.name), state);

@@ -189,6 +189,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     countVectors: (ks, t, filter) => run(() => vectors.count(ks, t, filter)),
     scanVectors: (ks, t, opts) => run(() => scanVectors(db, catalog, ks, t, opts)),
     search: (ks, t, q) => runAsync(() => vectors.search(ks, t, q)),
+    lexicalSearch: (ks, t, q) => run(() => vectors.lexicalSearch(ks, t, q)),
     ...(worker ? { addDraftEncoder: worker.addDraft.bind(worker) } : {}),
 
     upsertMetadata: (records) => run(() => metadata.upsert(records)),

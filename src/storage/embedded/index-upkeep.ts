@@ -16,6 +16,7 @@ import { SegmentedAnn } from '../../index/ann-segments.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
+import type { LexicalSettings } from '../api.ts';
 import { newYieldSignal, type YieldSignal } from '../../yield-signal.ts';
 
 /** Target duration of one indexing slice: long enough to amortise, short enough for latency. */
@@ -66,6 +67,7 @@ export interface TableMeta {
   dimension: number;
   metric: Metric;
   model: string | null;
+  lexical: LexicalSettings;
   createdAt: string;
 }
 

@@ -3,6 +3,7 @@
  * and bumps schema_version; a database from a newer version is refused rather than guessed at.
  */
 import { randomUUID } from 'node:crypto';
+import { createLexicalIndex, fillLexicalIndex } from './lexical.ts';
 import type { Sqlite } from './sql.ts';
 
 const MIGRATIONS: ((db: Sqlite) => void)[] = [
@@ -119,6 +120,14 @@ const MIGRATIONS: ((db: Sqlite) => void)[] = [
   // ANN segments find deletions by the rows missing from the matrix, so no log of them is kept.
   (db) => {
     db.exec('DROP TABLE deleted');
+  },
+  // The lexical index (lexical.ts): every table gets one, with its rows that have text.
+  (db) => {
+    db.exec(`ALTER TABLE tables ADD COLUMN lexical_tokenizer TEXT NOT NULL DEFAULT 'porter'`);
+    for (const id of db.prepare('SELECT id FROM tables ORDER BY id').pluck().all() as number[]) {
+      createLexicalIndex(db, id, 'porter');
+      fillLexicalIndex(db, id);
+    }
   },
 ];
 

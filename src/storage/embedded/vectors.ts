@@ -7,9 +7,10 @@ import { exactSearchMatrix, rescore, type Scored } from '../../index/exact.ts';
 import { filterToSql, validateFilter } from '../../index/filter.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { Metric } from '../../index/metric.ts';
-import type { Filter, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
+import type { Filter, LexicalQuery, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import type { Catalog } from './catalog.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
+import { indexTexts, matchExpression, rankLexical, unindexRows } from './lexical.ts';
 import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
 
 /**
@@ -114,11 +115,13 @@ export class Vectors {
       `INSERT INTO vector_payloads (id, vector, text) VALUES (?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET vector = excluded.vector, text = excluded.text`,
     );
-    return rows.map((r, i) => {
+    const ids = rows.map((r, i) => {
       const { id } = upsert.get(tableId, r.key, JSON.stringify(r.metadata ?? {}), seq) as { id: number };
       payload.run(id, vectorToBlob(vectors[i]), r.text ?? null);
       return id;
     });
+    indexTexts(this.#db, tableId, ids, rows.map((r) => r.text));
+    return ids;
   }
 
   get(keyspace: string, table: string, key: string): VectorRow | null {
@@ -183,6 +186,7 @@ export class Vectors {
         const r = del.get(t.meta.id, k) as { id: number } | undefined;
         if (r) removed.push(r.id);
       }
+      unindexRows(this.#db, t.meta.id, removed);
       const ids = this.#writeRows(t.meta.id, rows, vectors, seq);
       this.#writeSeq(seq);
       t.matrix.reserve?.(new Set(ids.filter((id) => !t.matrix.has(id))).size);
@@ -239,6 +243,17 @@ export class Vectors {
       best = exactSearchMatrix(t.matrix, query, metric, limit);
       this.searches.exact++;
     }
+    return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
+  }
+
+  /** BM25 over the table's lexical index (lexical.ts), the filter applied in SQL before ranking. */
+  lexicalSearch(keyspace: string, table: string, q: LexicalQuery): StoredMatch[] {
+    const t = this.#catalog.require(keyspace, table);
+    const filter = q.filter === undefined ? undefined : this.#filterSql(q.filter);
+    const limit = Math.floor(q.limit);
+    const match = typeof q.text === 'string' ? matchExpression(q.text) : null;
+    if (match === null || !(limit >= 1)) return [];
+    const best = rankLexical(this.#db, t.meta.id, match, limit, filter);
     return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
@@ -319,7 +334,10 @@ export class Vectors {
     const seq = this.#seq.value + 1;
     const ids = this.#db.tx(() => {
       const ids = remove();
-      if (ids.length > 0) this.#writeSeq(seq);
+      if (ids.length > 0) {
+        unindexRows(this.#db, t.meta.id, ids);
+        this.#writeSeq(seq);
+      }
       return ids;
     });
     if (ids.length === 0) return 0;

@@ -10,8 +10,6 @@ import type { LexicalTokenizer } from '../api.ts';
 import { porterStem } from './porter.ts';
 import { FOLD_CASE, FOLD_REMOVE_DIACRITICS, TOKEN_RANGES } from './unicode-table.ts';
 
-export const LEXICAL_TOKENIZERS: readonly LexicalTokenizer[] = ['porter', 'unicode61', 'trigram'];
-
 const pairs = (flat: readonly number[]): Map<number, number> => {
   const m = new Map<number, number>();
   for (let i = 0; i < flat.length; i += 2) m.set(flat[i], flat[i + 1]);

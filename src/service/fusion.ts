@@ -1,0 +1,70 @@
+/**
+ * Fusion of a semantic (vector) and a lexical (full-text) result list into one ranking, for
+ * hybrid search. Pure arithmetic on the two lists as storage returned them.
+ */
+
+/** `rrf`: reciprocal rank fusion with constant k. `relative`: min-max normalised scores, alpha on the semantic side. */
+export type Fusion = { method: 'rrf'; k: number } | { method: 'relative'; alpha: number };
+
+export const DEFAULT_FUSION: Fusion = { method: 'relative', alpha: 0.5 };
+
+export interface Fused {
+  key: string;
+  /** The fused score: higher is better. */
+  score: number;
+  /** The row's score in each list as given, null where that list lacked the row. */
+  semantic: number | null;
+  lexical: number | null;
+}
+
+interface Scored {
+  key: string;
+  score: number;
+}
+
+/**
+ * Both lists best first; returns their union best first (ties: by key, in code-unit order).
+ * rrf: Σ 1/(k + rank), rank from 1. relative: each list's scores min-max normalised to [0, 1]
+ * (a list with one distinct score gives 1), alpha·semantic + (1 − alpha)·lexical, a missing side
+ * counting 0. A key listed twice in one list counts at its first (best) place only.
+ */
+export function fuse(semantic: readonly Scored[], lexical: readonly Scored[], fusion: Fusion): Fused[] {
+  const rows = new Map<string, Fused>();
+  const row = (key: string) => {
+    let r = rows.get(key);
+    if (!r) rows.set(key, (r = { key, score: 0, semantic: null, lexical: null }));
+    return r;
+  };
+  const add = (list: readonly Scored[], side: 'semantic' | 'lexical', weight: number) => {
+    const contribution = fusion.method === 'rrf' ? (_s: number, rank: number) => 1 / (fusion.k + rank) : normaliser(list);
+    list.forEach((item, i) => {
+      const r = row(item.key);
+      if (r[side] !== null) return;
+      r[side] = item.score;
+      r.score += weight * contribution(item.score, i + 1);
+    });
+  };
+  // RRF weighs both lists alike (its usual form); relative puts alpha on the semantic side.
+  const [semanticWeight, lexicalWeight] = fusion.method === 'rrf' ? [1, 1] : [fusion.alpha, 1 - fusion.alpha];
+  add(semantic, 'semantic', semanticWeight);
+  add(lexical, 'lexical', lexicalWeight);
+  return [...rows.values()].sort((a, b) => b.score - a.score || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/**
+ * Maps a best-first list's scores onto [0, 1], its best score to 1 and its worst to 0. Which end
+ * is best is read from the order, so a list of distances (lower is nearer, as euclidean search
+ * gives) normalises as rightly as one of similarities.
+ */
+function normaliser(list: readonly Scored[]): (score: number) => number {
+  if (list.length === 0) return () => 0;
+  let min = Infinity;
+  let max = -Infinity;
+  for (const { score } of list) {
+    if (score < min) min = score;
+    if (score > max) max = score;
+  }
+  if (!(max > min)) return () => 1;
+  const lowerIsBetter = list[0]!.score < list[list.length - 1]!.score;
+  return lowerIsBetter ? (s) => (max - s) / (max - min) : (s) => (s - min) / (max - min);
+}
