@@ -14,14 +14,17 @@
  * so a crash midway leaves stale postings, never a row missing from the index), then add the
  * change to the counters. Deletes remove a row's postings with the row, at the row's timestamp.
  *
- * A query reads, for each distinct query term (at most MAX_QUERY_TERMS), the best
- * POSTINGS_PER_TERM postings of its partition (tf high, dl low first); the term's document
- * frequency is the number read, or, for a longer partition, its count. BM25 is summed over those
- * postings; then the best candidates' rows are read (metadata for the filter, text for the answer)
- * and each row's score is computed again from its current text, which drops postings left stale
- * by a race or a crash. Exact (the same rows and scores as FTS5 on the same data) while every
- * query term has at most POSTINGS_PER_TERM rows and the counters are true; beyond that, a row
- * whose only postings were cut off is missed. Counter updates are not idempotent and cannot join
+ * A query is split as the embedded backend gives it to FTS5 (storage/lexical/bm25.ts: one phrase
+ * per query word, of one token as a rule, of several under trigram). For each token looked up it
+ * reads the best POSTINGS_PER_TERM postings of the token's partition (tf high, dl low first); a
+ * token's document frequency is the number read, or, for a longer partition, its count. A
+ * one-token phrase takes tf and dl from its postings; a longer one is looked for in the texts of
+ * the rows holding its first, middle and last tokens. BM25 is summed over those; then the best
+ * candidates' rows are read (metadata for the filter, text for the answer) and each row's score is
+ * computed again from its current text, which drops postings left stale by a race or a crash.
+ * Exact (the same rows and scores as FTS5 on the same data) while every query token has at most
+ * POSTINGS_PER_TERM rows and the counters are true; beyond that, a row whose only postings were
+ * cut off is missed. Counter updates are not idempotent and cannot join
  * the batch: a write whose counter update fails, or two concurrent writes of one key, leave the row
  * count or total length off by that row for good; that moves BM25's N and average length, hence
  * scores, by a tiny fraction, and never which rows match.
@@ -29,16 +32,14 @@
 import { invalid } from '../../errors.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import type { LexicalQuery, Metadata, StoredMatch, TableInfo } from '../api.ts';
-import { type Bm25Stats, idf, queryTerms, scoreText, termScore } from '../lexical/bm25.ts';
-import { termCounts } from '../lexical/tokenize.ts';
+import { type Bm25Stats, idf, type Phrase, phraseCount, queryPhrases, scoreTokens, termScore } from '../lexical/bm25.ts';
+import { termCounts, tokenize } from '../lexical/tokenize.ts';
 import { chunks, fromCqlVector, fromMetadataText, utf8Bytes } from './codec.ts';
 import { requireTable } from './catalog.ts';
 import { type Ctx, dataTable, sysTable } from './context.ts';
 import { forEachLimit, type Params } from './session.ts';
 import { compile } from './vectors.ts';
 
-/** How many distinct terms of a query are looked up (an 8 KiB query can have thousands). */
-export const MAX_QUERY_TERMS = 256;
 /** How many postings of one term a query reads at most. */
 export const POSTINGS_PER_TERM = 5000;
 const TERM_CONCURRENCY = 8;
@@ -54,7 +55,8 @@ export interface Stmt {
 /** A row's text as the index holds it: term counts and length in tokens; null without text. */
 export type Indexed = { counts: Map<string, number>; length: number } | null;
 
-export const indexed = (t: TableInfo, text: string | null | undefined): Indexed => (typeof text === 'string' ? termCounts(t.lexical.tokenizer, text) : null);
+/** Rows with text '' are not indexed (nor counted), as in the embedded backend. */
+export const indexed = (t: TableInfo, text: string | null | undefined): Indexed => (typeof text === 'string' && text !== '' ? termCounts(t.lexical.tokenizer, text) : null);
 
 const postingBytes = (key: string, term: string): number => utf8Bytes(key) + utf8Bytes(term) + 64;
 
@@ -144,46 +146,91 @@ interface Scored {
 
 const bestFirst = (a: Scored, b: Scored): number => b.score - a.score || compareCodePoints(a.key, b.key);
 
+/** At most this many tokens of a multi-token phrase (a trigram word) are looked up to find rows holding it. */
+const PHRASE_PROBES = 3;
+
+/** The tokens of a phrase whose postings narrow down the rows that may hold it: first, middle and last. */
+function probes(phrase: Phrase): string[] {
+  const picks = phrase.length <= PHRASE_PROBES ? phrase : [phrase[0], phrase[phrase.length >> 1], phrase[phrase.length - 1]];
+  return [...new Set(picks)];
+}
+
 export async function lexicalSearch(ctx: Ctx, keyspace: string, table: string, q: LexicalQuery): Promise<StoredMatch[]> {
   const t = await requireTable(ctx, keyspace, table);
   if (typeof q?.text !== 'string') throw invalid([{ path: '/text', message: 'must be a string' }]);
   const limit = Math.floor(q.limit);
   if (!(limit > 0)) return [];
   const match = q.filter && Object.keys(q.filter).length > 0 ? compile(q.filter) : null;
-  const terms = queryTerms(t.lexical.tokenizer, q.text).slice(0, MAX_QUERY_TERMS);
-  if (terms.length === 0) return [];
+  const phrases = queryPhrases(t.lexical.tokenizer, q.text);
+  if (phrases.length === 0) return [];
 
-  const stats = await readStats(ctx, t);
+  const [stats, read] = await Promise.all([readStats(ctx, t), readTerms(ctx, t, [...new Set(phrases.flatMap(probes))])]);
+  // Each phrase's rows: (tf, dl) straight from the postings for one token; for several, from the
+  // texts of the rows that hold all its probed tokens.
+  const multi = phrases.filter((p) => p.length > 1);
+  const texts = await tokensOf(ctx, t, [...new Set(multi.flatMap((p) => intersect(probes(p).map((x) => read.get(x)!.postings))))]);
+  const hits = phrases.map((phrase) => {
+    if (phrase.length === 1) return read.get(phrase[0])!;
+    const postings: Posting[] = [];
+    for (const key of intersect(probes(phrase).map((x) => read.get(x)!.postings))) {
+      const tokens = texts.get(key);
+      const tf = tokens ? phraseCount(tokens, phrase) : 0;
+      if (tf > 0) postings.push({ key, tf, dl: tokens!.length });
+    }
+    return { postings, df: postings.length };
+  });
+  // Rows with text cannot be fewer than any phrase's rows, nor their tokens fewer than one per row, whatever the counters say.
+  const rows = Math.max(stats.rows, ...hits.map((h) => h.df));
+  const s: Bm25Stats = { rows, tokens: Math.max(stats.tokens, rows) };
+  const weighted: { phrase: Phrase; idf: number }[] = [];
+  const scores = new Map<string, number>();
+  phrases.forEach((phrase, i) => {
+    const { postings, df } = hits[i];
+    if (df === 0) return;
+    const w = idf(rows, df);
+    weighted.push({ phrase, idf: w });
+    for (const p of postings) scores.set(p.key, (scores.get(p.key) ?? 0) + termScore(w, p.tf, p.dl, s));
+  });
+  const candidates: Scored[] = [...scores].map(([key, score]) => ({ key, score })).sort(bestFirst);
+  return verify(ctx, t, candidates, weighted, s, limit, match, q.includeVector === true);
+}
+
+/** The keys in every one of the lists. */
+function intersect(lists: Posting[][]): string[] {
+  const [first, ...rest] = [...lists].sort((a, b) => a.length - b.length);
+  const sets = rest.map((l) => new Set(l.map((p) => p.key)));
+  return (first ?? []).map((p) => p.key).filter((k) => sets.every((x) => x.has(k)));
+}
+
+async function readTerms(ctx: Ctx, t: TableInfo, terms: string[]): Promise<Map<string, { postings: Posting[]; df: number }>> {
   const read = new Map<string, { postings: Posting[]; df: number }>();
   await forEachLimit(terms, TERM_CONCURRENCY, async (term) => {
     read.set(term, await readTerm(ctx, t, term));
   });
-  // Rows counted by the postings cannot be fewer than any term's rows, whatever the counters say.
-  const rows = Math.max(stats.rows, ...[...read.values()].map((x) => x.df));
-  const s: Bm25Stats = { rows, tokens: stats.tokens };
-  const idfs = new Map<string, number>();
-  const scores = new Map<string, number>();
-  for (const term of terms) {
-    const { postings, df } = read.get(term)!;
-    if (df === 0) continue;
-    const w = idf(rows, df);
-    idfs.set(term, w);
-    for (const p of postings) scores.set(p.key, (scores.get(p.key) ?? 0) + termScore(w, p.tf, p.dl, s));
-  }
-  const candidates: Scored[] = [...scores].map(([key, score]) => ({ key, score })).sort(bestFirst);
-  return verify(ctx, t, candidates, idfs, s, limit, match, q.includeVector === true);
+  return read;
+}
+
+/** The current tokens of the rows' texts (rows gone or without text left out). */
+async function tokensOf(ctx: Ctx, t: TableInfo, keys: string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  const cql = `SELECT "key", "text" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
+  await forEachLimit(chunks(keys, IN_CHUNK), 4, async (part) => {
+    const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading texts for lexical search' } });
+    for (const r of rs.rows) if (typeof r.text === 'string' && r.text !== '') out.set(r.key as string, tokenize(t.lexical.tokenizer, r.text));
+  });
+  return out;
 }
 
 /**
  * Reads the candidates' rows best first and scores each from its current text, until `limit`
  * rows are found and the next candidate scores below the last of them (by its postings). Rows
- * gone, without a query term any more, or failing the filter drop out.
+ * gone, without a query phrase any more, or failing the filter drop out.
  */
 async function verify(
   ctx: Ctx,
   t: TableInfo,
   candidates: Scored[],
-  idfs: Map<string, number>,
+  phrases: { phrase: Phrase; idf: number }[],
   stats: Bm25Stats,
   limit: number,
   match: ((m: Metadata) => boolean) | null,
@@ -201,10 +248,10 @@ async function verify(
       const rs = await ctx.session.execute('read', cql, [keys], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading lexical matches' } });
       for (const r of rs.rows) {
         const text = (r.text as string | null) ?? null;
-        if (text === null) continue;
+        if (text === null || text === '') continue;
         const metadata = fromMetadataText(r.metadata);
         if (match && !match(metadata)) continue;
-        const score = scoreText(t.lexical.tokenizer, text, idfs, stats);
+        const score = scoreTokens(tokenize(t.lexical.tokenizer, text), phrases, stats);
         if (score <= 0) continue;
         const m: StoredMatch = { key: r.key as string, score, metadata, text };
         if (includeVector && r.vector != null) m.vector = fromCqlVector(r.vector);

@@ -4,7 +4,8 @@
  * The score is positive (FTS5 returns its negation).
  */
 import type { LexicalTokenizer } from '../api.ts';
-import { termCounts, tokenize } from './tokenize.ts';
+import { queryWords } from '../lexical-terms.ts';
+import { tokenize } from './tokenize.ts';
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -30,16 +31,33 @@ export function termScore(termIdf: number, tf: number, length: number, stats: Bm
   return termIdf * ((tf * (BM25_K1 + 1.0)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avg)));
 }
 
-/** A query's distinct terms, in the order they first occur (FTS5 scores `a OR a` as two phrases; both backends dedupe). */
-export const queryTerms = (tokenizer: LexicalTokenizer, text: string): string[] => [...new Set(tokenize(tokenizer, text))];
+/**
+ * A query as FTS5 is given it (embedded/lexical.ts): each of its words (lexical-terms.ts) is a
+ * quoted phrase, split by the table's tokenizer: one token as a rule, several under trigram (or for
+ * a word FTS5 splits). A word with no tokens matches nothing. Words with the same stem stay two
+ * phrases and count twice, as in FTS5.
+ */
+export type Phrase = string[];
 
-/** A row's score from its text, given each query term's idf (terms absent from `idfs` count nothing). */
-export function scoreText(tokenizer: LexicalTokenizer, text: string, idfs: Map<string, number>, stats: Bm25Stats): number {
-  const { counts, length } = termCounts(tokenizer, text);
+export const queryPhrases = (tokenizer: LexicalTokenizer, text: string): Phrase[] => queryWords(text).map((w) => tokenize(tokenizer, w)).filter((p) => p.length > 0);
+
+/** How often the phrase occurs in a row's tokens: consecutive, overlapping occurrences counted, as FTS5 counts. */
+export function phraseCount(tokens: readonly string[], phrase: Phrase): number {
+  let n = 0;
+  for (let i = 0; i + phrase.length <= tokens.length; i++) {
+    let j = 0;
+    while (j < phrase.length && tokens[i + j] === phrase[j]) j++;
+    if (j === phrase.length) n++;
+  }
+  return n;
+}
+
+/** A row's score from its tokens, given each phrase's idf (phrases summed in query order, as FTS5 does). */
+export function scoreTokens(tokens: readonly string[], phrases: readonly { phrase: Phrase; idf: number }[], stats: Bm25Stats): number {
   let score = 0;
-  for (const [term, termIdf] of idfs) {
-    const tf = counts.get(term);
-    if (tf !== undefined) score += termScore(termIdf, tf, length, stats);
+  for (const { phrase, idf: w } of phrases) {
+    const tf = phraseCount(tokens, phrase);
+    if (tf > 0) score += termScore(w, tf, tokens.length, stats);
   }
   return score;
 }
