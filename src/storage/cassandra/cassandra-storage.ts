@@ -17,6 +17,7 @@ import type { Ctx } from './context.ts';
 import * as records from './metadata-records.ts';
 import { isValidName, requireValidReplication } from './names.ts';
 import { lexicalSearch } from './lexical.ts';
+import { backfillLexical } from './lexical-backfill.ts';
 import { search } from './search.ts';
 import { Session, type WriteConsistency } from './session.ts';
 import { ensureSystemSchema } from './system-schema.ts';
@@ -51,7 +52,16 @@ export interface CassandraStorageOptions {
   credentials?: { username: string; password: string };
 }
 
-export async function openCassandraStorage(opts: CassandraStorageOptions): Promise<Storage> {
+export interface CassandraStorage extends Storage {
+  readonly kind: 'cassandra';
+  /**
+   * The background indexing of tables made before lexical search (lexical-backfill.ts), started on
+   * open; it never rejects: a failure leaves them for the next start.
+   */
+  readonly lexicalBackfill: Promise<void>;
+}
+
+export async function openCassandraStorage(opts: CassandraStorageOptions): Promise<CassandraStorage> {
   const systemKeyspace = opts.systemKeyspace ?? 'vss_system';
   if (!isValidName(systemKeyspace)) throw new ServiceError('internal', `Invalid system keyspace name "${systemKeyspace}".`);
   const replication = requireValidReplication(opts.replication);
@@ -79,9 +89,12 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
   }
   const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 10_000, keyspacePrefix, largeTables: new Map() };
   let closed = false;
+  // Nothing waits on it; a failure (an outage, this store closed midway) is retried at the next start.
+  const lexicalBackfill = backfillLexical(ctx).catch(() => undefined);
 
   return {
     kind: 'cassandra',
+    lexicalBackfill,
 
     createKeyspace: (ks) => catalog.createKeyspace(ctx, ks),
     getKeyspace: (name) => catalog.getKeyspace(ctx, name),

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import cassandraDriver from 'cassandra-driver';
 import { compileFilter } from '../../index/filter.ts';
 import type { Filter, LexicalTokenizer, Metadata, Storage, VectorRow } from '../api.ts';
 import { rejectsWithCode } from '../contract.case.ts';
@@ -139,6 +140,38 @@ describe('Cassandra lexical search (BM25 as FTS5)', { skip: !ENABLED && 'set VSS
       assert.ok((await agrees(s, table, tokenizer, mirror, { group: { $in: [1, 2] } })) > 10);
     });
   }
+
+  it('indexes a table made before lexical search when a store opens, rows written since included', async () => {
+    await s.createTable({ keyspace: KS, name: 'old', dimension: D, metric: 'cosine', model: null });
+    const mirror: Mirror = new Map();
+    const r = rng(7);
+    // Rows as an earlier version wrote them: in the data table only, and a catalog row without a tokenizer.
+    const raw = new cassandraDriver.Client({ contactPoints: CONTACT_POINTS, localDataCenter: LOCAL_DC });
+    await raw.connect();
+    try {
+      for (let i = 0; i < 60; i++) {
+        const text = i % 7 === 6 ? null : textOf(r);
+        await raw.execute(`INSERT INTO "${names.keyspacePrefix}${KS}"."old" ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?)`, [`o${i}`, new cassandraDriver.types.Vector(row('x', null, {}, i).vector, 'float'), JSON.stringify({ i }), text], { prepare: true });
+        mirror.set(`o${i}`, { text, metadata: { i } });
+      }
+      await raw.execute(`UPDATE "${names.systemKeyspace}".tables SET lexical_tokenizer = null WHERE keyspace_name = ? AND table_name = ?`, [KS, 'old'], { prepare: true });
+    } finally {
+      await raw.shutdown();
+    }
+    assert.deepEqual(await s.lexicalSearch(KS, 'old', { text: 'cancer', limit: 5 }), [], 'not indexed yet');
+    const again = await openCassandraStorage({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, replication: REPLICATION, ...names });
+    try {
+      await again.lexicalBackfill;
+      assert.deepEqual((await again.getTable(KS, 'old'))?.lexical, { tokenizer: 'porter' });
+      assert.ok((await agrees(again, 'old', 'porter', mirror)) > 20);
+      // A second open finds nothing to do; writes after it keep the index exact.
+      await again.upsertVectors(KS, 'old', [row('o1', 'statins statins', { i: 1 }, 1)]);
+      mirror.set('o1', { text: 'statins statins', metadata: { i: 1 } });
+      await agrees(again, 'old', 'porter', mirror);
+    } finally {
+      await again.close();
+    }
+  });
 
   it('searches odd queries literally: punctuation only, query syntax, 8 KiB, non-Latin; never an error', async () => {
     await s.upsertVectors(KS, 'plain', [row('a', 'NEAR the "quoted" word OR AND * ^ -x', {}, 0), row('b', 'Москва 東京 نص', {}, 1), row('c', null, {}, 2)]);

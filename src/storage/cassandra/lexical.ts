@@ -81,6 +81,13 @@ export function postingChanges(ctx: Ctx, t: TableInfo, key: string, before: Inde
   return { inserts, deletes };
 }
 
+/** Inserts of a row's postings, `USING TIMESTAMP` `at` (lexical-backfill.ts). */
+export function postingInserts(ctx: Ctx, t: TableInfo, key: string, x: Indexed, at: unknown): Stmt[] {
+  if (x === null || at === null || at === undefined) return [];
+  const query = `INSERT INTO ${sysTable(ctx, 'lexical_postings')} (keyspace_name, table_name, term, tf, dl, key) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`;
+  return [...x.counts].map(([term, tf]) => ({ query, params: [t.keyspace, t.name, term, tf, x.length, key, at], bytes: postingBytes(key, term) }));
+}
+
 /** Deletes of a row's postings; with `at`, only as written at or before that timestamp (`USING TIMESTAMP`). */
 export function postingDeletes(ctx: Ctx, t: TableInfo, key: string, before: Indexed, at: unknown): Stmt[] {
   if (before === null) return [];
@@ -109,7 +116,7 @@ export const statsOf = (x: Indexed): { rows: number; tokens: number } => (x === 
 
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : typeof v === 'number' ? v : Number(String(v)));
 
-async function readStats(ctx: Ctx, t: TableInfo): Promise<Bm25Stats> {
+export async function readStats(ctx: Ctx, t: TableInfo): Promise<Bm25Stats> {
   const rs = await ctx.session.execute('read', `SELECT docs, tokens FROM ${sysTable(ctx, 'lexical_stats')} WHERE keyspace_name = ? AND table_name = ?`, [t.keyspace, t.name], {
     ctx: { keyspace: t.keyspace, table: t.name, action: 'reading lexical statistics' },
   });

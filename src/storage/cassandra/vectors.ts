@@ -94,7 +94,7 @@ export async function writeRows(ctx: Ctx, t: TableInfo, rows: VectorRow[]): Prom
  * they fit, else each group as one (8 in flight), and a group too large for a batch as consecutive
  * batches in its order.
  */
-async function writeGroups(ctx: Ctx, groups: Stmt[][], errCtx: ErrorContext): Promise<void> {
+export async function writeGroups(ctx: Ctx, groups: Stmt[][], errCtx: ErrorContext): Promise<void> {
   const all = groups.flat();
   const size = (ss: Stmt[]): number => ss.reduce((s, x) => s + x.bytes, 0);
   const run = async (ss: Stmt[]): Promise<void> => {
