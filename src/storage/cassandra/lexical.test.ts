@@ -9,6 +9,7 @@ import cassandraDriver from 'cassandra-driver';
 import { compileFilter } from '../../index/filter.ts';
 import type { Filter, LexicalTokenizer, Metadata, Storage, VectorRow } from '../api.ts';
 import { rejectsWithCode } from '../contract.case.ts';
+import { mulberry32 } from '../contract-random.case.ts';
 import { fts5Ranker } from '../lexical/fts5-reference.case.ts';
 import { openCassandraStorage } from './cassandra-storage.ts';
 import { dropPrefixed, freshNames } from './test-support.ts';
@@ -21,11 +22,6 @@ const D = 4;
 const KS = 'lex';
 
 const WORDS = ['running', 'runs', 'cancer', 'breast', 'statin', 'statins', 'the', 'of', 'mortality', 'Café', 'cafe', 'generalization', 'diet', 'vitamin', 'Москва', '東京', 'x'];
-
-function rng(seed: number): () => number {
-  let s = seed;
-  return () => (s = (s * 16807) % 2147483647) / 2147483647;
-}
 
 const textOf = (r: () => number): string => Array.from({ length: 1 + Math.floor(r() * 25) }, () => WORDS[Math.floor(WORDS.length * r() ** 2)]).join(' ');
 
@@ -93,7 +89,7 @@ describe('Cassandra lexical search (BM25 as FTS5)', { skip: !ENABLED && 'set VSS
       const table = `t_${tokenizer}`;
       await s.createTable({ keyspace: KS, name: table, dimension: D, metric: 'cosine', model: null, lexical: { tokenizer } });
       const mirror: Mirror = new Map();
-      const r = rng(tokenizer.length * 31);
+      const r = mulberry32(tokenizer.length * 31);
       const put = async (rows: VectorRow[]): Promise<void> => {
         await s.upsertVectors(KS, table, rows);
         for (const x of rows) mirror.set(x.key, { text: x.text, metadata: x.metadata });
@@ -144,7 +140,7 @@ describe('Cassandra lexical search (BM25 as FTS5)', { skip: !ENABLED && 'set VSS
   it('indexes a table made before lexical search when a store opens, rows written since included', async () => {
     await s.createTable({ keyspace: KS, name: 'old', dimension: D, metric: 'cosine', model: null });
     const mirror: Mirror = new Map();
-    const r = rng(7);
+    const r = mulberry32(7);
     // Rows as an earlier version wrote them: in the data table only, and a catalog row without a tokenizer.
     const raw = new cassandraDriver.Client({ contactPoints: CONTACT_POINTS, localDataCenter: LOCAL_DC });
     await raw.connect();

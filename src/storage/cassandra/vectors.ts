@@ -4,12 +4,14 @@
  * Writes are prepared, idempotent upserts at the configured consistency. Every row is validated
  * before anything is written (dimension, finite components, no zero vector under cosine: Cassandra
  * answers those with a generic server error), and duplicate keys in one call keep the last row.
- * Atomicity: a call whose rows fit in one LOGGED batch (estimated <= 24 KiB: Cassandra's own
- * count of a batch runs ~1.3x our estimate and its default batch_size_fail_threshold is 50 KiB;
- * that is about 14 rows of 384 dimensions) is all-or-nothing
- * through the batchlog. Larger calls run as concurrent single-row writes (8 in flight, each
- * retried on timeouts): invalid input still writes nothing, but an outage mid-call can leave part
- * of the rows written; the call then fails with storage_unavailable and repeating it is safe.
+ * Every write carries the rows' lexical postings (lexical.ts), so it first reads the rows' current
+ * text. Atomicity: a call whose rows and postings fit in one LOGGED batch (estimated <= 24 KiB:
+ * Cassandra's own count of a batch runs ~1.3x our estimate and its default
+ * batch_size_fail_threshold is 50 KiB; that is about 14 rows of 384 dimensions without text) is
+ * all-or-nothing through the batchlog. Larger calls run as concurrent per-row batches (8 in flight,
+ * each retried on timeouts), each row with its postings: invalid input still writes nothing, but an
+ * outage mid-call can leave part of the rows written; the call then fails with storage_unavailable
+ * and repeating it is safe.
  *
  * Filters live in a JSON text column that SAI cannot index: deleteByFilter and countVectors page
  * through every row of the table (O(rows)); countVectors without a filter pages through keys only.

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { compareCodePoints } from '../../index/filter.ts';
+import { mulberry32 } from '../contract-random.case.ts';
 import { idf, phraseCount, queryPhrases, scoreTokens } from './bm25.ts';
 import { fts5Ranker } from './fts5-reference.case.ts';
 import { tokenize } from './tokenize.ts';
@@ -8,8 +9,7 @@ import { tokenize } from './tokenize.ts';
 const WORDS = ['runrunrun', 'running', 'runs', 'ran', 'cancer', 'breast', 'statin', 'statins', 'the', 'of', 'mortality', 'Café', 'cafe', 'generalization', 'general', 'diet', 'vitamin', 'D', 'x', 'é'];
 
 function texts(seed: number, n: number): string[] {
-  let s = seed;
-  const r = (): number => (s = (s * 16807) % 2147483647) / 2147483647;
+  const r = mulberry32(seed);
   // Zipf-like: early words common, late ones rare; lengths vary so that length normalisation matters.
   return Array.from({ length: n }, () => Array.from({ length: 1 + Math.floor(r() * 30) }, () => WORDS[Math.floor(WORDS.length * r() ** 2)]).join(r() < 0.8 ? ' ' : ', '));
 }

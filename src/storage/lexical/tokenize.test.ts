@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import type { LexicalTokenizer } from '../api.ts';
+import { mulberry32 } from '../contract-random.case.ts';
 import { porterStem } from './porter.ts';
 import { tokenize } from './tokenize.ts';
 
@@ -22,18 +23,6 @@ function fts5Tokens(tokenizer: LexicalTokenizer, texts: string[]): string[][] {
   }
 }
 
-/** A seeded generator, so a failure can be repeated. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // Pieces from many scripts and classes: ASCII words and punctuation, accented Latin (precomposed and
 // combining), Greek, Cyrillic, Arabic, Hebrew, Devanagari, CJK, Hangul, emoji, digits of other
 // scripts, private use, NUL and a lone surrogate.
@@ -46,7 +35,7 @@ const PIECES = [
 ];
 
 function randomTexts(seed: number, count: number): string[] {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   return Array.from({ length: count }, () => {
     const n = 1 + Math.floor(r() * 12);
     let s = '';
