@@ -79,6 +79,19 @@ const STEP1B: [suffix: string, cond: Cond, replacement: string, flag: boolean][]
 ];
 const STEP1B2: Rule[] = [['at', null, 'ate'], ['bl', null, 'ble'], ['iz', null, 'ize']];
 
+/** A step's rules by their suffix's last-but-one letter, each group in FTS5's order. */
+type Step = Map<number, Rule[]>;
+const byLetter = (rules: Rule[]): Step => {
+  const m: Step = new Map();
+  for (const r of rules) {
+    const c = r[0].charCodeAt(r[0].length - 2);
+    if (!m.has(c)) m.set(c, []);
+    m.get(c)!.push(r);
+  }
+  return m;
+};
+const [S1B2, S2, S3, S4] = [STEP1B2, STEP2, STEP3, STEP4].map(byLetter);
+
 class Buf {
   readonly b = new Uint8Array(MAX_TOKEN + 64);
   n = 0;
@@ -93,7 +106,10 @@ class Buf {
     for (let i = 0; i < replacement.length; i++) this.b[this.n++] = replacement.charCodeAt(i);
   }
   /** The first rule whose suffix matches is applied when its condition holds; true when applied. */
-  apply(rules: Rule[]): boolean {
+  apply(step: Step): boolean {
+    // As FTS5's generated code: only rules whose suffix has this word's last-but-one letter.
+    const rules = step.get(this.b[this.n - 2]);
+    if (rules === undefined) return false;
     for (const [suffix, cond, replacement] of rules) {
       if (!this.endsWith(suffix)) continue;
       if (cond !== null && !cond(this.b, this.n - suffix.length)) return false;
@@ -107,17 +123,44 @@ class Buf {
   }
 }
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+/** One buffer for every call: stemming is synchronous, and this runs for every token written or searched. */
+const w = new Buf();
+
+/** Stems of recent tokens: words repeat (Zipf), and stemming is most of the tokenizing time. */
+const cache = new Map<string, string>();
+const CACHE_MAX = 50_000;
 
 /** One token's stem, as FTS5's porter tokenizer gives it. */
 export function porterStem(token: string): string {
-  const bytes = encoder.encode(token);
-  if (bytes.length > MAX_TOKEN || bytes.length < 3) return token;
-  const w = new Buf();
-  w.b.set(bytes);
-  w.n = bytes.length;
+  let stemmed = cache.get(token);
+  if (stemmed === undefined) {
+    if (cache.size >= CACHE_MAX) cache.clear();
+    stemmed = stemOnce(token);
+    cache.set(token, stemmed);
+  }
+  return stemmed;
+}
 
+function stemOnce(token: string): string {
+  let ascii = true;
+  for (let i = 0; i < token.length && ascii; i++) ascii = token.charCodeAt(i) < 128;
+  if (ascii) {
+    if (token.length > MAX_TOKEN || token.length < 3) return token;
+    for (let i = 0; i < token.length; i++) w.b[i] = token.charCodeAt(i);
+    w.n = token.length;
+  } else {
+    const bytes = Buffer.from(token, 'utf8');
+    if (bytes.length > MAX_TOKEN || bytes.length < 3) return token;
+    w.b.set(bytes);
+    w.n = bytes.length;
+  }
+  stem();
+  if (ascii) return String.fromCharCode(...w.b.subarray(0, w.n));
+  return Buffer.from(w.b.buffer, w.b.byteOffset, w.n).toString('utf8');
+}
+
+/** The steps of FTS5's fts5PorterCb over `w`. */
+function stem(): void {
   // Step 1a
   if (w.last() === ch('s')) {
     if (w.last(2) === ch('e')) {
@@ -137,7 +180,7 @@ export function porterStem(token: string): string {
     }
     break;
   }
-  if (flagged && !w.apply(STEP1B2)) {
+  if (flagged && !w.apply(S1B2)) {
     const c = w.last();
     if (!isVowel(c, false) && c !== ch('l') && c !== ch('s') && c !== ch('z') && c === w.last(2)) w.n--;
     else if (mEq1(w.b, w.n) && oStar(w.b, w.n)) w.b[w.n++] = E;
@@ -145,12 +188,11 @@ export function porterStem(token: string): string {
   // Step 1c
   if (w.last() === Y && hasVowel(w.b, w.n - 1)) w.b[w.n - 1] = I;
   // Steps 2-4
-  w.apply(STEP2);
-  w.apply(STEP3);
-  w.apply(STEP4);
+  w.apply(S2);
+  w.apply(S3);
+  w.apply(S4);
   // Step 5a
   if (w.last() === E && (mGt1(w.b, w.n - 1) || (mEq1(w.b, w.n - 1) && !oStar(w.b, w.n - 1)))) w.n--;
   // Step 5b
   if (w.n > 1 && w.last() === ch('l') && w.last(2) === ch('l') && mGt1(w.b, w.n - 1)) w.n--;
-  return decoder.decode(w.b.subarray(0, w.n));
 }

@@ -18,9 +18,11 @@ const pairs = (flat: readonly number[]): Map<number, number> => {
 const foldDiacritics = pairs(FOLD_REMOVE_DIACRITICS);
 const foldCase = pairs(FOLD_CASE);
 
-/** 0: separator, 1: token character, 2: continues a token only (a diacritic). */
+/** ASCII letters and digits: unicode61's token characters below 128. */
+const ASCII_ALNUM = new Uint8Array(128).map((_, c) => ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) ? 1 : 0));
+
+/** 0: separator, 1: token character, 2: continues a token only (a diacritic); for code points >= 128. */
 function kindOf(c: number): number {
-  if (c < 128) return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) ? 1 : 0;
   let lo = 0;
   let hi = TOKEN_RANGES.length / 3 - 1;
   while (lo <= hi) {
@@ -32,34 +34,61 @@ function kindOf(c: number): number {
   return 0;
 }
 
-const lowerAscii = (c: number): number => (c >= 65 && c <= 90 ? c + 32 : c);
-
-/** Code points as SQLite reads the UTF-8 of a JS string: a lone surrogate is U+FFFD. */
-function* codePoints(text: string): Generator<number> {
-  for (const ch of text) {
-    const c = ch.codePointAt(0)!;
-    yield c >= 0xd800 && c <= 0xdfff ? 0xfffd : c;
+/** The code point at `i` as SQLite reads the UTF-8 of a JS string (a lone surrogate is U+FFFD), and its width in code units. */
+function codePointAt(text: string, i: number): [cp: number, width: number] {
+  const c = text.charCodeAt(i);
+  if (c < 0xd800 || c > 0xdfff) return [c, 1];
+  if (c <= 0xdbff && i + 1 < text.length) {
+    const d = text.charCodeAt(i + 1);
+    if (d >= 0xdc00 && d <= 0xdfff) return [((c - 0xd800) << 10) + (d - 0xdc00) + 0x10000, 2];
   }
+  return [0xfffd, 1];
 }
 
-/** FTS5 unicode61 with remove_diacritics 1: runs of token characters, case and diacritics folded. */
+/**
+ * FTS5 unicode61 with remove_diacritics 1: runs of token characters, case and diacritics folded.
+ * Runs of ASCII are sliced and lower-cased whole: this runs over every text written and searched.
+ */
 export function unicode61Tokens(text: string): string[] {
   const out: string[] = [];
-  let token: number[] | null = null;
-  for (const c of codePoints(text)) {
-    const kind = kindOf(c);
+  const n = text.length;
+  let token: string | null = null;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c < 128) {
+      if (ASCII_ALNUM[c] === 0) {
+        if (token !== null) out.push(token);
+        token = null;
+        i++;
+        continue;
+      }
+      let j = i + 1;
+      while (j < n) {
+        const d = text.charCodeAt(j);
+        if (d >= 128 || ASCII_ALNUM[d] === 0) break;
+        j++;
+      }
+      const run = text.slice(i, j).toLowerCase();
+      token = token === null ? run : token + run;
+      i = j;
+      continue;
+    }
+    const [cp, width] = codePointAt(text, i);
+    i += width;
+    const kind = kindOf(cp);
     if (token === null) {
       if (kind !== 1) continue;
-      token = [];
+      token = '';
     } else if (kind === 0) {
-      out.push(String.fromCodePoint(...token));
+      out.push(token);
       token = null;
       continue;
     }
-    const f = c < 128 ? lowerAscii(c) : (foldDiacritics.get(c) ?? c);
-    if (f !== 0) token.push(f);
+    const f = foldDiacritics.get(cp) ?? cp;
+    if (f !== 0) token += String.fromCodePoint(f);
   }
-  if (token !== null) out.push(String.fromCodePoint(...token));
+  if (token !== null) out.push(token);
   return out;
 }
 
@@ -68,13 +97,22 @@ export const porterTokens = (text: string): string[] => unicode61Tokens(text).ma
 
 /** FTS5 trigram (case_sensitive 0): every run of three consecutive characters, case folded, spaces included. */
 export function trigramTokens(text: string): string[] {
-  const chars: number[] = [];
-  for (const c of codePoints(text)) {
-    const f = c < 128 ? lowerAscii(c) : (foldCase.get(c) ?? c);
-    if (f !== 0) chars.push(f);
+  const chars: string[] = [];
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    if (c < 128) {
+      // NUL folds to nothing, as in FTS5; A-Z to a-z.
+      if (c !== 0) chars.push(String.fromCharCode(c >= 65 && c <= 90 ? c + 32 : c));
+      i++;
+      continue;
+    }
+    const [cp, width] = codePointAt(text, i);
+    i += width;
+    const f = foldCase.get(cp) ?? cp;
+    if (f !== 0) chars.push(String.fromCodePoint(f));
   }
-  const out: string[] = [];
-  for (let i = 0; i + 3 <= chars.length; i++) out.push(String.fromCodePoint(chars[i], chars[i + 1], chars[i + 2]));
+  const out: string[] = new Array(Math.max(0, chars.length - 2));
+  for (let i = 0; i + 3 <= chars.length; i++) out[i] = chars[i] + chars[i + 1] + chars[i + 2];
   return out;
 }
 
