@@ -7,6 +7,7 @@ import { ModelRegistry } from './embedding/registry.ts';
 import { Metrics } from './observability/metrics.ts';
 import { buildApp } from './http/app.ts';
 import { loggerOptions } from './http/logging.ts';
+import { createReranker } from './service/rerank.ts';
 import { bootstrap } from './service/bootstrap.ts';
 import { offerSearchDrafts } from './service/drafts.ts';
 import { openStorage } from './storage/factory.ts';
@@ -36,12 +37,15 @@ async function main(): Promise<void> {
   const backend = await openStorage(config, { log: (msg, err) => (storageLog ? storageLog(msg, err) : early.push([msg, err])) });
   metrics = new Metrics(backend.indexStatus?.bind(backend));
   const storage = metrics.instrument(backend);
-  const deps = { config, storage, models };
+  let warn: ((msg: string, err?: unknown) => void) | undefined;
+  const reranker = createReranker(config.rerank, (msg, err) => warn?.(msg, err));
+  const deps = { config, storage, models, reranker };
   const app = await buildApp(deps, {
     metrics,
     logger: loggerOptions(config.logLevel),
   });
   storageLog = (msg, err) => app.log.warn(err === undefined ? {} : { err }, msg);
+  warn = storageLog;
   for (const [msg, err] of early.splice(0)) storageLog(msg, err);
   // The unwrapped backend: metrics time requests, not this.
   offerSearchDrafts(config, models, backend, (level, msg, fields) => app.log[level](fields, msg));

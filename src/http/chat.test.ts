@@ -121,7 +121,7 @@ describe('POST /v1/chat/: commands and extractive answers (real model)', () => {
     assert.equal(a.data!.matches[0].key, 'eiffel');
     assert.equal(a.sources[0].key, 'eiffel');
     assert.equal(a.sources[0].source_file, null);
-    assert.match(a.response.split('\n')[1], /^1\. \[0\.\d{3}\] vector\/eiffel: The Eiffel Tower/);
+    assert.match(a.response.split('\n')[1], /^1\. \[[01]\.\d{3}\] vector\/eiffel: The Eiffel Tower/);
     const usage = await chat({ query: '/search' });
     assert.match(usage.response, /^Usage: \/search <text>/);
   });

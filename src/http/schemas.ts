@@ -5,7 +5,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { DEFAULT_LIMITS } from '../config/config.ts';
-import type { Filter, Metadata } from '../storage/api.ts';
+import { LEXICAL_TOKENIZERS, type Filter, type Metadata } from '../storage/api.ts';
 
 export const NAME_PATTERN = '^[a-z][a-z0-9_]{0,47}$';
 
@@ -55,6 +55,25 @@ export const SearchBody = Type.Object(
     final_top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULT_LIMITS.maxFinalTopK, description: 'Matches returned (default 5)' })),
     filter: Type.Optional(FilterObject),
     include_vector: Type.Optional(Type.Boolean()),
+    mode: Type.Optional(
+      Type.Union([Type.Literal('semantic'), Type.Literal('lexical'), Type.Literal('hybrid')], {
+        description: 'semantic (default: by the model), lexical (BM25 over the rows\' text) or hybrid (both lists fused)',
+      }),
+    ),
+    // Checked in the service, which names the exact bad field (a union's schema errors would not).
+    fusion: Type.Optional(
+      Type.Object(
+        { method: Type.String({ maxLength: 16, description: 'rrf or relative' }), k: Type.Optional(Type.Number()), alpha: Type.Optional(Type.Number()) },
+        { additionalProperties: false, description: 'Hybrid mode: {"method": "rrf", "k": 60} or {"method": "relative", "alpha": 0.5}' },
+      ),
+    ),
+    mmr: Type.Optional(
+      Type.Object(
+        { diversity: Type.Optional(Type.Number()), candidates: Type.Optional(Type.Integer()) },
+        { additionalProperties: false, description: 'Maximal marginal relevance: diversity 0-1 over the best `candidates`' },
+      ),
+    ),
+    rerank: Type.Optional(Type.Boolean({ description: 'Order the best candidates with the configured cross-encoder (VSS_RERANK_URL)' })),
     // The specification says requests and responses share one shape; accept (and ignore) matches.
     matches: Type.Optional(Type.Array(Type.Unknown())),
   },
@@ -156,6 +175,12 @@ export const TableCreateBody = Type.Object(
     dimension: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULT_LIMITS.maxDimension })),
     metric: Type.Optional(Type.String()),
     model_name: Type.Optional(ModelName),
+    lexical: Type.Optional(
+      Type.Object(
+        { tokenizer: Type.Optional(Type.Union(LEXICAL_TOKENIZERS.map((t) => Type.Literal(t)), { description: 'How texts are split for lexical search (default porter: English stemming)' })) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -18,6 +18,7 @@ import { FakeEmbeddingModel } from '../embedding/fake.ts';
 import { ModelRegistry } from '../embedding/registry.ts';
 import { bootstrap } from '../service/bootstrap.ts';
 import { offerSearchDrafts } from '../service/drafts.ts';
+import { createReranker } from '../service/rerank.ts';
 import type { Deps } from '../service/deps.ts';
 import { hashKey } from '../service/keys.ts';
 import type { Permission, Storage } from '../storage/api.ts';
@@ -99,7 +100,7 @@ export async function startTestApp(
     await models.start();
     offerSearchDrafts(config, models, backend, () => undefined);
   }
-  const deps: Deps = { config, storage, models };
+  const deps: Deps = { config, storage, models, reranker: createReranker(config.rerank) };
   await bootstrap(deps);
   const app = await buildApp(deps, { metrics, logger: opts.logger });
   await app.ready();

@@ -17,7 +17,7 @@ describe('first start', () => {
     const config = loadConfig({ VSS_DATA_DIR: dataDir, ...env });
     const storage = await openEmbeddedStorage({ dataDir, index: config.index });
     const models = ModelRegistry.fromModels([new FakeEmbeddingModel({ name: config.defaultModel, dimension: 384 })]);
-    return { dataDir, config, storage, models, done: async () => (await storage.close(), await rm(dataDir, { recursive: true, force: true })) };
+    return { dataDir, config, storage, models, reranker: null, done: async () => (await storage.close(), await rm(dataDir, { recursive: true, force: true })) };
   };
 
   it('stores no key when its file cannot be written, so the next start makes one it can show', async () => {

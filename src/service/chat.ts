@@ -68,7 +68,7 @@ export const COMMANDS: readonly { command: string; description: string }[] = [
   { command: '/files', description: 'the uploaded files you can see (of the given keyspace, or all of yours)' },
   { command: '/keyspaces', description: 'your keyspaces and their tables' },
   { command: '/tables [keyspace]', description: 'the tables of a keyspace (default: the given or default keyspace)' },
-  { command: '/search <text>', description: 'the stored passages nearest in meaning to the text' },
+  { command: '/search <text>', description: 'the stored passages that best match the text (by meaning and by its words)' },
 ];
 
 const KEYSPACE_NAME = /^[a-z][a-z0-9_]{0,47}$/;
@@ -141,15 +141,15 @@ async function command(deps: Deps, caller: Caller, input: ChatInput, name: strin
     }
 
     case '/search': {
-      if (arg === '') return out('Usage: /search <text> — the stored passages nearest in meaning to the text.', { matches: [] });
+      if (arg === '') return out('Usage: /search <text> — the stored passages that best match the text (by meaning and by its words).', { matches: [] });
       const keyspace = input.keyspace ?? deps.config.defaultKeyspace;
       const embedder = deps.models.get();
       await requireKeyspace(deps.storage, caller, keyspace);
       const [vector] = await embedder.embed([arg]);
-      const { matches } = await searchKeyspace(deps, keyspace, vector, SEARCH_RESULTS);
+      const { matches } = await searchKeyspace(deps, keyspace, vector, arg, SEARCH_RESULTS);
       const lines = matches.map((m, i) => `${i + 1}. [${m.score.toFixed(3)}] ${m.table}/${m.key}: ${snippet(passageText(m) ?? '', 160)}`);
       return out(
-        matches.length === 0 ? `Nothing is stored in keyspace ${keyspace} yet.` : [`Nearest passages in ${keyspace}:`, ...lines].join('\n'),
+        matches.length === 0 ? `Nothing is stored in keyspace ${keyspace} yet.` : [`Best passages in ${keyspace}:`, ...lines].join('\n'),
         { keyspace, matches: matches.map(({ text: _t, ...m }) => m) },
         matches.map(toSource),
       );
@@ -181,7 +181,7 @@ async function answer(deps: Deps, caller: Caller, question: string, keyspace: st
   const embedder = deps.models.get();
   await requireKeyspace(deps.storage, caller, keyspace);
   const [qv] = await embedder.embed([question]);
-  const { matches } = await searchKeyspace(deps, keyspace, qv, CHAT_PASSAGES);
+  const { matches } = await searchKeyspace(deps, keyspace, qv, question, CHAT_PASSAGES);
   const passages: Passage[] = [];
   for (const m of matches) {
     const text = passageText(m);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
-import type { KeyspaceInfo, TableStats } from '../storage/api.ts';
+import type { KeyspaceInfo, LexicalSettings, LexicalTokenizer, TableStats } from '../storage/api.ts';
 import { coversResource, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
 import { checkKeyspaceQuota, checkTableQuota } from './quota.ts';
@@ -20,6 +20,7 @@ interface TableView {
   dimension: number;
   metric: string;
   model: string | null;
+  lexical: LexicalSettings;
   row_count: number;
   created_at: string;
   /** Where the backend keeps its own ANN index (embedded): rows in it, and rows still waiting (progress of long ingests). */
@@ -38,6 +39,7 @@ export async function tableViews(deps: Deps, keyspace: string): Promise<TableVie
       dimension: t.dimension,
       metric: t.metric,
       model: t.model,
+      lexical: t.lexical,
       row_count: t.rowCount,
       created_at: t.createdAt,
       ...(progress ? { indexed_rows: progress.indexed, pending_rows: progress.pending } : {}),
@@ -94,7 +96,7 @@ export async function listKeyspaces(deps: Deps, caller: Caller): Promise<{ keysp
   return { keyspaces: await Promise.all(visible.map((k) => view(deps, k))) };
 }
 
-export async function createTable(deps: Deps, input: { keyspace: string; table: string; dimension?: number; metric?: string; model_name?: string }) {
+export async function createTable(deps: Deps, input: { keyspace: string; table: string; dimension?: number; metric?: string; model_name?: string; lexical?: { tokenizer?: string } }) {
   const errors: CodedFieldError[] = [];
   const metric = checkMetricName(input.metric ?? 'cosine', '/body/metric', errors);
   let model: string | null = input.model_name ?? null;
@@ -114,6 +116,7 @@ export async function createTable(deps: Deps, input: { keyspace: string; table: 
   }
   await requireKeyspaceExists(deps.storage, input.keyspace);
   if ((await deps.storage.getTable(input.keyspace, input.table)) === null) await checkTableQuota(deps, input.keyspace);
-  const t = await deps.storage.createTable({ keyspace: input.keyspace, name: input.table, dimension, metric, model });
-  return { keyspace: t.keyspace, table: t.name, dimension: t.dimension, metric: t.metric, model: t.model, row_count: 0, created_at: t.createdAt };
+  const lexical = input.lexical?.tokenizer === undefined ? undefined : { tokenizer: input.lexical.tokenizer as LexicalTokenizer };
+  const t = await deps.storage.createTable({ keyspace: input.keyspace, name: input.table, dimension, metric, model, lexical });
+  return { keyspace: t.keyspace, table: t.name, dimension: t.dimension, metric: t.metric, model: t.model, lexical: t.lexical, row_count: 0, created_at: t.createdAt };
 }

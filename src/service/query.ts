@@ -1,12 +1,15 @@
 /**
  * `POST /v1/query/`: one query text searched over every table of one keyspace (a "container"),
- * the matches of all tables merged by cosine score. The text is embedded once; tables of another
- * dimension than the model's cannot be searched with it and are reported in `skipped_tables`.
+ * hybrid (the model's cosine and BM25 over the rows' text, fused), the matches of all tables merged
+ * by score. The text is embedded once; tables of another dimension than the model's cannot be
+ * searched with it and are reported in `skipped_tables`.
  */
 import { invalid, type FieldError } from '../errors.ts';
 import type { Metadata } from '../storage/api.ts';
 import { requireKeyspace, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
+import { DEFAULT_FUSION } from './fusion.ts';
+import { retrieve, type RetrievedMatch } from './retrieve.ts';
 import { DEFAULT_FINAL_TOP_K, DEFAULT_INITIAL_TOP_K } from './search.ts';
 import { enrichWithSources } from './sources.ts';
 import { utf8Bytes } from './validate.ts';
@@ -22,7 +25,9 @@ export interface QueryMatch {
   keyspace: string;
   table: string;
   key: string;
+  /** The fused score; the cosine where no row of the table matched the words. */
   score: number;
+  scores: { semantic: number | null; lexical: number | null };
   metadata: Metadata;
 }
 
@@ -42,11 +47,12 @@ export interface QueryOutput {
   skipped_tables: SkippedTable[];
 }
 
-/** Searches every table of `keyspace` whose dimension fits `vector`; best first, at most `limit`. */
+/** Searches every table of `keyspace` whose dimension fits `vector`, hybrid with `text`; best first, at most `limit`. */
 export async function searchKeyspace(
   deps: Deps,
   keyspace: string,
   vector: Float32Array,
+  text: string,
   limit: number,
 ): Promise<{ matches: (QueryMatch & { text: string | null })[]; skipped: SkippedTable[] }> {
   const tables = await deps.storage.listTables(keyspace);
@@ -59,9 +65,30 @@ export async function searchKeyspace(
   const perTable = await Promise.all(
     searchable.map(async (t) => {
       if (t.rowCount === 0) return [];
-      const found = await deps.storage.search(keyspace, t.name, { vector, metric: 'cosine', candidates: Math.max(DEFAULT_INITIAL_TOP_K, limit), limit });
-      const enriched = await enrichWithSources(deps.storage, keyspace, t.name, found);
-      return enriched.map((m) => ({ keyspace, table: t.name, key: m.key, score: m.score, metadata: m.metadata, text: m.text }));
+      const { matches } = await retrieve(deps.storage, {
+        keyspace,
+        table: t.name,
+        mode: 'hybrid',
+        vector,
+        text,
+        metric: 'cosine',
+        candidates: Math.max(DEFAULT_INITIAL_TOP_K, limit),
+        limit,
+        includeVector: false,
+        fusion: DEFAULT_FUSION,
+      });
+      // A table whose rows have no text (or none with these words) ranks as semantic search does, and says so with the cosine.
+      const lexicalHit = matches.some((m) => m.scores!.lexical !== null);
+      const enriched = await enrichWithSources(deps.storage, keyspace, t.name, matches);
+      return enriched.map((m: RetrievedMatch) => ({
+        keyspace,
+        table: t.name,
+        key: m.key,
+        score: lexicalHit ? m.score : m.scores!.semantic!,
+        scores: { semantic: m.scores!.semantic, lexical: m.scores!.lexical },
+        metadata: m.metadata,
+        text: m.text,
+      }));
     }),
   );
   // Ties keep table order, then each table's own order: the merge is deterministic.
@@ -85,7 +112,7 @@ export async function query(deps: Deps, caller: Caller, input: QueryInput): Prom
   await requireKeyspace(deps.storage, caller, keyspace);
 
   const [vector] = await embedder.embed([input.query]);
-  const { matches, skipped } = await searchKeyspace(deps, keyspace, vector, finalTopK);
+  const { matches, skipped } = await searchKeyspace(deps, keyspace, vector, input.query, finalTopK);
   return {
     query: input.query,
     selectedContainerId: keyspace,

@@ -5,7 +5,7 @@ import type { Metadata, StoredMatch, Storage } from '../storage/api.ts';
  * record of its source (API.md: search), joined by (keyspace, table, source_file).
  * The vector's own fields win over the source record's on a name clash.
  */
-export async function enrichWithSources(storage: Storage, keyspace: string, table: string, matches: StoredMatch[]): Promise<(StoredMatch & { metadata: Metadata })[]> {
+export async function enrichWithSources<M extends StoredMatch>(storage: Storage, keyspace: string, table: string, matches: M[]): Promise<(M & { metadata: Metadata })[]> {
   const sources = [...new Set(matches.map((m) => m.metadata.source_file).filter((s): s is string => typeof s === 'string'))];
   const records = sources.length > 0 ? await storage.getMetadata(keyspace, table, sources) : new Map();
   return matches.map((m) => {

@@ -497,7 +497,7 @@ describe('embedded storage', () => {
        await s.createKeyspace({ name: 'ks', owner: null });
        await s.createTable({ keyspace: 'ks', name: 't', dimension: 3, metric: 'euclidean', model: null });
        for (let i = 0; i < 50; i++) {
-         await s.upsertVectors('ks', 't', [{ key: 'k' + i, vector: Float32Array.of(i, 1, 2), metadata: { i }, text: null }]);
+         await s.upsertVectors('ks', 't', [{ key: 'k' + i, vector: Float32Array.of(i, 1, 2), metadata: { i }, text: 'marker' + i }]);
          process.stdout.write('ack ' + i + '\\n');
        }
        setInterval(() => {}, 1000);`,
@@ -524,6 +524,8 @@ describe('embedded storage', () => {
       const n = await s.countVectors('ks', 't');
       assert.ok(n >= acked + 1, `${n} rows after ${acked + 1} acknowledged writes`);
       for (let i = 0; i <= acked; i++) assert.deepEqual((await s.getVector('ks', 't', `k${i}`))?.metadata, { i });
+      // The lexical index is written in the row's transaction: every acknowledged text is found by its words.
+      for (let i = 0; i <= acked; i++) assert.deepEqual((await s.lexicalSearch('ks', 't', { text: `marker${i}`, limit: 2 })).map((m) => m.key), [`k${i}`]);
       const hits = await s.search('ks', 't', { vector: Float32Array.of(7, 1, 2), metric: 'euclidean', candidates: 100, limit: 1 });
       assert.equal(hits[0].key, 'k7');
     } finally {

@@ -1,0 +1,112 @@
+/**
+ * The retrieval pipeline behind /v1/search/, /v1/query/ and chat: retrieve (the semantic list,
+ * the lexical list, or both) → fuse → MMR → rerank → the first `limit`. Each stage runs only when
+ * asked for; a plain semantic search is the one storage call it always was, scores unchanged.
+ */
+import type { DraftQuery, Filter, Metric, Storage, StoredMatch } from '../storage/api.ts';
+import { fuse, type Fusion } from './fusion.ts';
+import { mmr } from './mmr.ts';
+import { RerankFailed, type Reranker } from './rerank.ts';
+
+export type SearchMode = 'semantic' | 'lexical' | 'hybrid';
+export const SEARCH_MODES: readonly SearchMode[] = ['semantic', 'lexical', 'hybrid'];
+
+/** Each list of a hybrid search (and a lexical one) holds at most this many rows, whatever initial_top_k says. */
+export const MAX_LIST_ROWS = 1000;
+/** The reranker sees at most this many candidates (the top of initial_top_k). */
+export const MAX_RERANK_DOCUMENTS = 100;
+
+export interface Retrieval {
+  keyspace: string;
+  table: string;
+  mode: SearchMode;
+  /** The semantic side's query vector (semantic and hybrid). */
+  vector: Float32Array | Promise<Float32Array> | null;
+  draft?: DraftQuery;
+  /** The lexical side's words (lexical and hybrid), and what the reranker is asked. */
+  text: string | null;
+  metric: Metric;
+  /** Candidates per list (initial_top_k). */
+  candidates: number;
+  /** Matches returned (final_top_k). */
+  limit: number;
+  filter?: Filter;
+  includeVector: boolean;
+  fusion: Fusion;
+  mmr?: { diversity: number; candidates: number };
+  /** Set when the caller asked for reranking (and one is configured). */
+  reranker?: Reranker | null;
+}
+
+export interface RetrievedMatch extends StoredMatch {
+  /** Each list's own score (cosine or the metric's, BM25), null where that list lacked the row; absent in plain semantic mode. */
+  scores?: { semantic: number | null; lexical: number | null; rerank?: number };
+}
+
+export interface Retrieved {
+  matches: RetrievedMatch[];
+  /** Why the answer is not all that was asked for (a reranker that failed). */
+  note?: string;
+}
+
+export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieved> {
+  const { keyspace, table } = r;
+  const plain = r.mode === 'semantic' && r.mmr === undefined && !r.reranker;
+  if (plain) {
+    const found = await storage.search(keyspace, table, semanticQuery(r, r.limit, r.includeVector));
+    return { matches: found };
+  }
+  // How many rows the later stages choose from.
+  let pool = r.limit;
+  if (r.mmr) pool = Math.max(pool, r.mmr.candidates);
+  if (r.reranker) pool = Math.max(pool, Math.min(r.candidates, MAX_RERANK_DOCUMENTS));
+  pool = Math.min(pool, r.candidates);
+  const depth = r.mode === 'semantic' ? pool : Math.max(pool, Math.min(r.candidates, MAX_LIST_ROWS));
+  const withVectors = r.includeVector || r.mmr !== undefined;
+
+  let ranked: RetrievedMatch[];
+  if (r.mode === 'semantic') {
+    ranked = (await storage.search(keyspace, table, semanticQuery(r, depth, withVectors))).map((m) => ({ ...m, scores: { semantic: m.score, lexical: null } }));
+  } else if (r.mode === 'lexical') {
+    ranked = (await lexical(storage, r, depth, withVectors)).map((m) => ({ ...m, scores: { semantic: null, lexical: m.score } }));
+  } else {
+    const [sem, lex] = await Promise.all([storage.search(keyspace, table, semanticQuery(r, depth, withVectors)), lexical(storage, r, depth, withVectors)]);
+    const rows = new Map<string, StoredMatch>();
+    for (const m of lex) rows.set(m.key, m);
+    for (const m of sem) rows.set(m.key, m);
+    ranked = fuse(sem, lex, r.fusion).map((f) => ({ ...rows.get(f.key)!, score: f.score, scores: { semantic: f.semantic, lexical: f.lexical } }));
+  }
+  ranked = ranked.slice(0, pool);
+
+  if (r.mmr) {
+    // Relevance must grow with quality: a euclidean semantic list is best-first by lowest distance.
+    const sign = r.mode === 'semantic' && r.metric === 'euclidean' ? -1 : 1;
+    const keep = r.reranker ? pool : r.limit;
+    const items = ranked.map((m) => ({ relevance: sign * m.score, vector: m.vector! }));
+    ranked = mmr(items, { diversity: r.mmr.diversity, limit: keep }).map((i) => ranked[i]);
+  }
+
+  let note: string | undefined;
+  if (r.reranker && ranked.length > 0) {
+    const top = ranked.slice(0, MAX_RERANK_DOCUMENTS);
+    try {
+      const order = await r.reranker.rerank(r.text ?? '', top.map((m) => m.text ?? ''), Math.min(r.limit, top.length));
+      ranked = order
+        .filter((o) => Number.isInteger(o.index) && o.index >= 0 && o.index < top.length)
+        .map((o) => ({ ...top[o.index], score: o.relevanceScore, scores: { ...top[o.index].scores!, rerank: o.relevanceScore } }));
+    } catch (e) {
+      if (!(e instanceof RerankFailed)) throw e;
+      note = `The reranker gave no answer (${e.message}); the matches are in their order before reranking.`;
+    }
+  }
+  const matches = ranked.slice(0, r.limit);
+  if (!r.includeVector) for (const m of matches) delete m.vector;
+  return note === undefined ? { matches } : { matches, note };
+}
+
+function semanticQuery(r: Retrieval, limit: number, includeVector: boolean) {
+  return { vector: r.vector!, draft: r.draft, metric: r.metric, candidates: r.candidates, limit, filter: r.filter, includeVector };
+}
+
+const lexical = (storage: Storage, r: Retrieval, limit: number, includeVector: boolean): Promise<StoredMatch[]> =>
+  storage.lexicalSearch(r.keyspace, r.table, { text: r.text ?? '', limit: Math.min(limit, MAX_LIST_ROWS), filter: r.filter, includeVector });
