@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     // The anchor: the same rows without text (no postings), written just before.
     const anchorMs = await load(cassandra, 'anchor', rows.map((r) => ({ ...r, text: null })));
     const writeMs = await load(cassandra, TABLE, rows);
-    // The same rows again (text unchanged: no postings written) and with new text (all postings replaced).
+    // The same rows again (text unchanged: postings rewritten, none deleted) and with new text (old postings deleted too).
     const same = performance.now();
     await cassandra.upsertVectors(KS, TABLE, rows.slice(0, BATCH));
     const sameMs = performance.now() - same;

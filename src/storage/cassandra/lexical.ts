@@ -9,7 +9,7 @@
  *   lexical_stats ((keyspace_name, table_name)): counters of rows with text and of their tokens.
  *
  * Writes (vectors.ts) read the rows' current text first, then write the row, the postings of its
- * new terms and the deletes of postings it no longer has in one LOGGED batch (the row's own
+ * terms and the deletes of postings it no longer has in one LOGGED batch (the row's own
  * atomicity; a row whose postings exceed a batch is written new postings -> row -> stale deletes,
  * so a crash midway leaves stale postings, never a row missing from the index), then add the
  * change to the counters. Deletes remove a row's postings with the row, at the row's timestamp.
@@ -61,22 +61,24 @@ export const indexed = (t: TableInfo, text: string | null | undefined): Indexed 
 const postingBytes = (key: string, term: string): number => utf8Bytes(key) + utf8Bytes(term) + 64;
 
 /**
- * The postings statements that move row `key` from `before` to `after`: inserts of its new
- * (term, tf, dl) and deletes of those it no longer has. A posting in both is left alone: a delete
- * and an insert of one posting in one batch share a timestamp, and then the delete would win.
+ * The postings statements that move row `key` from `before` to `after`: inserts of all its
+ * (term, tf, dl), so that they carry the row's new timestamp (a delete by filter that read the
+ * row's older version must not take them), and deletes of those it no longer has. A posting in
+ * both is not deleted: a delete and an insert of one posting in one batch share a timestamp, and
+ * then the delete would win.
  */
 export function postingChanges(ctx: Ctx, t: TableInfo, key: string, before: Indexed, after: Indexed): { inserts: Stmt[]; deletes: Stmt[] } {
   const table = sysTable(ctx, 'lexical_postings');
   const ins = `INSERT INTO ${table} (keyspace_name, table_name, term, tf, dl, key) VALUES (?, ?, ?, ?, ?, ?)`;
   const del = `DELETE FROM ${table} WHERE keyspace_name = ? AND table_name = ? AND term = ? AND tf = ? AND dl = ? AND key = ?`;
-  const same = (term: string): boolean => before !== null && after !== null && before.length === after.length && before.counts.get(term) === after.counts.get(term);
+  const kept = (term: string): boolean => before !== null && after !== null && before.length === after.length && before.counts.get(term) === after.counts.get(term);
   const inserts: Stmt[] = [];
   const deletes: Stmt[] = [];
   if (after !== null) {
-    for (const [term, tf] of after.counts) if (!same(term)) inserts.push({ query: ins, params: [t.keyspace, t.name, term, tf, after.length, key], bytes: postingBytes(key, term) });
+    for (const [term, tf] of after.counts) inserts.push({ query: ins, params: [t.keyspace, t.name, term, tf, after.length, key], bytes: postingBytes(key, term) });
   }
   if (before !== null) {
-    for (const [term, tf] of before.counts) if (!same(term)) deletes.push({ query: del, params: [t.keyspace, t.name, term, tf, before.length, key], bytes: postingBytes(key, term) });
+    for (const [term, tf] of before.counts) if (!kept(term)) deletes.push({ query: del, params: [t.keyspace, t.name, term, tf, before.length, key], bytes: postingBytes(key, term) });
   }
   return { inserts, deletes };
 }
