@@ -12,6 +12,9 @@ import { rejectsWithCode } from '../contract.case.ts';
 import { mulberry32 } from '../contract-random.case.ts';
 import { fts5Ranker } from '../lexical/fts5-reference.case.ts';
 import { openCassandraStorage } from './cassandra-storage.ts';
+import type { Ctx } from './context.ts';
+import { Session } from './session.ts';
+import { deleteByFilter } from './vectors.ts';
 import { dropPrefixed, freshNames } from './test-support.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
@@ -167,6 +170,38 @@ describe('Cassandra lexical search (BM25 as FTS5)', { skip: !ENABLED && 'set VSS
     } finally {
       await again.close();
     }
+  });
+
+  it('a row rewritten between a delete-by-filter scan and its deletes stays found, same text or not', async () => {
+    await s.createTable({ keyspace: KS, name: 'race', dimension: D, metric: 'cosine', model: null });
+    await s.upsertVectors(KS, 'race', [row('same', 'gasket seal', { doomed: true }, 0), row('other', 'gasket valve', { doomed: true }, 1), row('gone', 'gasket pump', { doomed: true }, 2)]);
+    // A second session deletes by filter, with a seam after its scan where this store rewrites two of the rows.
+    const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
+    await session.connect();
+    const pages = session.pages.bind(session);
+    let between: (() => Promise<void>) | null = async () => {
+      await new Promise((r) => setTimeout(r, 2));
+      await s.upsertVectors(KS, 'race', [row('same', 'gasket seal', { doomed: false }, 0), row('other', 'gasket ring', { doomed: false }, 1)]);
+    };
+    session.pages = async function* (cql, params, o) {
+      yield* pages(cql, params, o);
+      if (cql.startsWith('SELECT "key", "metadata"') && between !== null) {
+        const f = between;
+        between = null;
+        await f();
+      }
+    };
+    try {
+      const ctx: Ctx = { session, systemKeyspace: names.systemKeyspace, replication: REPLICATION, exactScanMaxRows: 10_000, keyspacePrefix: names.keyspacePrefix, largeTables: new Map() };
+      assert.equal(await deleteByFilter(ctx, KS, 'race', { doomed: true }), 3);
+    } finally {
+      await session.shutdown();
+    }
+    assert.equal(between, null, 'the seam ran');
+    const found = await s.lexicalSearch(KS, 'race', { text: 'gasket seal ring pump valve', limit: 10 });
+    assert.deepEqual(found.map((m) => [m.key, m.text]).sort(), [['other', 'gasket ring'], ['same', 'gasket seal']]);
+    const mirror: Mirror = new Map([['same', { text: 'gasket seal', metadata: { doomed: false } }], ['other', { text: 'gasket ring', metadata: { doomed: false } }]]);
+    await agrees(s, 'race', 'porter', mirror);
   });
 
   it('searches odd queries literally: punctuation only, query syntax, 8 KiB, non-Latin; never an error', async () => {
