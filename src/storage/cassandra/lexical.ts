@@ -248,7 +248,8 @@ async function verify(
   const found: StoredMatch[] = [];
   const cols = includeVector ? '"key", "metadata", "text", "vector"' : '"key", "metadata", "text"';
   const cql = `SELECT ${cols} FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
-  const round = Math.max(IN_CHUNK, limit * 2);
+  // Without a filter, `limit` rows (and a few for rows gone) are all a query needs as a rule.
+  const round = Math.max(IN_CHUNK, match ? limit * 2 : limit + 10);
   for (let i = 0; i < candidates.length; i += round) {
     if (found.length >= limit && candidates[i].score < found[limit - 1].score) break;
     const part = candidates.slice(i, i + round);
