@@ -15,7 +15,7 @@ import { openCassandraStorage } from './cassandra-storage.ts';
 import type { Ctx } from './context.ts';
 import { Session } from './session.ts';
 import { deleteByFilter } from './vectors.ts';
-import { dropPrefixed, freshNames } from './test-support.ts';
+import { dropPrefixed, freshNames, seamAfterScan } from './test-support.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
 const CONTACT_POINTS = (process.env.VSS_TEST_CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean);
@@ -178,18 +178,10 @@ describe('Cassandra lexical search (BM25 as FTS5)', { skip: !ENABLED && 'set VSS
     // A second session deletes by filter, with a seam after its scan where this store rewrites two of the rows.
     const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
     await session.connect();
-    const pages = session.pages.bind(session);
-    let between: (() => Promise<void>) | null = async () => {
+    const seam = seamAfterScan(session, 'SELECT "key", "metadata"');
+    seam.between = async () => {
       await new Promise((r) => setTimeout(r, 2));
       await s.upsertVectors(KS, 'race', [row('same', 'gasket seal', { doomed: false }, 0), row('other', 'gasket ring', { doomed: false }, 1)]);
-    };
-    session.pages = async function* (cql, params, o) {
-      yield* pages(cql, params, o);
-      if (cql.startsWith('SELECT "key", "metadata"') && between !== null) {
-        const f = between;
-        between = null;
-        await f();
-      }
     };
     try {
       const ctx: Ctx = { session, systemKeyspace: names.systemKeyspace, replication: REPLICATION, exactScanMaxRows: 10_000, keyspacePrefix: names.keyspacePrefix, largeTables: new Map() };
@@ -197,7 +189,7 @@ describe('Cassandra lexical search (BM25 as FTS5)', { skip: !ENABLED && 'set VSS
     } finally {
       await session.shutdown();
     }
-    assert.equal(between, null, 'the seam ran');
+    assert.equal(seam.between, null, 'the seam ran');
     const found = await s.lexicalSearch(KS, 'race', { text: 'gasket seal ring pump valve', limit: 10 });
     assert.deepEqual(found.map((m) => [m.key, m.text]).sort(), [['other', 'gasket ring'], ['same', 'gasket seal']]);
     const mirror: Mirror = new Map([['same', { text: 'gasket seal', metadata: { doomed: false } }], ['other', { text: 'gasket ring', metadata: { doomed: false } }]]);
