@@ -5,7 +5,7 @@
  *
  *   node --import tsx bench/hybrid-eval.bench.ts [--sets docs,scifact,nfcorpus] [--datasets DIR] [--embed-only]
  *
- * Sets: `docs` ships in bench/data/hybrid-eval (passages of this repository's docs, queries and
+ * Sets: `docs` ships in bench/eval-sets/docs (passages of this repository's docs, queries and
  * judgements written for it); `scifact` and `nfcorpus` are read from --datasets (default
  * ../shared/datasets beside the checkout), never copied here. Passages are embedded once as
  * `(title + " " + text).trim()` and cached in .bench-data/hybrid-eval/ (gitignored), so a re-run
@@ -54,7 +54,7 @@ const readJsonl = async (file: string): Promise<Record<string, unknown>[]> =>
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 async function loadSet(name: string): Promise<LabelledSet> {
-  const dir = name === 'docs' ? path.join(PROJECT_ROOT, 'bench/data/hybrid-eval') : path.join(DATASETS, name);
+  const dir = name === 'docs' ? path.join(PROJECT_ROOT, 'bench/eval-sets/docs') : path.join(DATASETS, name);
   const qrelsFile = ['qrels.tsv', 'qrels-test.tsv'].map((f) => path.join(dir, f)).find(existsSync);
   if (!qrelsFile) throw new Error(`no qrels in ${dir} (give --datasets)`);
   const qrels = new Map<string, Map<string, number>>();

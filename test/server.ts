@@ -18,9 +18,10 @@ export interface RunningServer {
   kill(signal: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<RunningServer> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'scripts/start.mjs')], {
-    cwd: ROOT,
+/** `root`: the checkout to run (default this one; a bench may compare against another commit's). */
+export async function startServer(env: Record<string, string>, timeoutMs = 60_000, root = ROOT): Promise<RunningServer> {
+  const child = spawn(process.execPath, [path.join(root, 'scripts/start.mjs')], {
+    cwd: root,
     env: { ...process.env, VSS_PORT: '0', VSS_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

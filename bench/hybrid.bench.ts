@@ -1,0 +1,188 @@
+/**
+ * Hybrid search against semantic search on the same rows, through the real server and HTTP.
+ *
+ *   node --import tsx bench/hybrid.bench.ts [--n 100000] [--dim 384] [--queries 200] [--baseline DIR]
+ *
+ * Rows: clustered unit vectors (bench/workload.ts) each with a text of 20-60 words drawn from a
+ * 50,000-word vocabulary with Zipf frequencies (a few words in most rows, most words in few), so no
+ * model call at ingest. Queries: a vector of the same clusters and 2-5 words of the vocabulary.
+ * Reports: write throughput with text (rows/s acknowledged); p50/p99 at concurrency 1 and 16 of
+ * semantic (initial_top_k 100), hybrid (the same vector plus the words, default fusion) and lexical,
+ * each group run in turns so the machine's state weighs on all alike, and hybrid's p50 as a ratio
+ * of semantic's; the lexical index's size (SQLite's dbstat over the FTS5 tables), per million rows.
+ * --baseline DIR: a checkout of the commit before the lexical index (node_modules linked), whose
+ * server takes the same writes after this one's, for the write throughput "before".
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+import { startServer, type RunningServer } from '../test/server.ts';
+import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
+import { fmt, makeCentres, makeVectors, runQueries, vectorField, type Timed } from './workload.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    n: { type: 'string', default: '100000' },
+    dim: { type: 'string', default: '384' },
+    queries: { type: 'string', default: '200' },
+    baseline: { type: 'string' },
+  },
+});
+const N = Number(args.n);
+const DIM = Number(args.dim);
+const QUERIES = Number(args.queries);
+const KEY = 'bench-admin-key-0123456789abcdef';
+const KS = 'default_keyspace';
+const TABLE = 'hybrid';
+const BATCH = 1000;
+
+// Zipf(1) over a made-up vocabulary: word r is drawn with probability ∝ 1/r.
+const VOCAB_SIZE = 50_000;
+const SYL = 'ka lo mi ne ra tu ve so pa li an er on in st ch th qu ar el or us is ex'.split(' ');
+const vocab: string[] = [];
+{
+  let s = 7;
+  const seen = new Set<string>();
+  // Lengths 2-5 syllables by draw, not by word count: the 576 two-syllable words run out.
+  for (let draw = 0; vocab.length < VOCAB_SIZE; draw++) {
+    let w = '';
+    const len = 2 + (draw % 4);
+    for (let i = 0; i < len; i++) (s = (Math.imul(s, 1103515245) + 12345) >>> 0), (w += SYL[(s >>> 8) % SYL.length]);
+    if (!seen.has(w)) seen.add(w), vocab.push(w);
+  }
+}
+const cumulative = new Float64Array(VOCAB_SIZE);
+{
+  let acc = 0;
+  for (let r = 0; r < VOCAB_SIZE; r++) cumulative[r] = acc += 1 / (r + 1);
+}
+function zipfWord(u: number): string {
+  const target = u * cumulative[VOCAB_SIZE - 1];
+  let lo = 0, hi = VOCAB_SIZE - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (cumulative[mid] < target) lo = mid + 1;
+    else hi = mid;
+  }
+  return vocab[lo];
+}
+/** Row i's words (deterministic): `count` Zipf draws seeded by i. */
+function words(i: number, count: number): string {
+  let s = (i * 2246822519 + 3266489917) >>> 0 || 1;
+  const out: string[] = [];
+  for (let k = 0; k < count; k++) {
+    s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    out.push(zipfWord(s / 2 ** 32));
+  }
+  return out.join(' ');
+}
+const rowText = (i: number): string => words(i, 20 + (i % 41));
+
+async function ingest(server: RunningServer, table: string, centres: Float32Array[]): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 2 }, async () => {
+      while (next < N) {
+        const start = next;
+        const count = Math.min(BATCH, N - start);
+        next += count;
+        const vectors = makeVectors(start, count, DIM, centres).map((v, k) => ({ key: `v${start + k}`, ...vectorField(v, 'base64'), text: rowText(start + k), metadata: { i: start + k } }));
+        const res = await server.call('POST', '/v1/vector/batch', { keyspace: KS, table, vectors });
+        if (res.status !== 200) throw new Error(`batch at ${start}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+      }
+    }),
+  );
+  return N / ((performance.now() - t0) / 1000);
+}
+
+async function waitIndexed(server: RunningServer, table: string) {
+  for (;;) {
+    const list = await server.call('GET', '/v1/keyspaces/list');
+    const t = list.body.keyspaces.find((k: { keyspace: string }) => k.keyspace === KS).tables.find((x: { table: string }) => x.table === table);
+    if (t.pending_rows === undefined || t.pending_rows === 0) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** Bytes of the FTS5 tables (and their shadow tables) in the database, from SQLite's dbstat. */
+function lexicalBytes(dbFile: string): number {
+  const db = new Database(dbFile, { readonly: true });
+  try {
+    return (db.prepare(`SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name GLOB 'lex_[0-9]*'`).pluck().get() as number) ?? 0;
+  } finally {
+    db.close();
+  }
+}
+
+async function main() {
+  const rows: string[] = [];
+  const row = (what: string, value: string) => {
+    rows.push(`| ${what} | ${value} |`);
+    console.error(`${what}: ${value}`);
+  };
+  row('machine', machineKind());
+  const machine = new MachineChecker();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-bench-'));
+  const env = { VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' };
+  const centres = makeCentres(64, DIM);
+  let server = await startServer(env, 120_000);
+  try {
+    await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
+    row(`machine check before the ingest`, fmtCheck(machine.check()));
+    const writes = await ingest(server, TABLE, centres);
+    row(`write throughput with text (${N.toLocaleString('en')} rows, batches of ${BATCH}, 2 writers)`, `${Math.round(writes).toLocaleString('en')} rows/s`);
+    await waitIndexed(server, TABLE);
+    const lex = lexicalBytes(path.join(dataDir, 'vss.db'));
+    row('lexical index size', `${(lex / 2 ** 20).toFixed(1)} MiB for ${N.toLocaleString('en')} rows: ${((lex / 2 ** 20) * (1_000_000 / N)).toFixed(0)} MiB per million rows`);
+
+    const qv = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
+    const qt = qv.map((_, i) => words(N + 5_000_000 + i, 2 + (i % 4)));
+    const base = (_i: number) => ({ keyspace: KS, table: TABLE, initial_top_k: 100, final_top_k: 10 });
+    const groups: Record<string, object[]> = {
+      semantic: qv.map((v, i) => ({ ...base(i), vector: Array.from(v) })),
+      hybrid: qv.map((v, i) => ({ ...base(i), vector: Array.from(v), query: qt[i], mode: 'hybrid' })),
+      lexical: qv.map((_, i) => ({ ...base(i), query: qt[i], mode: 'lexical' })),
+    };
+    for (const g of Object.values(groups)) await runQueries(server, g.slice(0, 20), 1); // warm-up
+    row('machine check before the searches', fmtCheck(machine.check()));
+    const results: Record<string, { c1: Timed[]; c16: Timed[] }> = { semantic: { c1: [], c16: [] }, hybrid: { c1: [], c16: [] }, lexical: { c1: [], c16: [] } };
+    // Three turns of each, alternating, and the median turn reported.
+    for (let turn = 0; turn < 3; turn++) {
+      for (const [name, bodies] of Object.entries(groups)) {
+        results[name].c1.push(await runQueries(server, bodies, 1));
+        results[name].c16.push(await runQueries(server, bodies, 16));
+      }
+    }
+    const median = (ts: Timed[]): Timed => [...ts].sort((a, b) => a.p50 - b.p50)[1];
+    for (const name of Object.keys(groups)) {
+      row(`${name}, concurrency 1`, fmt(median(results[name].c1)));
+      row(`${name}, concurrency 16`, fmt(median(results[name].c16)));
+    }
+    row('hybrid p50 / semantic p50, concurrency 1', (median(results.hybrid.c1).p50 / median(results.semantic.c1).p50).toFixed(2));
+    row('hybrid p50 / semantic p50, concurrency 16', (median(results.hybrid.c16).p50 / median(results.semantic.c16).p50).toFixed(2));
+  } finally {
+    await server.kill('SIGTERM');
+  }
+
+  if (args.baseline) {
+    const baseDir = await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-base-'));
+    server = await startServer({ ...env, VSS_DATA_DIR: baseDir }, 300_000, path.resolve(args.baseline));
+    try {
+      await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
+      row('machine check before the baseline ingest', fmtCheck(machine.check()));
+      const writes = await ingest(server, TABLE, centres);
+      row(`write throughput with text, baseline ${args.baseline}`, `${Math.round(writes).toLocaleString('en')} rows/s`);
+    } finally {
+      await server.kill('SIGTERM');
+      await rm(baseDir, { recursive: true, force: true });
+    }
+  }
+  await rm(dataDir, { recursive: true, force: true });
+  console.log(`\n| ${N.toLocaleString('en')} text rows, ${DIM}-d | value |\n|---|---|\n${rows.join('\n')}`);
+}
+
+await main();
