@@ -29,7 +29,7 @@ export const RANDOM_CONTRACT_SEED = 3;
 // ---------------------------------------------------------------- PRNG
 
 /** mulberry32: a small deterministic PRNG (uniform in [0, 1)). */
-function mulberry32(seed: number): () => number {
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -19,7 +19,7 @@ import { openCassandraStorage, type CassandraStorageOptions } from './cassandra-
 import type { Ctx } from './context.ts';
 import { LARGE_VERDICT_MS, searchWithPlan } from './search.ts';
 import { Session } from './session.ts';
-import { dropPrefixed as dropTestKeyspaces, storedContentIds } from './test-support.ts';
+import { dropPrefixed as dropTestKeyspaces, seamAfterScan, storedContentIds } from './test-support.ts';
 import { deleteByFilter, deleteVectors } from './vectors.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
@@ -253,17 +253,8 @@ if (!ENABLED) {
       const { storage: a, prefix, cleanup } = await openFresh();
       const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
       await session.connect();
-      let between: (() => Promise<void>) | null = null;
-      const pages = session.pages.bind(session);
-      // Runs `between` once B's scan of (key, metadata) has read its last page, before any delete.
-      session.pages = async function* (cql, params, o) {
-        yield* pages(cql, params, o);
-        if (cql.startsWith('SELECT "key", "metadata"') && between !== null) {
-          const f = between;
-          between = null;
-          await f();
-        }
-      };
+      // Runs `seam.between` once B's scan of (key, metadata) has read its last page, before any delete.
+      const seam = seamAfterScan(session, 'SELECT "key", "metadata"');
       try {
         const ctx: Ctx = { session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows: 10_000, keyspacePrefix: prefix, largeTables: new Map() };
         await a.createKeyspace({ name: 'dbf', owner: null });
@@ -279,7 +270,7 @@ if (!ENABLED) {
           await a.createTable({ keyspace: 'dbf', name: table, dimension: 2, metric: 'euclidean', model: null });
           const doomed = Array.from({ length: n }, (_, i) => `k${i}`);
           await a.upsertVectors('dbf', table, [...doomed.map((k, i) => row(k, { doomed: true, i })), ...[0, 1, 2].map((j) => row(`bystander${j}`, { doomed: false }))]);
-          between = async () => {
+          seam.between = async () => {
             // Coordinators stamp whole milliseconds (unique per node only): on a cluster, a write in the
             // scanned version's millisecond through another node could tie with it, and a tie deletes.
             await new Promise((r) => setTimeout(r, 2));
@@ -290,7 +281,7 @@ if (!ENABLED) {
             await a.deleteVectors('dbf', table, doomed.filter((_, i) => kindOf(i) === 'deleted by A'));
           };
           const deleted = await deleteByFilter(ctx, 'dbf', table, { doomed: true });
-          assert.equal(between, null, 'the seam ran');
+          assert.equal(seam.between, null, 'the seam ran');
           const left = new Map((await a.scanVectors('dbf', table, { limit: 10_000 })).rows.map((r) => [r.key, r]));
           // Per kind of row: how many ended in each state.
           const g: Record<string, unknown> = { n, deleted, bystanders: [0, 1, 2].filter((j) => left.has(`bystander${j}`)).length };

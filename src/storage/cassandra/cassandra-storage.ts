@@ -5,7 +5,7 @@
  *
  * Files by concern: session.ts (driver, consistency, paging, retries), driver-errors.ts (driver
  * errors -> ServiceError), system-schema.ts (the system keyspace), catalog.ts (keyspaces, tables),
- * vectors.ts (rows, scans), search.ts (two-stage search), metadata-records.ts, accounts.ts (users,
+ * vectors.ts (rows, scans), search.ts (two-stage search), lexical.ts (BM25 search and its postings), metadata-records.ts, accounts.ts (users,
  * keys, plans, webhook events), files.ts (uploaded files), usage.ts.
  */
 import { ServiceError } from '../../errors.ts';
@@ -16,6 +16,8 @@ import * as files from './files.ts';
 import type { Ctx } from './context.ts';
 import * as records from './metadata-records.ts';
 import { isValidName, requireValidReplication } from './names.ts';
+import { lexicalSearch } from './lexical.ts';
+import { backfillLexical } from './lexical-backfill.ts';
 import { search } from './search.ts';
 import { Session, type WriteConsistency } from './session.ts';
 import { ensureSystemSchema } from './system-schema.ts';
@@ -50,7 +52,16 @@ export interface CassandraStorageOptions {
   credentials?: { username: string; password: string };
 }
 
-export async function openCassandraStorage(opts: CassandraStorageOptions): Promise<Storage> {
+export interface CassandraStorage extends Storage {
+  readonly kind: 'cassandra';
+  /**
+   * The background indexing of tables made before lexical search (lexical-backfill.ts), started on
+   * open; it never rejects: a failure leaves them for the next start.
+   */
+  readonly lexicalBackfill: Promise<void>;
+}
+
+export async function openCassandraStorage(opts: CassandraStorageOptions): Promise<CassandraStorage> {
   const systemKeyspace = opts.systemKeyspace ?? 'vss_system';
   if (!isValidName(systemKeyspace)) throw new ServiceError('internal', `Invalid system keyspace name "${systemKeyspace}".`);
   const replication = requireValidReplication(opts.replication);
@@ -78,9 +89,12 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
   }
   const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 10_000, keyspacePrefix, largeTables: new Map() };
   let closed = false;
+  // Nothing waits on it; a failure (an outage, this store closed midway) is retried at the next start.
+  const lexicalBackfill = backfillLexical(ctx).catch(() => undefined);
 
   return {
     kind: 'cassandra',
+    lexicalBackfill,
 
     createKeyspace: (ks) => catalog.createKeyspace(ctx, ks),
     getKeyspace: (name) => catalog.getKeyspace(ctx, name),
@@ -96,8 +110,7 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     countVectors: (ks, t, filter) => vectors.countVectors(ctx, ks, t, filter),
     scanVectors: (ks, t, o) => vectors.scanVectors(ctx, ks, t, o),
     search: (ks, t, q) => search(ctx, ks, t, q),
-    // Implemented on the hybridcass branch (BM25 statistics kept in Cassandra).
-    lexicalSearch: () => Promise.reject(new ServiceError('storage_unavailable', 'Lexical search is not available on the Cassandra backend yet.')),
+    lexicalSearch: (ks, t, q) => lexicalSearch(ctx, ks, t, q),
 
     upsertMetadata: (recs) => records.upsertMetadata(ctx, recs),
     getMetadata: (ks, t, files) => records.getMetadata(ctx, ks, t, files),

@@ -14,7 +14,7 @@
  */
 import { ServiceError, invalid } from '../../errors.ts';
 import { METRICS, type Metric } from '../../index/metric.ts';
-import type { KeyspaceInfo, TableInfo, TableStats } from '../api.ts';
+import { DEFAULT_LEXICAL, type KeyspaceInfo, LEXICAL_TOKENIZERS, type LexicalSettings, type LexicalTokenizer, type TableInfo, type TableStats } from '../api.ts';
 import { iso } from './codec.ts';
 import { type Ctx, dataTable, physicalKeyspace, sysTable } from './context.ts';
 import { isReservedKeyspace, isValidName, q, requireValidName, requireValidReplication, vectorIndexName } from './names.ts';
@@ -35,10 +35,18 @@ const tableFromRow = (r: Row): TableInfo => ({
   dimension: r.dimension as number,
   metric: r.metric as Metric,
   model: (r.model as string | null) ?? null,
-  // The lexical index on Cassandra is the hybridcass branch's; until it lands every table is porter.
-  lexical: { tokenizer: 'porter' },
+  lexical: { tokenizer: (r.lexical_tokenizer as LexicalTokenizer | null) ?? DEFAULT_LEXICAL.tokenizer },
   createdAt: iso(r.created_at),
 });
+
+const TABLE_COLS = 'keyspace_name, table_name, dimension, metric, model, created_at, lexical_tokenizer';
+
+/** The lexical settings a new table asks for (default porter); validation_failed names a bad tokenizer. */
+function lexicalSettings(lexical: LexicalSettings | undefined): LexicalSettings {
+  const tokenizer = lexical?.tokenizer ?? DEFAULT_LEXICAL.tokenizer;
+  if (!LEXICAL_TOKENIZERS.includes(tokenizer)) throw invalid([{ path: '/lexical/tokenizer', message: `must be one of ${LEXICAL_TOKENIZERS.join(', ')}` }]);
+  return { tokenizer };
+}
 
 async function cqlKeyspaceExists(ctx: Ctx, name: string): Promise<boolean> {
   const rs = await ctx.session.execute('read', 'SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?', [name]);
@@ -102,7 +110,7 @@ export async function getTable(ctx: Ctx, keyspace: string, name: string): Promis
   if (!isValidName(keyspace) || !isValidName(name)) return null;
   const rs = await ctx.session.execute(
     'read',
-    `SELECT keyspace_name, table_name, dimension, metric, model, created_at FROM ${sysTable(ctx, 'tables')} WHERE keyspace_name = ? AND table_name = ?`,
+    `SELECT ${TABLE_COLS} FROM ${sysTable(ctx, 'tables')} WHERE keyspace_name = ? AND table_name = ?`,
     [keyspace, name],
     { ctx: { keyspace, table: name, action: 'reading the catalog' } },
   );
@@ -119,7 +127,7 @@ export async function requireTable(ctx: Ctx, keyspace: string, name: string): Pr
 
 export async function createTable(
   ctx: Ctx,
-  t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null },
+  t: { keyspace: string; name: string; dimension: number; metric: Metric; model: string | null; lexical?: LexicalSettings },
   opts: { ifNotExists?: boolean } = {},
 ): Promise<TableInfo> {
   requireValidName(t.name, 'table', '/table');
@@ -127,6 +135,7 @@ export async function createTable(
     throw invalid([{ path: '/dimension', message: 'must be an integer from 1 to 8192' }]);
   }
   if (!(METRICS as readonly string[]).includes(t.metric)) throw new ServiceError('unknown_metric', `Unknown metric "${t.metric}".`);
+  const lexical = lexicalSettings(t.lexical);
   const ks = await getKeyspace(ctx, t.keyspace);
   if (ks === null) throw new ServiceError('keyspace_not_found', `Keyspace "${t.keyspace}" does not exist.`);
 
@@ -134,8 +143,8 @@ export async function createTable(
   const createdAt = new Date();
   const claim = await ctx.session.execute(
     'lwt',
-    `INSERT INTO ${sysTable(ctx, 'tables')} (keyspace_name, table_name, dimension, metric, model, created_at) VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
-    [t.keyspace, t.name, t.dimension, t.metric, t.model, createdAt],
+    `INSERT INTO ${sysTable(ctx, 'tables')} (keyspace_name, table_name, dimension, metric, model, created_at, lexical_tokenizer) VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS`,
+    [t.keyspace, t.name, t.dimension, t.metric, t.model, createdAt, lexical.tokenizer],
     { ctx: err },
   );
   if (!claim.wasApplied()) {
@@ -144,7 +153,7 @@ export async function createTable(
     await awaitTableSchema(ctx, ks, existing);
     return existing;
   }
-  const info: TableInfo = { keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model, lexical: { tokenizer: 'porter' }, createdAt: createdAt.toISOString() };
+  const info: TableInfo = { keyspace: t.keyspace, name: t.name, dimension: t.dimension, metric: t.metric, model: t.model, lexical, createdAt: createdAt.toISOString() };
   try {
     await createTableSchema(ctx, ks, info);
   } catch (e) {
@@ -210,7 +219,7 @@ export async function listTables(ctx: Ctx, keyspace: string): Promise<TableStats
   if ((await getKeyspace(ctx, keyspace)) === null) throw new ServiceError('keyspace_not_found', `Keyspace "${keyspace}" does not exist.`);
   const tables: TableInfo[] = [];
   for await (const page of ctx.session.pages(
-    `SELECT keyspace_name, table_name, dimension, metric, model, created_at FROM ${sysTable(ctx, 'tables')} WHERE keyspace_name = ?`,
+    `SELECT ${TABLE_COLS} FROM ${sysTable(ctx, 'tables')} WHERE keyspace_name = ?`,
     [keyspace],
   )) {
     for (const r of page) tables.push(tableFromRow(r));

@@ -161,7 +161,7 @@ export async function replaceFile(ctx: Ctx, file: FileRecord, content: Buffer, r
   try {
     await writeRows(ctx, t, valid);
     held.check();
-    await deleteKeys(ctx, file.keyspace, file.table, chunkKeys(file.name, rows.length, held.bound));
+    await deleteKeys(ctx, t, chunkKeys(file.name, rows.length, held.bound));
     await upsertMetadata(ctx, [record]);
     held.check();
   } catch (err) {
@@ -199,7 +199,7 @@ export async function deleteFile(ctx: Ctx, keyspace: string, table: string, name
   const errCtx = { action: 'deleting a file' };
   try {
     const t = await requireTable(ctx, keyspace, table).catch(() => null);
-    if (t) await deleteKeys(ctx, keyspace, table, chunkKeys(name, 0, held.bound));
+    if (t) await deleteKeys(ctx, t, chunkKeys(name, 0, held.bound));
     await ctx.session.write(`DELETE FROM ${sysTable(ctx, 'metadata_records')} WHERE keyspace_name = ? AND table_name = ? AND source_file = ?`, [keyspace, table, name], errCtx);
     held.check();
   } catch (err) {

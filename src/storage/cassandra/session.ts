@@ -20,8 +20,11 @@ export type WriteConsistency = 'QUORUM' | 'ONE' | 'LOCAL_QUORUM';
 export type Row = driverTypes.Row;
 export type Params = unknown[];
 
-/** read: plain SELECT; write: idempotent INSERT/DELETE; lwt: IF [NOT] EXISTS; ann: ORDER BY ANN; ddl: schema. */
-export type Kind = 'read' | 'write' | 'lwt' | 'ann' | 'ddl';
+/**
+ * read: plain SELECT; write: idempotent INSERT/DELETE; lwt: IF [NOT] EXISTS; ann: ORDER BY ANN; ddl: schema;
+ * counter: a counter UPDATE (not idempotent: never retried, as a retry could count twice).
+ */
+export type Kind = 'read' | 'write' | 'lwt' | 'ann' | 'ddl' | 'counter';
 
 export interface ExecOptions {
   ctx?: ErrorContext;
@@ -82,13 +85,13 @@ export class Session {
   }
 
   #options(kind: Kind, o: ExecOptions): cassandra.QueryOptions {
-    const consistency = kind === 'ann' ? this.#ann : kind === 'write' || kind === 'lwt' || kind === 'ddl' ? this.#write : this.#read;
+    const consistency = kind === 'ann' ? this.#ann : kind === 'write' || kind === 'lwt' || kind === 'ddl' || kind === 'counter' ? this.#write : this.#read;
     return {
       prepare: kind !== 'ddl',
       consistency,
       serialConsistency: this.#serial,
       // An LWT retried after a timeout can report "not applied" for its own first attempt.
-      isIdempotent: kind !== 'lwt' && kind !== 'ddl',
+      isIdempotent: kind !== 'lwt' && kind !== 'ddl' && kind !== 'counter',
       fetchSize: o.fetchSize,
       pageState: o.pageState,
     };

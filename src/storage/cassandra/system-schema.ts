@@ -4,7 +4,7 @@
  * their own.
  *
  *   keyspaces         name -> owner, replication, created_at
- *   tables            (keyspace_name) table_name -> dimension, metric, model, created_at
+ *   tables            (keyspace_name) table_name -> dimension, metric, model, created_at, lexical_tokenizer
  *   users             id -> name, email, plan, connections (JSON), created_at
  *   users_by_email    lower-cased email -> user id   (an LWT makes e-mails unique)
  *   api_keys          hash -> the key record         (authentication is one partition read)
@@ -14,6 +14,8 @@
  *                     op, op_until, key_bound (LWT-only: one upload or delete of a name at a time)
  *   file_content      (content_id) seq -> 256 KiB pieces of a file's bytes
  *   webhook_events    id -> type, user_id, plan, applied, received_at
+ *   lexical_postings  (keyspace_name, table_name, term) tf DESC, dl, key   (lexical.ts)
+ *   lexical_stats     (keyspace_name, table_name) -> docs, tokens counters
  *
  * Creation is idempotent and skips what system_schema already lists, so concurrent starts of
  * several service processes issue no DDL once the schema exists; columns added here later are
@@ -25,12 +27,23 @@ import type { Session } from './session.ts';
 interface TableDef {
   columns: [name: string, type: string][];
   primaryKey: string;
+  /** CQL table options, e.g. a clustering order. */
+  options?: string;
 }
 
 const TABLES: Record<string, TableDef> = {
   keyspaces: { columns: [['name', 'text'], ['owner', 'text'], ['replication', 'text'], ['created_at', 'timestamp']], primaryKey: '(name)' },
   tables: {
-    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['dimension', 'int'], ['metric', 'text'], ['model', 'text'], ['created_at', 'timestamp']],
+    columns: [
+      ['keyspace_name', 'text'],
+      ['table_name', 'text'],
+      ['dimension', 'int'],
+      ['metric', 'text'],
+      ['model', 'text'],
+      ['created_at', 'timestamp'],
+      // null on tables made before lexical search: they tokenize as porter.
+      ['lexical_tokenizer', 'text'],
+    ],
     primaryKey: '(keyspace_name, table_name)',
   },
   users: {
@@ -83,6 +96,17 @@ const TABLES: Record<string, TableDef> = {
     primaryKey: '((keyspace_name), table_name, name)',
   },
   file_content: { columns: [['content_id', 'uuid'], ['seq', 'int'], ['data', 'blob']], primaryKey: '((content_id), seq)' },
+  // Lexical search (lexical.ts): a row's terms, each with its count in the row (tf) and the row's
+  // length in tokens (dl), best first within a term; and per table the rows with text and their tokens.
+  lexical_postings: {
+    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['term', 'text'], ['tf', 'int'], ['dl', 'int'], ['key', 'text']],
+    primaryKey: '((keyspace_name, table_name, term), tf, dl, key)',
+    options: 'WITH CLUSTERING ORDER BY (tf DESC, dl ASC, key ASC)',
+  },
+  lexical_stats: {
+    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['docs', 'counter'], ['tokens', 'counter']],
+    primaryKey: '((keyspace_name, table_name))',
+  },
   webhook_events: {
     columns: [['id', 'text'], ['type', 'text'], ['user_id', 'text'], ['plan', 'text'], ['applied', 'boolean'], ['received_at', 'timestamp']],
     primaryKey: '(id)',
@@ -107,7 +131,7 @@ export async function ensureSystemSchema(session: Session, systemKeyspace: strin
     const cols = have.get(name);
     if (!cols) {
       const columns = def.columns.map(([c, type]) => `${q(c)} ${type}`).join(', ');
-      await session.execute('ddl', `CREATE TABLE IF NOT EXISTS ${table} (${columns}, PRIMARY KEY ${def.primaryKey})`, [], { ctx });
+      await session.execute('ddl', `CREATE TABLE IF NOT EXISTS ${table} (${columns}, PRIMARY KEY ${def.primaryKey})${def.options ? ` ${def.options}` : ''}`, [], { ctx });
       continue;
     }
     for (const [c, type] of def.columns) {

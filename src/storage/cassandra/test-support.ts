@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import cassandra from 'cassandra-driver';
+import type { Session } from './session.ts';
 
 /** A fresh keyspace prefix (`t<10 hex>_`) and the system keyspace under it, unique per call. */
 export function freshNames(): { keyspacePrefix: string; systemKeyspace: string } {
@@ -48,4 +49,23 @@ export async function storedContentIds(contactPoints: string[], localDc: string,
     } while (pageState);
     return ids.sort();
   });
+}
+
+/**
+ * A seam for races: `seam.between`, when set, runs once as soon as a paged read through `session`
+ * whose CQL starts with `cqlPrefix` has yielded its last page (a delete by filter's scan, before
+ * any delete), and is then cleared.
+ */
+export function seamAfterScan(session: Session, cqlPrefix: string): { between: (() => Promise<void>) | null } {
+  const seam: { between: (() => Promise<void>) | null } = { between: null };
+  const pages = session.pages.bind(session);
+  session.pages = async function* (cql, params, o) {
+    yield* pages(cql, params, o);
+    if (cql.startsWith(cqlPrefix) && seam.between !== null) {
+      const f = seam.between;
+      seam.between = null;
+      await f();
+    }
+  };
+  return seam;
 }

@@ -4,12 +4,14 @@
  * Writes are prepared, idempotent upserts at the configured consistency. Every row is validated
  * before anything is written (dimension, finite components, no zero vector under cosine: Cassandra
  * answers those with a generic server error), and duplicate keys in one call keep the last row.
- * Atomicity: a call whose rows fit in one LOGGED batch (estimated <= 24 KiB: Cassandra's own
- * count of a batch runs ~1.3x our estimate and its default batch_size_fail_threshold is 50 KiB;
- * that is about 14 rows of 384 dimensions) is all-or-nothing
- * through the batchlog. Larger calls run as concurrent single-row writes (8 in flight, each
- * retried on timeouts): invalid input still writes nothing, but an outage mid-call can leave part
- * of the rows written; the call then fails with storage_unavailable and repeating it is safe.
+ * Every write carries the rows' lexical postings (lexical.ts), so it first reads the rows' current
+ * text. Atomicity: a call whose rows and postings fit in one LOGGED batch (estimated <= 24 KiB:
+ * Cassandra's own count of a batch runs ~1.3x our estimate and its default
+ * batch_size_fail_threshold is 50 KiB; that is about 14 rows of 384 dimensions without text) is
+ * all-or-nothing through the batchlog. Larger calls run as concurrent per-row batches (8 in flight,
+ * each retried on timeouts), each row with its postings: invalid input still writes nothing, but an
+ * outage mid-call can leave part of the rows written; the call then fails with storage_unavailable
+ * and repeating it is safe.
  *
  * Filters live in a JSON text column that SAI cannot index: deleteByFilter and countVectors page
  * through every row of the table (O(rows)); countVectors without a filter pages through keys only.
@@ -26,6 +28,8 @@ import type { Filter, TableInfo, VectorRow } from '../api.ts';
 import { checkVector, chunks, fromCqlVector, fromMetadataText, throwVectorErrors, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
 import { countRows, requireTable } from './catalog.ts';
 import { type Ctx, dataTable } from './context.ts';
+import type { ErrorContext } from './driver-errors.ts';
+import { addStats, indexed, postingChanges, postingDeletes, type Stmt, statsOf } from './lexical.ts';
 import { forEachLimit } from './session.ts';
 
 /** Well below Cassandra's default batch_size_fail_threshold (50 KiB), as Cassandra counts it. */
@@ -61,18 +65,67 @@ export function validateRows(t: TableInfo, rows: VectorRow[], basePath = ''): Ve
   return [...byKey.values()];
 }
 
-/** Writes validated rows: one LOGGED batch when small enough, else concurrent idempotent inserts. */
+/**
+ * Writes validated rows with their lexical postings (lexical.ts): one LOGGED batch when small
+ * enough, else one batch per row (8 rows in flight, each retried on timeouts); then the counters.
+ */
 export async function writeRows(ctx: Ctx, t: TableInfo, rows: VectorRow[]): Promise<void> {
+  if (rows.length === 0) return;
   const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?)`;
-  const statements = rows.map((r) => {
+  const before = await currentTexts(ctx, t, rows.map((r) => r.key));
+  let docs = 0;
+  let tokens = 0;
+  const groups = rows.map((r) => {
     const metadata = toMetadataText(r.metadata);
-    return { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + 128 };
+    const row = { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + 128 };
+    const old = indexed(t, before.get(r.key));
+    const now = indexed(t, r.text);
+    docs += statsOf(now).rows - statsOf(old).rows;
+    tokens += statsOf(now).tokens - statsOf(old).tokens;
+    const { inserts, deletes } = postingChanges(ctx, t, r.key, old, now);
+    // If the row's statements must be split, new postings go first and stale ones last: a crash
+    // midway leaves stale postings (a search drops them), never a row missing from the index.
+    return [...inserts, row, ...deletes];
   });
-  const errCtx = { keyspace: t.keyspace, table: t.name, action: 'writing vectors' };
-  if (statements.length === 0) return;
-  if (statements.length === 1) return ctx.session.write(cql, statements[0].params, errCtx);
-  if (statements.reduce((s, x) => s + x.bytes, 0) <= LOGGED_BATCH_MAX_BYTES) return ctx.session.batch(statements, true, errCtx);
-  await forEachLimit(statements, WRITE_CONCURRENCY, (s) => ctx.session.write(s.query, s.params, errCtx));
+  await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'writing vectors' });
+  await addStats(ctx, t, docs, tokens);
+}
+
+/**
+ * Runs groups of statements, each group as atomic as its size allows: all in one LOGGED batch when
+ * they fit, else each group as one (8 in flight), and a group too large for a batch as consecutive
+ * batches in its order.
+ */
+export async function writeGroups(ctx: Ctx, groups: Stmt[][], errCtx: ErrorContext): Promise<void> {
+  const all = groups.flat();
+  const size = (ss: Stmt[]): number => ss.reduce((s, x) => s + x.bytes, 0);
+  const run = async (ss: Stmt[]): Promise<void> => {
+    if (ss.length === 0) return;
+    if (ss.length === 1) return ctx.session.write(ss[0].query, ss[0].params, errCtx);
+    if (size(ss) <= LOGGED_BATCH_MAX_BYTES) return ctx.session.batch(ss, true, errCtx);
+    let part: Stmt[] = [];
+    for (const s of ss) {
+      if (part.length > 0 && size(part) + s.bytes > LOGGED_BATCH_MAX_BYTES) {
+        await run(part);
+        part = [];
+      }
+      part.push(s);
+    }
+    await run(part);
+  };
+  if (size(all) <= LOGGED_BATCH_MAX_BYTES) return run(all);
+  await forEachLimit(groups, WRITE_CONCURRENCY, run);
+}
+
+/** The text of those of `keys` that exist (null: a row without text), one read per 100 keys. */
+async function currentTexts(ctx: Ctx, t: TableInfo, keys: string[]): Promise<Map<string, string | null>> {
+  const found = new Map<string, string | null>();
+  const cql = `SELECT "key", "text" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
+  await forEachLimit(chunks([...new Set(keys)], IN_CHUNK), 4, async (part) => {
+    const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading rows' } });
+    for (const r of rs.rows) found.set(r.key as string, (r.text as string | null) ?? null);
+  });
+  return found;
 }
 
 export async function getVector(ctx: Ctx, keyspace: string, table: string, key: string): Promise<VectorRow | null> {
@@ -85,60 +138,54 @@ export async function getVector(ctx: Ctx, keyspace: string, table: string, key: 
   return { key: r.key as string, vector: fromCqlVector(r.vector), metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null };
 }
 
-/** Which of `keys` exist (one multi-partition read per 100 keys). */
-async function existingKeys(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<Set<string>> {
-  const found = new Set<string>();
-  const cql = `SELECT "key" FROM ${dataTable(ctx, keyspace, table)} WHERE "key" IN ?`;
-  await forEachLimit(chunks(keys, IN_CHUNK), 4, async (part) => {
-    const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace, table, action: 'reading keys' } });
-    for (const r of rs.rows) found.add(r.key as string);
-  });
-  return found;
+/** Deletes the keys as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read. */
+export async function deleteKeys(ctx: Ctx, t: TableInfo, keys: string[]): Promise<void> {
+  const texts = await currentTexts(ctx, t, keys);
+  await deleteRows(ctx, t, keys.map((key) => ({ key, at: null, text: texts.get(key) ?? null })));
 }
 
-/** Deletes the keys as of now (plain DELETEs, the coordinator's timestamp): whatever they hold. */
-export async function deleteKeys(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<void> {
-  await deleteRows(ctx, keyspace, table, keys.map((key) => ({ key, at: null })));
-}
-
-/** A key to delete; with `at`, only cells written at or before that timestamp (`USING TIMESTAMP`). */
+/** A key to delete and its text; with `at`, only cells written at or before that timestamp (`USING TIMESTAMP`). */
 interface Doomed {
   key: string;
   at: Long | null;
+  text: string | null;
 }
 
-async function deleteRows(ctx: Ctx, keyspace: string, table: string, rows: Doomed[]): Promise<void> {
+async function deleteRows(ctx: Ctx, t: TableInfo, rows: Doomed[]): Promise<void> {
   try {
-    await deleteRowsNow(ctx, keyspace, table, rows);
+    await deleteRowsNow(ctx, t, rows);
   } finally {
     // The table may now be small enough for an exact search again: search.ts counts it afresh.
-    if (rows.length > 0) ctx.largeTables.delete(`${keyspace}.${table}`);
+    if (rows.length > 0) ctx.largeTables.delete(`${t.keyspace}.${t.name}`);
   }
 }
 
-async function deleteRowsNow(ctx: Ctx, keyspace: string, table: string, rows: Doomed[]): Promise<void> {
-  const from = dataTable(ctx, keyspace, table);
+async function deleteRowsNow(ctx: Ctx, t: TableInfo, rows: Doomed[]): Promise<void> {
+  const from = dataTable(ctx, t.keyspace, t.name);
   const now = `DELETE FROM ${from} WHERE "key" = ?`;
+  // Each statement carries its own timestamp (a batch has none), as CQL allows.
   const asOf = `DELETE FROM ${from} USING TIMESTAMP ? WHERE "key" = ?`;
-  const statements = rows.map((r) => (r.at === null ? { query: now, params: [r.key] } : { query: asOf, params: [r.at, r.key] }));
-  const errCtx = { keyspace, table, action: 'deleting vectors' };
-  if (statements.length === 0) return;
-  if (statements.length === 1) return ctx.session.write(statements[0].query, statements[0].params, errCtx);
-  if (rows.reduce((s, r) => s + utf8Bytes(r.key) + 64, 0) <= LOGGED_BATCH_MAX_BYTES) {
-    // Each statement carries its own timestamp (the batch has none), as CQL allows.
-    return ctx.session.batch(statements, true, errCtx);
-  }
-  await forEachLimit(statements, WRITE_CONCURRENCY, (s) => ctx.session.write(s.query, s.params, errCtx));
+  let docs = 0;
+  let tokens = 0;
+  const groups = rows.map((r) => {
+    const row: Stmt = r.at === null ? { query: now, params: [r.key], bytes: utf8Bytes(r.key) + 64 } : { query: asOf, params: [r.at, r.key], bytes: utf8Bytes(r.key) + 64 };
+    const old = indexed(t, r.text);
+    docs -= statsOf(old).rows;
+    tokens -= statsOf(old).tokens;
+    return [row, ...postingDeletes(ctx, t, r.key, old, r.at)];
+  });
+  await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'deleting vectors' });
+  await addStats(ctx, t, docs, tokens);
 }
 
 /** Deletes the keys; answers how many of them existed (read before delete). */
 export async function deleteVectors(ctx: Ctx, keyspace: string, table: string, keys: string[]): Promise<number> {
-  await requireTable(ctx, keyspace, table);
+  const t = await requireTable(ctx, keyspace, table);
   const unique = [...new Set(keys.filter((k) => typeof k === 'string' && k.length > 0))];
   if (unique.length === 0) return 0;
-  const existing = [...(await existingKeys(ctx, keyspace, table, unique))];
-  await deleteKeys(ctx, keyspace, table, existing);
-  return existing.length;
+  const existing = await currentTexts(ctx, t, unique);
+  await deleteRows(ctx, t, [...existing].map(([key, text]) => ({ key, at: null, text })));
+  return existing.size;
 }
 
 export function compile(filter: Filter): (m: ReturnType<typeof fromMetadataText>) => boolean {
@@ -168,10 +215,10 @@ async function* matching(ctx: Ctx, keyspace: string, table: string, filter: Filt
  */
 async function matchingRows(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<Doomed[]> {
   const out: Doomed[] = [];
-  for await (const r of matching(ctx, keyspace, table, filter, ', WRITETIME("vector") AS wv, WRITETIME("metadata") AS wm, WRITETIME("text") AS wt')) {
+  for await (const r of matching(ctx, keyspace, table, filter, ', "text", WRITETIME("vector") AS wv, WRITETIME("metadata") AS wm, WRITETIME("text") AS wt')) {
     let at: Long | null = null;
     for (const w of [r.wv, r.wm, r.wt] as (Long | null)[]) if (w !== null && w !== undefined && (at === null || w.greaterThan(at))) at = w;
-    out.push({ key: r.key as string, at });
+    out.push({ key: r.key as string, at, text: (r.text as string | null) ?? null });
   }
   return out;
 }
@@ -182,10 +229,10 @@ async function matchingRows(ctx: Ctx, keyspace: string, table: string, filter: F
  * Answers how many rows the scan matched.
  */
 export async function deleteByFilter(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<number> {
-  await requireTable(ctx, keyspace, table);
+  const t = await requireTable(ctx, keyspace, table);
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw invalid([{ path: '/filter', message: 'must be an object' }]);
   const rows = await matchingRows(ctx, keyspace, table, filter);
-  await deleteRows(ctx, keyspace, table, rows);
+  await deleteRows(ctx, t, rows);
   return rows.length;
 }
 
