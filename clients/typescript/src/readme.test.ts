@@ -1,0 +1,55 @@
+/** The TypeScript quick start of README.md, run as written against a real server. */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, it } from 'node:test';
+import { startServer, type RunningServer } from '../../../test/server.ts';
+
+const PACKAGE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ADMIN = 'readme-admin-key-0123456789abcdef';
+let dir: string;
+let server: RunningServer;
+
+before(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'vss-readme-'));
+  server = await startServer({ VSS_DATA_DIR: path.join(dir, 'data'), VSS_ADMIN_KEY: ADMIN });
+});
+after(async () => {
+  await server?.kill('SIGKILL');
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The first ```ts block of the README's TypeScript client section. */
+async function quickStart(): Promise<string> {
+  const readme = await readFile(path.join(PACKAGE, '../../README.md'), 'utf8');
+  const section = readme.split('\n## The TypeScript client\n')[1];
+  assert.ok(section, 'README.md has a "## The TypeScript client" section');
+  const block = /```ts\n([\s\S]*?)\n```/.exec(section.split('\n## ')[0]);
+  assert.ok(block, 'the section has a ```ts block');
+  return block[1];
+}
+
+it('the README quick start runs as written and finds the cat', async () => {
+  const code = await quickStart();
+  assert.match(code, /from '@vss\/client'/);
+  // Inside the package, so '@vss/client' resolves as the package itself (as it does for a user who installed it).
+  const file = path.join(PACKAGE, `.quickstart-${randomUUID()}.ts`);
+  await writeFile(file, code);
+  try {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', file], {
+      env: { ...process.env, VSS_URL: server.url, VSS_API_KEY: ADMIN },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(run.status, 0, run.stderr);
+    assert.match(run.stdout, /^cat 0\.\d{3}\n$/);
+  } finally {
+    await rm(file, { force: true });
+  }
+  const stored = await server.call('POST', '/v1/vector/count', { keyspace: 'default_keyspace', table: 'vector' });
+  assert.equal(stored.body.count, 2);
+});
