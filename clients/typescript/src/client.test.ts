@@ -1,13 +1,12 @@
 /** VssClient against a real server (scripts/start.mjs, real model, temporary data directory). */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { startServer, type RunningServer } from '../../../test/server.ts';
 import { VssClient, VssError } from './index.ts';
 import { fileFromPath } from './node.ts';
+import { startTempServer, type TempServer } from './test-server.ts';
 
 const ADMIN = 'client-admin-key-0123456789abcdef';
 const KS = 'default_keyspace';
@@ -24,25 +23,23 @@ async function failure(p: Promise<unknown>): Promise<VssError> {
 }
 
 describe('VssClient against a real server', () => {
+  let running: TempServer;
+  let server: TempServer['server'];
   let dir: string;
-  let server: RunningServer;
   let client: VssClient;
   /** Paths of the requests the client sent, in order. */
   const sent: string[] = [];
 
   before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'vss-tsclient-'));
-    server = await startServer({ VSS_DATA_DIR: path.join(dir, 'data'), VSS_ADMIN_KEY: ADMIN });
+    running = await startTempServer('tsclient', ADMIN);
+    ({ server, dir } = running);
     const counting: typeof fetch = (input, init) => {
       sent.push(new URL(String(input)).pathname);
       return fetch(input, init);
     };
     client = new VssClient({ url: server.url, apiKey: ADMIN, fetch: counting });
   });
-  after(async () => {
-    await server?.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => running?.stop());
 
   it('upserts texts, finds them by meaning, gets, counts, lists and deletes them', async () => {
     const table = 'texts';

@@ -1,12 +1,9 @@
 /** VssVectorStore (LangChain.js) against a real server with the real model. */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Document } from '@langchain/core/documents';
 import { SyntheticEmbeddings } from '@langchain/core/utils/testing';
-import { startServer, type RunningServer } from '../../../test/server.ts';
+import { startTempServer, type TempServer } from './test-server.ts';
 import { VssClient } from './index.ts';
 import { VssServerEmbeddings, VssVectorStore } from './langchain.ts';
 
@@ -21,19 +18,14 @@ const docs = [
 const ids = ['cat', 'kitten', 'bread', 'car'];
 
 describe('VssVectorStore against a real server', () => {
-  let dir: string;
-  let server: RunningServer;
+  let running: TempServer;
   let client: VssClient;
 
   before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'vss-langchain-'));
-    server = await startServer({ VSS_DATA_DIR: path.join(dir, 'data'), VSS_ADMIN_KEY: ADMIN });
-    client = new VssClient({ url: server.url, apiKey: ADMIN });
+    running = await startTempServer('langchain', ADMIN);
+    client = new VssClient({ url: running.server.url, apiKey: ADMIN });
   });
-  after(async () => {
-    await server?.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => running?.stop());
 
   it('with embeddings null the server embeds: ids kept, search by meaning, scores, filters, retriever, delete', async () => {
     const store = await VssVectorStore.fromDocuments(docs, null, { client, table: 'lc_server', ids });
@@ -90,7 +82,7 @@ describe('VssVectorStore against a real server', () => {
   });
 
   it('maxMarginalRelevanceSearch on the server, when its search takes mmr', async (t) => {
-    const document = (await (await fetch(`${server.url}/v1/openapi.json`)).json()) as any;
+    const document = (await (await fetch(`${running.server.url}/v1/openapi.json`)).json()) as any;
     const searchBody = document.paths['/v1/search/'].post.requestBody.content['application/json'].schema;
     if (!JSON.stringify(searchBody).includes('"mmr"')) {
       t.skip('this server has no mmr in its search schema yet (issue #25)');

@@ -1,29 +1,21 @@
 /** The official `openai` package's embeddings call against the service's OpenAI-compatible endpoint. */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, it } from 'node:test';
 import OpenAI from 'openai';
-import { startServer, type RunningServer } from '../../../test/server.ts';
+import { startTempServer, type TempServer } from './test-server.ts';
 
 const ADMIN = 'openai-admin-key-0123456789abcdef';
-let dir: string;
-let server: RunningServer;
+let running: TempServer;
 
 before(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'vss-openai-'));
-  server = await startServer({ VSS_DATA_DIR: path.join(dir, 'data'), VSS_ADMIN_KEY: ADMIN });
+  running = await startTempServer('openai', ADMIN);
 });
-after(async () => {
-  await server?.kill('SIGKILL');
-  await rm(dir, { recursive: true, force: true });
-});
+after(() => running?.stop());
 
 const cosine = (a: number[], b: number[]) => a.reduce((s, v, i) => s + v * b[i], 0) / Math.hypot(...a) / Math.hypot(...b);
 
 it('client.embeddings.create answers one 384-value vector per input, in order, with token usage', async () => {
-  const openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: ADMIN, maxRetries: 0 });
+  const openai = new OpenAI({ baseURL: `${running.server.url}/v1`, apiKey: ADMIN, maxRetries: 0 });
   const input = ['A cat is lying on a sofa.', 'A kitten rests on the couch.', 'Quarterly tax filing deadlines.'];
   const answer = await openai.embeddings.create({ model: 'all-MiniLM-L6-v2', input });
   assert.equal(answer.model, 'all-MiniLM-L6-v2');
@@ -38,8 +30,8 @@ it('client.embeddings.create answers one 384-value vector per input, in order, w
 });
 
 it('a wrong key or model is the SDK’s typed error with the service’s status', async () => {
-  const stranger = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-a-key-0123456789', maxRetries: 0 });
+  const stranger = new OpenAI({ baseURL: `${running.server.url}/v1`, apiKey: 'not-a-key-0123456789', maxRetries: 0 });
   await assert.rejects(stranger.embeddings.create({ model: 'all-MiniLM-L6-v2', input: 'x' }), (e: unknown) => e instanceof OpenAI.AuthenticationError && e.status === 401);
-  const openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: ADMIN, maxRetries: 0 });
+  const openai = new OpenAI({ baseURL: `${running.server.url}/v1`, apiKey: ADMIN, maxRetries: 0 });
   await assert.rejects(openai.embeddings.create({ model: 'no-such-model', input: 'x' }), (e: unknown) => e instanceof OpenAI.BadRequestError && e.status === 400);
 });

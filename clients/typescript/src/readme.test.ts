@@ -2,26 +2,20 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, it } from 'node:test';
-import { startServer, type RunningServer } from '../../../test/server.ts';
+import { startTempServer, type TempServer } from './test-server.ts';
 
 const PACKAGE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN = 'readme-admin-key-0123456789abcdef';
-let dir: string;
-let server: RunningServer;
+let running: TempServer;
 
 before(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'vss-readme-'));
-  server = await startServer({ VSS_DATA_DIR: path.join(dir, 'data'), VSS_ADMIN_KEY: ADMIN });
+  running = await startTempServer('readme', ADMIN);
 });
-after(async () => {
-  await server?.kill('SIGKILL');
-  await rm(dir, { recursive: true, force: true });
-});
+after(() => running?.stop());
 
 /** The first ```ts block of the README's TypeScript client section. */
 async function quickStart(): Promise<string> {
@@ -41,7 +35,7 @@ it('the README quick start runs as written and finds the cat', async () => {
   await writeFile(file, code);
   try {
     const run = spawnSync(process.execPath, ['--import', 'tsx', file], {
-      env: { ...process.env, VSS_URL: server.url, VSS_API_KEY: ADMIN },
+      env: { ...process.env, VSS_URL: running.server.url, VSS_API_KEY: ADMIN },
       encoding: 'utf8',
       timeout: 60_000,
     });
@@ -50,6 +44,6 @@ it('the README quick start runs as written and finds the cat', async () => {
   } finally {
     await rm(file, { force: true });
   }
-  const stored = await server.call('POST', '/v1/vector/count', { keyspace: 'default_keyspace', table: 'vector' });
+  const stored = await running.server.call('POST', '/v1/vector/count', { keyspace: 'default_keyspace', table: 'vector' });
   assert.equal(stored.body.count, 2);
 });
