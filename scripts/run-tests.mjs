@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// Runs every *.test.ts under src/ and test/ with Node's own test runner (through tsx).
+// Runs every *.test.ts under src/, test/ and clients/ with Node's own test runner (through tsx).
 // Node 20's --test does not expand globs itself, so the files are found here.
 // Usage: node scripts/run-tests.mjs [path-substring ...]  (filters the files)
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
-const roots = ['src', 'test'];
+const roots = ['src', 'test', 'clients'];
 const filters = process.argv.slice(2);
 const files = [];
 const walk = (dir) => {
