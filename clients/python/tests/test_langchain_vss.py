@@ -60,15 +60,22 @@ def test_server_side_embedding_finds_by_meaning(store: VssVectorStore) -> None:
     assert {d.id for d in store.similarity_search("anything", k=10)} == {"kitten", "bread"}
 
 
-def test_mmr_without_server_mmr_is_computed_here(store: VssVectorStore) -> None:
+def test_mmr_on_the_server_and_computed_here(store: VssVectorStore) -> None:
     # Two near-copies and one other animal text: plain similarity takes both copies, MMR at
     # full diversity takes one copy and the other text.
     store.add_texts(["A cat is lying on a sofa.", "A cat is lying on the sofa.", "A dog runs in the park.", "Tax law is complex."],
                     ids=["a", "a2", "dog", "tax"])
     assert {d.id for d in store.similarity_search("a cat on a sofa", k=2)} == {"a", "a2"}
+    # This server has the `mmr` field: the store asks it, and never falls back.
     picked = store.max_marginal_relevance_search("a cat on a sofa", k=2, fetch_k=4, lambda_mult=0.1)
     assert picked[0].id in {"a", "a2"} and picked[1].id not in {"a", "a2"}
-    assert store._server_mmr is False  # this server has no mmr field
+    assert store._server_mmr is not False
+    relevant = store.max_marginal_relevance_search("a cat on a sofa", k=2, fetch_k=4, lambda_mult=1.0)
+    assert {d.id for d in relevant} == {"a", "a2"}
+    # As against a server without it (a 400 naming /body/mmr remembered): computed here, alike.
+    store._server_mmr = False
+    picked = store.max_marginal_relevance_search("a cat on a sofa", k=2, fetch_k=4, lambda_mult=0.1)
+    assert picked[0].id in {"a", "a2"} and picked[1].id not in {"a", "a2"}
     relevant = store.max_marginal_relevance_search("a cat on a sofa", k=2, fetch_k=4, lambda_mult=1.0)
     assert {d.id for d in relevant} == {"a", "a2"}
 
