@@ -9,8 +9,10 @@
  * no other level (it downgrades others with a warning), so with RF > 1 a search may briefly miss a
  * write that a get already sees.
  */
+import { existsSync } from 'node:fs';
 import cassandra from 'cassandra-driver';
 import type { Client, types as driverTypes } from 'cassandra-driver';
+import { ServiceError } from '../../errors.ts';
 import { type ErrorContext, isTransient, translateDriverError } from './driver-errors.ts';
 
 const { Client: DriverClient, types } = cassandra;
@@ -48,8 +50,10 @@ export class Session {
   readonly #serial: number;
   /** ANN (top-K) reads: Cassandra 5 runs them at ONE / LOCAL_ONE only. */
   readonly #ann: number;
+  readonly #bundle: string | undefined;
 
   constructor(opts: SessionOptions) {
+    this.#bundle = opts.secureConnectBundle;
     this.#write = cl[opts.writeConsistency === 'LOCAL_QUORUM' ? 'localQuorum' : opts.writeConsistency === 'ONE' ? 'one' : 'quorum'];
     this.#read = this.#write;
     this.#serial = opts.writeConsistency === 'LOCAL_QUORUM' ? cl.localSerial : cl.serial;
@@ -77,6 +81,12 @@ export class Session {
   }
 
   async connect(): Promise<void> {
+    // The operator's own setting, checked here so a start names the missing file: the driver's
+    // error says so too, but its text is never passed on (driver-errors.ts).
+    const bundle = this.#bundle;
+    if (typeof bundle === 'string' && !existsSync(bundle)) {
+      throw new ServiceError('storage_unavailable', `The Astra DB secure connect bundle ${bundle} (VSS_CASSANDRA_SECURE_BUNDLE) does not exist.`);
+    }
     try {
       await this.client.connect();
     } catch (err) {
