@@ -439,8 +439,8 @@ describe('search', () => {
     const server = await fakeServer(() => ({ json: { matches: [] } }));
     try {
       const cases: [string[], unknown][] = [
-        [['--fusion', 'rrf'], { method: 'rrf', k: 60 }],
-        [['--fusion', 'relative'], { method: 'relative', alpha: 0.5 }],
+        [['--fusion', 'rrf'], { method: 'rrf' }],
+        [['--fusion', 'relative'], { method: 'relative' }],
         [['--alpha', '0.25'], { method: 'relative', alpha: 0.25 }],
         [['--k', '5'], { method: 'rrf', k: 5 }],
         [[], undefined],

@@ -20,16 +20,12 @@ export interface SearchOptions {
   rerank?: boolean;
 }
 
-/** The usual constants of each fusion, as in API.md's examples, when only the method is named. */
-const RRF_K = 60;
-const RELATIVE_ALPHA = 0.5;
-
 export function addSearchOptions(c: Command): Command {
   return c
     .option('-n, --top <n>', 'matches to show', positiveInteger, 5)
     .option('--filter <json>', 'metadata filter as JSON', jsonObject)
     .addOption(new Option('--mode <mode>', 'by meaning, by words (BM25), or both fused (server default: semantic)').choices(['semantic', 'lexical', 'hybrid']))
-    .addOption(new Option('--fusion <method>', `hybrid: reciprocal rank fusion (k ${RRF_K} unless --k) or normalised scores (alpha ${RELATIVE_ALPHA} unless --alpha)`).choices(['rrf', 'relative']))
+    .addOption(new Option('--fusion <method>', 'hybrid: reciprocal rank fusion (--k, else the server\'s default) or normalised scores (--alpha, else the server\'s default)').choices(['rrf', 'relative']))
     .option('--k <n>', 'hybrid, rrf: the rank constant in 1/(k + rank)', positiveInteger)
     .option('--alpha <x>', "hybrid, relative: the semantic side's weight, 0 to 1", unitInterval)
     .option('--mmr <diversity>', 'maximal marginal relevance: 0 = relevance order, 1 = most diverse', unitInterval)
@@ -53,7 +49,7 @@ export function searchRequest(text: string, o: SearchOptions): Record<string, un
   };
 }
 
-function fusionOf(o: SearchOptions): { fusion?: { method: 'rrf'; k: number } | { method: 'relative'; alpha: number } } {
+function fusionOf(o: SearchOptions): { fusion?: { method: 'rrf'; k?: number } | { method: 'relative'; alpha?: number } } {
   const named = o.fusion !== undefined ? `--fusion ${o.fusion}` : o.k !== undefined ? '--k' : o.alpha !== undefined ? '--alpha' : null;
   if (named === null) return {};
   if (o.mode !== 'hybrid') usage(`${named} applies to --mode hybrid only`);
@@ -61,7 +57,8 @@ function fusionOf(o: SearchOptions): { fusion?: { method: 'rrf'; k: number } | {
   const method = o.fusion ?? (o.k !== undefined ? 'rrf' : 'relative');
   if (method === 'rrf' && o.alpha !== undefined) usage('--alpha is for --fusion relative');
   if (method === 'relative' && o.k !== undefined) usage('--k is for --fusion rrf');
-  return { fusion: method === 'rrf' ? { method, k: o.k ?? RRF_K } : { method, alpha: o.alpha ?? RELATIVE_ALPHA } };
+  // Only what was given: the server fills in its defaults (k, alpha), so they are said once.
+  return { fusion: method === 'rrf' ? { method, ...(o.k !== undefined ? { k: o.k } : {}) } : { method, ...(o.alpha !== undefined ? { alpha: o.alpha } : {}) } };
 }
 
 function usage(message: string): never {

@@ -7,7 +7,10 @@
 export type Fusion = { method: 'rrf'; k: number } | { method: 'relative'; alpha: number };
 
 /** Measured best over three judged sets (bench/hybrid-eval.bench.ts; docs/PERFORMANCE.md, "Hybrid search"). */
-export const DEFAULT_FUSION: Fusion = { method: 'relative', alpha: 0.5 };
+/** The constants of each method when a request names only the method. */
+export const DEFAULT_RRF_K = 60;
+export const DEFAULT_ALPHA = 0.5;
+export const DEFAULT_FUSION: Fusion = { method: 'relative', alpha: DEFAULT_ALPHA };
 
 export interface Fused {
   key: string;

@@ -91,9 +91,8 @@ export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieve
     const top = ranked.slice(0, MAX_RERANK_DOCUMENTS);
     try {
       const order = await r.reranker.rerank(r.text ?? '', top.map((m) => m.text ?? ''), Math.min(r.limit, top.length));
-      ranked = order
-        .filter((o) => Number.isInteger(o.index) && o.index >= 0 && o.index < top.length)
-        .map((o) => ({ ...top[o.index], score: o.relevanceScore, scores: { ...top[o.index].scores!, rerank: o.relevanceScore } }));
+      // rerank.ts answers each index of `top` at most once, or throws RerankFailed.
+      ranked = order.map((o) => ({ ...top[o.index], score: o.relevanceScore, scores: { ...top[o.index].scores!, rerank: o.relevanceScore } }));
     } catch (e) {
       if (!(e instanceof RerankFailed)) throw e;
       note = `The reranker gave no answer (${e.message}); the matches are in their order before reranking.`;

@@ -3,7 +3,7 @@ import { validateFilter } from '../index/filter.ts';
 import type { Metric } from '../index/metric.ts';
 import type { Filter, Metadata, StoredMatch } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
-import { DEFAULT_FUSION, type Fusion } from './fusion.ts';
+import { DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, type Fusion } from './fusion.ts';
 import { MAX_LIST_ROWS, MAX_RERANK_DOCUMENTS, retrieve, SEARCH_MODES, type RetrievedMatch, type SearchMode } from './retrieve.ts';
 import { enrichWithSources } from './sources.ts';
 import { requireTable } from './tables.ts';
@@ -116,13 +116,13 @@ function checkFusion(input: SearchInput['fusion'], mode: SearchMode, errors: Cod
   if (input === undefined) return DEFAULT_FUSION;
   if (mode !== 'hybrid') errors.push({ path: '/body/fusion', message: 'applies to hybrid mode only' });
   if (input.method === 'rrf') {
-    const k = input.k ?? 60;
+    const k = input.k ?? DEFAULT_RRF_K;
     if (!(Number.isFinite(k) && k >= 0)) errors.push({ path: '/body/fusion/k', message: 'must be a number >= 0' });
     if (input.alpha !== undefined) errors.push({ path: '/body/fusion/alpha', message: 'applies to method relative only' });
     return { method: 'rrf', k };
   }
   if (input.method === 'relative') {
-    const alpha = input.alpha ?? 0.5;
+    const alpha = input.alpha ?? DEFAULT_ALPHA;
     if (!(alpha >= 0 && alpha <= 1)) errors.push({ path: '/body/fusion/alpha', message: 'must be between 0 and 1' });
     if (input.k !== undefined) errors.push({ path: '/body/fusion/k', message: 'applies to method rrf only' });
     return { method: 'relative', alpha };
