@@ -20,7 +20,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_MODEL, PROJECT_ROOT } from '../src/config/config.ts';
 import { loadModel } from '../src/embedding/model.ts';
-import { encodeFloat32Base64 } from '../src/float32-base64.ts';
+import { encodeFloat32Base64 } from '../src/platform/float32-base64.ts';
 import { startTestApp, type TestApp } from '../src/http/testing.ts';
 
 const { values: args } = parseArgs({

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
-import { encodeFloat32Base64 } from '../src/float32-base64.ts';
+import { encodeFloat32Base64 } from '../src/platform/float32-base64.ts';
 import { startServer, type RunningServer } from '../test/server.ts';
 
 /** Unit vectors `start .. start+count-1`, each near one of `centres`: the same for the same index. */
@@ -131,7 +131,7 @@ export async function rssMb(pid: number, field: 'RssAnon' | 'RssFile' | 'VmRSS')
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-/** MB of the process's file mappings mapped in 2 MiB pages (see copyFileDigested in src/file-digest.ts). */
+/** MB of the process's file mappings mapped in 2 MiB pages (see copyFileDigested in src/platform/file-digest.ts). */
 export async function filePmdMappedMb(pid: number): Promise<number> {
   const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
   const m = /FilePmdMapped:\s+(\d+) kB/.exec(rollup);

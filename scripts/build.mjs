@@ -27,11 +27,11 @@ const isBundled = (specifier) => BUNDLED_PACKAGES.some((p) => specifier === p ||
 
 /**
  * The bundle's entry points: the server, and each worker thread's module, built beside main.mjs
- * under its base name (src/worker-url.ts starts them from there). Shared code goes into chunks.
+ * under its base name (src/platform/worker-url.ts starts them from there). Shared code goes into chunks.
  */
 const ENTRY_POINTS = [
   'src/main.ts',
-  'src/file-digest.worker.ts',
+  'src/platform/file-digest.worker.ts',
   'src/index/graph-search.worker.ts',
   'src/storage/embedded/db-warmer.worker.ts',
   // A child process's module, not a thread's: src/ingest/extract/pool.ts starts it.

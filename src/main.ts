@@ -11,7 +11,7 @@ import { createReranker } from './service/rerank.ts';
 import { bootstrap } from './service/bootstrap.ts';
 import { offerSearchDrafts } from './service/drafts.ts';
 import { openStorage } from './storage/factory.ts';
-import { tuneV8Heap } from './v8-heap.ts';
+import { tuneV8Heap } from './platform/v8-heap.ts';
 
 async function main(): Promise<void> {
   // Before anything allocates much: V8's own heap sizing sets off a mark-compact every few hundred ms once a server only serves (v8-heap.ts).

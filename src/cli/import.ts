@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { rename, rm, stat, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import cliProgress from 'cli-progress';
-import { encodeFloat32Base64 } from '../float32-base64.ts';
+import { encodeFloat32Base64 } from '../platform/float32-base64.ts';
 import { ApiError, LONG_TIMEOUT_MS, UnavailableError, type Client } from './client.ts';
 import { Interrupted, UsageError } from './errors.ts';
 import { countRecords, formatOf, readRecords, type ImportRecord, type LocatedRecord } from './records.ts';

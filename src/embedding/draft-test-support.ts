@@ -3,7 +3,7 @@
  * (index/graph-search.worker.ts), with the same code (sentence-encoder.ts).
  */
 import { InferenceSession, Tensor } from 'onnxruntime-node';
-import { encodeTokenIds } from '../sentence-encoder.ts';
+import { encodeTokenIds } from '../platform/sentence-encoder.ts';
 
 export async function draftVectors(file: string, dimension: number, idsList: Int32Array[]): Promise<Float32Array[]> {
   const session = await InferenceSession.create(file, { intraOpNumThreads: 1 });

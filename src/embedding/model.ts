@@ -2,8 +2,8 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
-import { digestFiles } from '../file-digest.ts';
-import { encoderFeeds, meanPoolNormalize, type EncoderInputs } from '../sentence-encoder.ts';
+import { digestFiles } from '../platform/file-digest.ts';
+import { encoderFeeds, meanPoolNormalize, type EncoderInputs } from '../platform/sentence-encoder.ts';
 
 /**
  * A sentence-embedding model: text in, one L2-normalised vector per text out.

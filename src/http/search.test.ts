@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { encodeFloat32Base64 } from '../float32-base64.ts';
+import { encodeFloat32Base64 } from '../platform/float32-base64.ts';
 import { startTestApp, type TestApp } from './testing.ts';
 
 /** Deterministic PRNG so a failure reproduces. */

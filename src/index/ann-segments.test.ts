@@ -7,7 +7,7 @@ import { SegmentedAnn } from './ann-segments.ts';
 import { newGraphClaims } from './graph-claims.ts';
 import { GraphWorker } from './graph-worker.ts';
 import { ANN_PARAMS } from './graph-params.ts';
-import { YieldSignal } from '../yield-signal.ts';
+import { YieldSignal } from '../platform/yield-signal.ts';
 import { draftVectors } from '../embedding/draft-test-support.ts';
 
 function rng(seed: number): () => number {

@@ -18,10 +18,10 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileDurably } from '../durable-file.ts';
-import { DIR_MODE } from '../private-dir.ts';
-import { digestBytes, digestFiles, type FileDigest } from '../file-digest.ts';
-import type { YieldSignal } from '../yield-signal.ts';
+import { writeFileDurably } from '../platform/durable-file.ts';
+import { DIR_MODE } from '../platform/private-dir.ts';
+import { digestBytes, digestFiles, type FileDigest } from '../platform/file-digest.ts';
+import type { YieldSignal } from '../platform/yield-signal.ts';
 import { AnnIndex } from './ann.ts';
 import { ANN_PARAMS } from './graph-params.ts';
 import { claimGraph, newGraphClaims, type GraphClaims } from './graph-claims.ts';

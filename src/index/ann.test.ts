@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { digestFile } from '../file-digest.ts';
+import { digestFile } from '../platform/file-digest.ts';
 import { Index, MetricKind, ScalarKind } from 'usearch';
 import { AnnIndex } from './ann.ts';
 import { ANN_PARAMS, graphQuantization } from './graph-params.ts';

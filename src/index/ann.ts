@@ -22,11 +22,11 @@ import path from 'node:path';
 import type { Index } from 'usearch';
 import { ANN_PARAMS, newNativeGraph } from './graph-params.ts';
 import type { Metric } from './metric.ts';
-import { fsyncDir, fsyncPath } from '../durable-file.ts';
-import { DIR_MODE, FILE_MODE } from '../private-dir.ts';
-import { copyFileDigested, digestFile, type FileDigest } from '../file-digest.ts';
+import { fsyncDir, fsyncPath } from '../platform/durable-file.ts';
+import { DIR_MODE, FILE_MODE } from '../platform/private-dir.ts';
+import { copyFileDigested, digestFile, type FileDigest } from '../platform/file-digest.ts';
 import { keysAsNumbers } from './usearch-keys.ts';
-import type { YieldSignal } from '../yield-signal.ts';
+import type { YieldSignal } from '../platform/yield-signal.ts';
 
 export type { FileDigest };
 

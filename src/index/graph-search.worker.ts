@@ -4,7 +4,7 @@ import { statSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import type { Index } from 'usearch';
 import type { InferenceSession } from 'onnxruntime-node';
-import { encodeTokenIds } from '../sentence-encoder.ts';
+import { encodeTokenIds } from '../platform/sentence-encoder.ts';
 import { newNativeGraph } from './graph-params.ts';
 import type { FromSearchThread, SearchMessage, ToSearchThread, WorkerAnswer } from './graph-worker.ts';
 import { claimGraph } from './graph-claims.ts';

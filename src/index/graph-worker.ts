@@ -23,7 +23,7 @@
  * as the graphs' compact copies of the rows already do.
  */
 import type { Worker } from 'node:worker_threads';
-import { startWorker } from '../worker-url.ts';
+import { startWorker } from '../platform/worker-url.ts';
 import type { GraphClaims } from './graph-claims.ts';
 import type { Metric } from './metric.ts';
 

@@ -14,8 +14,8 @@
  * is still the database's, and otherwise the caller refills it from the database.
  */
 import fs from 'node:fs';
-import { writeFileDurably } from '../durable-file.ts';
-import { FILE_MODE } from '../private-dir.ts';
+import { writeFileDurably } from '../platform/durable-file.ts';
+import { FILE_MODE } from '../platform/private-dir.ts';
 import type { VectorBlock, VectorMatrix } from './matrix.ts';
 import { IdSlotMap } from './id-slot-map.ts';
 

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../config/config.ts';
 import { loadModel, type EmbeddingModel } from '../embedding/model.ts';
 import { ServiceError } from '../errors.ts';
-import { assertLinearOnWorstCases } from '../text-worst-cases.ts';
+import { assertLinearOnWorstCases } from '../platform/text-worst-cases.ts';
 import { chunkText, chunkTextAsync, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE, validateChunkOptions, type Chunk } from './chunk.ts';
 
 const WORDS =

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import JSZip from 'jszip';
 import { ServiceError } from '../errors.ts';
-import { assertLinearOnWorstCases } from '../text-worst-cases.ts';
+import { assertLinearOnWorstCases } from '../platform/text-worst-cases.ts';
 import { decodeText, detectType, zipEntryNames } from './detect.ts';
 import { makeDocx, makePdf } from './fixtures.ts';
 

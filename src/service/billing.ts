@@ -1,6 +1,6 @@
 import type Stripe from 'stripe';
 import { invalid, ServiceError, type FieldError } from '../errors.ts';
-import { lazyImport } from '../lazy-import.ts';
+import { lazyImport } from '../platform/lazy-import.ts';
 import type { Deps } from './deps.ts';
 
 const loadStripe = lazyImport(() => import('stripe'));

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { removeDeadTemps, writeFileDurably } from '../durable-file.ts';
-import { DIR_MODE, FILE_MODE } from '../private-dir.ts';
+import { removeDeadTemps, writeFileDurably } from '../platform/durable-file.ts';
+import { DIR_MODE, FILE_MODE } from '../platform/private-dir.ts';
 import type { Deps } from './deps.ts';
 import { hashKey, newSecret } from './keys.ts';
 import { isServiceError } from '../errors.ts';

@@ -5,7 +5,7 @@
  */
 import type Docker from 'dockerode';
 import { ServiceError } from '../errors.ts';
-import { lazyImport } from '../lazy-import.ts';
+import { lazyImport } from '../platform/lazy-import.ts';
 import type { Deps } from './deps.ts';
 
 export interface ContainerView {

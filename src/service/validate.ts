@@ -5,7 +5,7 @@
 import type { Limits } from '../config/config.ts';
 import type { CodedFieldError, ErrorCode, FieldError } from '../errors.ts';
 import { METRIC_NAMES, parseMetric, type Metric } from '../index/metric.ts';
-import { isStandardBase64, STANDARD_BASE64 } from '../float32-base64.ts';
+import { isStandardBase64, STANDARD_BASE64 } from '../platform/float32-base64.ts';
 import type { Metadata } from '../storage/api.ts';
 
 export const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Config } from '../config/config.ts';
-import { describeTightened, makePrivateDir } from '../private-dir.ts';
+import { describeTightened, makePrivateDir } from '../platform/private-dir.ts';
 import type { Storage } from './api.ts';
 import { openEmbeddedStorage } from './embedded/embedded-storage.ts';
 

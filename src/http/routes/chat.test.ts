@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { assertLinearOnWorstCases } from '../../text-worst-cases.ts';
+import { assertLinearOnWorstCases } from '../../platform/text-worst-cases.ts';
 import { deltaPieces } from './chat.ts';
 
 describe('deltaPieces', () => {

@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import type yauzl from 'yauzl';
 import { ServiceError } from '../../errors.ts';
-import { lazyImport } from '../../lazy-import.ts';
+import { lazyImport } from '../../platform/lazy-import.ts';
 import { finish } from './text.ts';
 import { expandsTooMuch, unreadable, type FormatExtractor } from './types.ts';
 

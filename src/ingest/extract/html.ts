@@ -1,5 +1,5 @@
 /** HTML: html-to-text, after a linear check of how deeply it nests. */
-import { lazyImport } from '../../lazy-import.ts';
+import { lazyImport } from '../../platform/lazy-import.ts';
 import { finish, readText } from './text.ts';
 import { unreadable, type FormatExtractor } from './types.ts';
 

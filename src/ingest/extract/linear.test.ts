@@ -1,5 +1,5 @@
 import { describe, test } from 'node:test';
-import { assertLinearOnWorstCases } from '../../text-worst-cases.ts';
+import { assertLinearOnWorstCases } from '../../platform/text-worst-cases.ts';
 import { capChars, normalizeText, parseCsv, sniffDelimiter, stripMarkdown } from './index.ts';
 
 describe('text extraction work', () => {

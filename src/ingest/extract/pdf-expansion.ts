@@ -10,7 +10,7 @@
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import type { PDFArray as PdfArray, PDFDict as PdfDict, PDFObject as PdfObject } from 'pdf-lib';
-import { lazyImport } from '../../lazy-import.ts';
+import { lazyImport } from '../../platform/lazy-import.ts';
 import { lzwDecode } from './lzw.ts';
 
 const loadPdfLib = lazyImport(() => import('pdf-lib'));

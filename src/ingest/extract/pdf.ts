@@ -1,6 +1,6 @@
 /** PDF: text of the first limits.maxPages pages (unpdf, i.e. pdf.js), after its streams' expansion is counted. */
 import type { getDocumentProxy } from 'unpdf';
-import { lazyImport } from '../../lazy-import.ts';
+import { lazyImport } from '../../platform/lazy-import.ts';
 import { pdfExpandedBytes } from './pdf-expansion.ts';
 import { capChars, normalizeText } from './text.ts';
 import { expandsTooMuch, unreadable, type FormatExtractor } from './types.ts';

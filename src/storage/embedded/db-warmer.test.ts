@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DbWarmer } from './db-warmer.ts';
-import { YieldSignal } from '../../yield-signal.ts';
+import { YieldSignal } from '../../platform/yield-signal.ts';
 import { openEmbeddedStorage, type EmbeddedStorage } from './embedded-storage.ts';
 
 /** Resident bytes of this process's mappings of `file` (Linux: /proc/self/smaps). */

@@ -20,8 +20,8 @@
  */
 import fs from 'node:fs';
 import type { Worker } from 'node:worker_threads';
-import { startWorker } from '../../worker-url.ts';
-import type { YieldSignal } from '../../yield-signal.ts';
+import { startWorker } from '../../platform/worker-url.ts';
+import type { YieldSignal } from '../../platform/yield-signal.ts';
 import type { WarmerData, WarmPass } from './db-warmer.worker.ts';
 
 export type { WarmPass };

@@ -2,8 +2,8 @@
 // the file) and, on each message, reads every row the search path reads, in slices with rests.
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { lowerThisThreadPriority } from '../../thread-priority.ts';
-import { YieldSignal } from '../../yield-signal.ts';
+import { lowerThisThreadPriority } from '../../platform/thread-priority.ts';
+import { YieldSignal } from '../../platform/yield-signal.ts';
 
 export interface WarmerData {
   file: string;

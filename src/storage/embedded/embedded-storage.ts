@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { removeDeadTemps } from '../../durable-file.ts';
-import { DIR_MODE, FILE_MODE } from '../../private-dir.ts';
+import { removeDeadTemps } from '../../platform/durable-file.ts';
+import { DIR_MODE, FILE_MODE } from '../../platform/private-dir.ts';
 import { ServiceError } from '../../errors.ts';
 import type { Storage } from '../api.ts';
 import { Accounts } from './accounts.ts';
@@ -26,7 +26,7 @@ import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
-import { YieldSignal } from '../../yield-signal.ts';
+import { YieldSignal } from '../../platform/yield-signal.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
 export interface EmbeddedOptions {

@@ -20,7 +20,7 @@ import { diskFull, invalid, isDiskFull, ServiceError } from '../../errors.ts';
 import type { FileRecord, MetadataRecord, VectorRow } from '../api.ts';
 import type { Db } from './sql.ts';
 import type { Vectors } from './vectors.ts';
-import { writeFileDurably } from '../../durable-file.ts';
+import { writeFileDurably } from '../../platform/durable-file.ts';
 
 interface FileRow {
   keyspace: string;

@@ -17,7 +17,7 @@ import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
 import type { LexicalSettings } from '../api.ts';
-import { YieldSignal } from '../../yield-signal.ts';
+import { YieldSignal } from '../../platform/yield-signal.ts';
 
 /** The upkeep's timings, in one place; each says why it is what it is. */
 export const UPKEEP_TIMINGS = Object.freeze({

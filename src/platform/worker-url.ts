@@ -35,7 +35,7 @@ const built = new Map<string, URL>();
 function sourceBuild(entry: string): URL {
   let url = built.get(entry);
   if (url) return url;
-  const srcDir = path.dirname(fileURLToPath(import.meta.url));
+  const srcDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
   const outDir = path.join(srcDir, '..', 'dist', 'dev-workers');
   const { buildSync } = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
   const [out] = buildSync({

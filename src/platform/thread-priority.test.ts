@@ -9,7 +9,7 @@ const niceOf = (statPath: string): number => Number(fs.readFileSync(statPath, 'u
 describe('background thread priority', { skip: process.platform !== 'linux' && 'Linux only' }, () => {
   it('lowers the thread that runs it to nice 19 and leaves the others alone', async () => {
     const mainBefore = niceOf('/proc/thread-self/stat');
-    const worker = startWorker('thread-priority.test-worker');
+    const worker = startWorker('platform/thread-priority.test-worker');
     const seen = await new Promise<{ before: number; after: number }>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);

@@ -30,7 +30,7 @@ async function runTasks(tasks: DigestTask[]): Promise<(FileDigest | Error)[]> {
   let results: DigestAnswer[];
   try {
     results = await new Promise((resolve, reject) => {
-      const worker = startWorker('file-digest.worker', { workerData: { tasks, blocks: BLOCKS } });
+      const worker = startWorker('platform/file-digest.worker', { workerData: { tasks, blocks: BLOCKS } });
       worker.once('message', (m) => {
         resolve(m);
         void worker.terminate();
