@@ -52,7 +52,7 @@ describe('files: hostile uploads are read in extraction processes, off the event
   before(async () => {
     t = await startTestApp({
       model: 'fake',
-      env: { VSS_EXTRACT_MAX_EXPANDED_MB: '16', VSS_EXTRACT_WORKERS: '2', VSS_EXTRACT_MAX_MEMORY_MB: '512' },
+      env: { VSS_EXTRACT_MAX_EXPANDED_MB: '16', VSS_EXTRACT_WORKERS: '2', VSS_EXTRACT_MAX_MEMORY_MB: '512', VSS_EXTRACT_MAX_CHARS: '100000' },
       limits: { uploadsPerUser: 10 },
     });
   });
@@ -76,6 +76,12 @@ describe('files: hostile uploads are read in extraction processes, off the event
     ] as const) {
       await refusedWhileHealthy(t, name, pdf, 413, TOO_MUCH);
     }
+  });
+
+  it('files whose text passes VSS_EXTRACT_MAX_CHARS: 413, never a cut file stored', async () => {
+    const words = 'the tide tables of the northern harbour '.repeat(5000); // 200,000 characters
+    await refusedWhileHealthy(t, 'long.txt', Buffer.from(words), 413, /longer than the limit of 100000 characters/);
+    await refusedWhileHealthy(t, 'long.docx', await makeDocx('Long', [words]), 413, /longer than the limit of 100000 characters/);
   });
 
   it('ordinary files are still read', async () => {

@@ -77,10 +77,8 @@ describe('prepareFile', () => {
     await assert.rejects(prepareFile(text, 'a.txt', { extractor, tokenizer: model, chunkSize: 16, overlap: 8, maxChunks: 50 }), code('validation_failed', '/body/chunk_size'));
   });
 
-  test('limits: maxChars applies', async () => {
-    const out = await prepareFile(Buffer.from('word '.repeat(10_000)), 'a.txt', { extractor, tokenizer: model, limits: { maxChars: 1000 } });
-    assert.ok(out.text.length <= 1000);
-    assert.equal(out.truncated, true);
+  test('limits: text past maxChars is a 413 naming /file (through the extraction process)', async () => {
+    await assert.rejects(prepareFile(Buffer.from('word '.repeat(10_000)), 'a.txt', { extractor, tokenizer: model, limits: { maxChars: 1000 } }), code('payload_too_large', '/file'));
   });
 });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ServiceError } from '../../errors.ts';
 import { detectType } from '../detect.ts';
-import { capChars, extractText, flattenJson, normalizeText, parseCsv, type ExtractLimits } from './index.ts';
+import { extractText, flattenJson, normalizeText, parseCsv, type ExtractLimits } from './index.ts';
 import { lieAboutSize, makeDocx, makePdf, makeZipBomb } from '../fixtures.ts';
 
 const MiB = 1 << 20;
@@ -146,13 +146,24 @@ describe('extractText', () => {
     assert.equal(out.text, `Harbour news\n\nIntro with a link and code.\n\n- item one\n- item two\n\n${SENTENCE}\n\nalt text`);
   });
 
-  test('txt: whitespace normalised, paragraphs kept; maxChars caps', async () => {
+  test('txt: whitespace normalised, paragraphs kept', async () => {
     const out = await extract(Buffer.from('  One\t\ttwo  \r\nthree\r\n\r\n\r\n\r\nFour.  '), 'a.bin');
     assert.equal(out.text, 'One two\nthree\n\nFour.');
-    const long = await extract(Buffer.from('word '.repeat(1000)), 'a.txt', { ...LIMITS, maxChars: 100 });
-    assert.ok(long.text.length <= 100);
-    assert.equal(long.truncated, true);
-    assert.match(long.method, /first 100 characters/);
+  });
+
+  test('text longer than maxChars is refused in every format, naming /file and the limit; at the limit it is kept whole', async () => {
+    const tooLong = failsWith('payload_too_large', /longer than the limit of 100 characters/);
+    const words = 'word '.repeat(40); // 199 characters once normalised
+    await assert.rejects(extract(Buffer.from(words), 'a.txt', { ...LIMITS, maxChars: 100 }), tooLong);
+    await assert.rejects(extract(Buffer.from(`# T\n\n${words}`), 'a.md', { ...LIMITS, maxChars: 100 }), tooLong);
+    await assert.rejects(extract(Buffer.from(`<html><body><p>${words}</p></body></html>`), 'a.html', { ...LIMITS, maxChars: 100 }), tooLong);
+    await assert.rejects(extract(Buffer.from(JSON.stringify({ a: words })), 'a.json', { ...LIMITS, maxChars: 100 }), tooLong);
+    await assert.rejects(extract(Buffer.from(`name,text\n${Array.from({ length: 20 }, (_, i) => `n${i},${words.slice(0, 30)}`).join('\n')}`), 'a.csv', { ...LIMITS, maxChars: 100 }), tooLong);
+    await assert.rejects(extract(await makePdf([[words]]), 'a.pdf', { ...LIMITS, maxChars: 100 }), tooLong);
+    await assert.rejects(extract(await makeDocx('Title', [words]), 'a.docx', { ...LIMITS, maxChars: 100 }), tooLong);
+    const atLimit = await extract(Buffer.from('x'.repeat(100)), 'a.txt', { ...LIMITS, maxChars: 100 });
+    assert.equal(atLimit.text.length, 100);
+    assert.equal(atLimit.truncated, undefined);
   });
 
   test('text with no extractable text: validation_failed', async () => {
@@ -179,7 +190,6 @@ describe('extractText', () => {
     assert.equal(normalizeText('a\u00a0 b\u200b\n \n\n\nc'), 'a b\n\nc');
     // What is stored must be what was embedded: no lone surrogates (they have no UTF-8 form).
     assert.equal(normalizeText('x\ud800 y \udc00'), 'x\ufffd y \ufffd');
-    assert.deepEqual(capChars('hello world', 8), { text: 'hello', truncated: true });
     assert.equal(flattenJson({ a: 'x'.repeat(50), b: 'y' }, 10).truncated, true);
   });
 });

@@ -17,7 +17,7 @@ export { checkDocxZip, MAX_COMPRESSION_RATIO, MAX_ZIP_ENTRIES } from './docx.ts'
 export { htmlStackWork, MAX_HTML_STACK_WORK } from './html.ts';
 export { flattenJson } from './json.ts';
 export { stripMarkdown } from './markdown.ts';
-export { capChars, normalizeText } from './text.ts';
+export { normalizeText } from './text.ts';
 export { DEFAULT_EXTRACT_LIMITS, type Extracted, type ExtractLimits, type FormatExtractor } from './types.ts';
 
 const EXTRACTORS: Record<FileType, FormatExtractor> = {

@@ -2,8 +2,8 @@
 import type { getDocumentProxy } from 'unpdf';
 import { lazyImport } from '../../platform/lazy-import.ts';
 import { pdfExpandedBytes } from './pdf-expansion.ts';
-import { capChars, normalizeText } from './text.ts';
-import { expandsTooMuch, unreadable, type FormatExtractor } from './types.ts';
+import { normalizeText } from './text.ts';
+import { expandsTooMuch, textTooLong, unreadable, type FormatExtractor } from './types.ts';
 
 const loadUnpdf = lazyImport(() => import('unpdf'));
 
@@ -48,12 +48,12 @@ export const extractPdf: FormatExtractor = async (bytes, limits) => {
       chars += pageText.length;
       read = n;
     }
-    const capped = capChars(normalizeText(texts.join('\n\n')), limits.maxChars);
-    const truncated = read < totalPages || capped.truncated;
-    let method = 'pdf:unpdf';
-    if (read < totalPages) method += ` (first ${read} of ${totalPages} pages)`;
-    else if (capped.truncated) method += ` (first ${limits.maxChars} characters)`;
-    return { text: capped.text, method, pages: read, totalPages, ...(truncated ? { truncated } : {}) };
+    const text = normalizeText(texts.join('\n\n'));
+    // Pages left unread because the characters ran out make the file too long as well.
+    if (text.length > limits.maxChars || (chars > limits.maxChars && read < wanted)) throw textTooLong(limits.maxChars);
+    const truncated = read < totalPages;
+    const method = truncated ? `pdf:unpdf (first ${read} of ${totalPages} pages)` : 'pdf:unpdf';
+    return { text, method, pages: read, totalPages, ...(truncated ? { truncated } : {}) };
   } finally {
     await pdf.destroy().catch(() => undefined);
   }

@@ -1,6 +1,6 @@
 /** Text helpers every format shares: decoding, normalisation, the character cap. */
 import { decodeText } from '../detect.ts';
-import { unreadable, type ExtractLimits, type Extracted } from './types.ts';
+import { textTooLong, unreadable, type ExtractLimits, type Extracted } from './types.ts';
 
 /**
  * Well-formed (a lone surrogate becomes U+FFFD); Unicode NFC; LF line ends; control characters
@@ -22,26 +22,11 @@ export function normalizeText(text: string): string {
     .trim();
 }
 
-/** At most `max` characters, cut at a whitespace when there is one near the end, never inside a surrogate pair. */
-export function capChars(text: string, max: number): { text: string; truncated: boolean } {
-  if (text.length <= max) return { text, truncated: false };
-  let cut = max;
-  const code = text.charCodeAt(cut - 1);
-  if (code >= 0xd800 && code <= 0xdbff) cut--;
-  // The last whitespace in the 1,000 characters before the cut, found by walking back (a regex
-  // anchored at the end retried from every start: quadratic in the window).
-  const from = Math.max(0, cut - 1000);
-  let ws = cut - 1;
-  while (ws > from && !/\s/.test(text[ws])) ws--;
-  if (ws > from) cut = ws;
-  return { text: text.slice(0, cut).trimEnd(), truncated: true };
-}
-
-/** The normalised, capped text of `raw` as an Extracted answer; `method` notes a cut. */
-export function finish(raw: string, method: string, limits: ExtractLimits, alreadyTruncated = false): Extracted {
-  const capped = capChars(normalizeText(raw), limits.maxChars);
-  const truncated = alreadyTruncated || capped.truncated;
-  return { text: capped.text, method: truncated ? `${method} (first ${limits.maxChars} characters)` : method, ...(truncated ? { truncated } : {}) };
+/** The normalised text of `raw` as an Extracted answer; textTooLong when it (or the input, `overLimit`) passes limits.maxChars. */
+export function finish(raw: string, method: string, limits: ExtractLimits, overLimit = false): Extracted {
+  const text = normalizeText(raw);
+  if (overLimit || text.length > limits.maxChars) throw textTooLong(limits.maxChars);
+  return { text, method };
 }
 
 /** The decoded text of a text file, or validation_failed when it is not text. */
@@ -53,7 +38,7 @@ export function decodeOrRefuse(bytes: Buffer): string {
 
 /**
  * The decoded text, bounded for the text kinds: normalisation only shrinks text, so twice the
- * cap is plenty; `truncated` says when the rest was left out.
+ * cap is plenty; `truncated` says the rest was left out (the file is then too long: finish refuses it).
  */
 export function readText(bytes: Buffer, limits: ExtractLimits): { text: string; truncated: boolean } {
   const text = decodeOrRefuse(bytes);

@@ -2,7 +2,7 @@
 import { ServiceError } from '../../errors.ts';
 
 export interface ExtractLimits {
-  /** Most characters of text kept (the rest is cut off and `truncated` set). */
+  /** Most characters of text a file may give (past them the upload is refused: textTooLong). */
   maxChars: number;
   /** Most PDF pages read (the rest are skipped and `truncated` set). */
   maxPages: number;
@@ -24,11 +24,11 @@ export interface Extracted {
   pages?: number;
   /** PDF: pages in the document. */
   totalPages?: number;
-  /** Set when a limit cut the text (pages or characters). */
+  /** Set when the page limit cut a PDF (a character limit refuses the file instead). */
   truncated?: boolean;
 }
 
-/** One format: the file's bytes in, its normalised text (at most limits.maxChars) out. */
+/** One format: the file's bytes in, its normalised text out; textTooLong past limits.maxChars. */
 export type FormatExtractor = (bytes: Buffer, limits: ExtractLimits) => Promise<Extracted>;
 
 /** 400 validation_failed naming `/file`: a file that cannot be read as what it is. */
@@ -39,4 +39,13 @@ export const unreadable = (message: string, cause?: unknown): ServiceError =>
 export const expandsTooMuch = (what: string, limit: number): ServiceError => {
   const message = `${what} expands to more than the limit of ${limit} bytes (${(limit / 1048576).toFixed(limit % 1048576 === 0 ? 0 : 1)} MiB)`;
   return new ServiceError('payload_too_large', message, { errors: [{ path: '/file', message }], extra: { limit: 'max_expanded_bytes' } });
+};
+
+/**
+ * 413 payload_too_large naming `/file`: the file's text passes limits.maxChars. Refused rather than
+ * cut, so that a stored file is always searchable whole.
+ */
+export const textTooLong = (limit: number): ServiceError => {
+  const message = `the file's text is longer than the limit of ${limit} characters (VSS_EXTRACT_MAX_CHARS): split the file`;
+  return new ServiceError('payload_too_large', message, { errors: [{ path: '/file', message }], extra: { limit: 'max_chars' } });
 };
