@@ -120,6 +120,12 @@ export const withTtl = (s: Stmt, ttl: number): Stmt => (ttl === 0 ? s : { ...s, 
  */
 export const expiryOf = (ttl: unknown): number | null => (typeof ttl === 'number' && ttl > 0 ? (Math.floor(Date.now() / 1000) + ttl) * 1000 : null);
 
+/** A row's expiresAt as answered from its TTL: only rows that expire carry the field. */
+const expiryField = (ttl: unknown): { expiresAt?: number } => {
+  const at = expiryOf(ttl);
+  return at !== null ? { expiresAt: at } : {};
+};
+
 /** The table's default TTL: its Cassandra `default_time_to_live` (0 there: none). */
 export async function getDefaultTtl(ctx: Ctx, keyspace: string, table: string): Promise<number | null> {
   await requireTable(ctx, keyspace, table);
@@ -184,7 +190,7 @@ export async function getVector(ctx: Ctx, keyspace: string, table: string, key: 
   });
   if (rs.rowLength === 0) return null;
   const r = rs.first();
-  return { key: r.key as string, vector: fromCqlVector(r.vector), metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null, expiresAt: expiryOf(r.ttl) };
+  return { key: r.key as string, vector: fromCqlVector(r.vector), metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null, ...expiryField(r.ttl) };
 }
 
 /** Deletes the keys as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read. */
@@ -329,7 +335,7 @@ export async function scanVectors(
     vector: fromCqlVector(r.vector),
     metadata: fromMetadataText(r.metadata),
     text: (r.text as string | null) ?? null,
-    expiresAt: expiryOf(r.ttl),
+    ...expiryField(r.ttl),
   }));
   const more = rs.rows.length > limit;
   return { rows, cursor: more ? Buffer.from(rows[rows.length - 1].key, 'utf8').toString('base64url') : null };

@@ -2,7 +2,7 @@
 import type { VectorRow, Metadata } from '../api.ts';
 import type { Catalog } from './catalog.ts';
 import { blobToVector, type Db } from './sql.ts';
-import { LIVE } from './vectors.ts';
+import { expiryField, LIVE } from './vectors.ts';
 
 /** Rows expired as of `now` are left out (the sweep may not have removed them yet). */
 export function scanVectors(db: Db, catalog: Catalog, keyspace: string, table: string, opts: { cursor?: string | null; limit: number }, now: number): { rows: VectorRow[]; cursor: string | null } {
@@ -16,7 +16,7 @@ export function scanVectors(db: Db, catalog: Catalog, keyspace: string, table: s
     )
     .all(t.meta.id, after, after, now, limit + 1) as { key: string; vector: Buffer; metadata: string; text: string | null; expires_at: number | null }[];
   const more = rows.length > limit;
-  const page = rows.slice(0, limit).map((r) => ({ key: r.key, vector: blobToVector(r.vector), metadata: JSON.parse(r.metadata) as Metadata, text: r.text, expiresAt: r.expires_at }));
+  const page = rows.slice(0, limit).map((r) => ({ key: r.key, vector: blobToVector(r.vector), metadata: JSON.parse(r.metadata) as Metadata, text: r.text, ...expiryField(r.expires_at) }));
   // The cursor is the last key itself: keys are the order, and a key is at most 512 bytes.
   return { rows: page, cursor: more ? page[page.length - 1].key : null };
 }

@@ -168,7 +168,7 @@ export class Vectors {
       .get(t.meta.id, key, this.#now()) as
       | { key: string; vector: Buffer; metadata: string; text: string | null; expires_at: number | null }
       | undefined;
-    return r ? { key: r.key, vector: blobToVector(r.vector), metadata: JSON.parse(r.metadata) as Metadata, text: r.text, expiresAt: r.expires_at } : null;
+    return r ? { key: r.key, vector: blobToVector(r.vector), metadata: JSON.parse(r.metadata) as Metadata, text: r.text, ...expiryField(r.expires_at) } : null;
   }
 
   deleteKeys(keyspace: string, table: string, keys: string[]): number {
@@ -486,6 +486,9 @@ export function sqlIndexSource(db: Db, seq: SeqCounter): IndexSource {
     currentSeq: () => seq.value,
   };
 }
+
+/** A row's expiresAt as answered: only rows that expire carry the field. */
+export const expiryField = (expiresAt: number | null): { expiresAt?: number } => (expiresAt !== null ? { expiresAt } : {});
 
 /** The SQL condition (on `vectors`) of a row not expired at the one parameter, now in ms. */
 export const LIVE = '(expires_at IS NULL OR expires_at > ?)';
