@@ -381,7 +381,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       segmentRows: int('VSS_INDEX_SEGMENT_ROWS', 250_000, 1_000, 100_000_000),
     },
     ttlSweep: {
-      batchRows: int('VSS_TTL_SWEEP_BATCH_ROWS', 1_000, 1, 1_000_000),
+      batchRows: int('VSS_TTL_SWEEP_BATCH_ROWS', 200, 1, 1_000_000),
       intervalMs: int('VSS_TTL_SWEEP_INTERVAL_MS', 1_000, 10, 86_400_000),
     },
     ...rest,

@@ -46,7 +46,7 @@ export interface EmbeddedOptions {
   defaultReplication?: string;
   /** The clock rows and metadata records expire by (ms since the epoch; default Date.now): tests pass one they control. */
   clock?: () => number;
-  /** The background removal of expired rows (expiry-sweep.ts); default 1,000 rows every second. */
+  /** The background removal of expired rows (expiry-sweep.ts); default batches of 200 rows, a pass every second. */
   ttlSweep?: SweepSettings;
   /** Where upkeep problems (a damaged index being rebuilt, a failed save) are reported. */
   log?: (msg: string, err?: unknown) => void;
@@ -162,7 +162,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     throw mapStorageError(e);
   }
   keeper.start();
-  const sweep = new ExpirySweep(opts.ttlSweep ?? { batchRows: 1000, intervalMs: 1000 }, [(n) => vectors.sweepExpired(n), (n) => metadata.sweepExpired(n)], opts.log);
+  const sweep = new ExpirySweep(opts.ttlSweep ?? { batchRows: 200, intervalMs: 1000 }, [(n) => vectors.sweepExpired(n), (n) => metadata.sweepExpired(n)], opts.log);
   sweep.start();
   const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, searches, opts.log);
 

@@ -71,11 +71,11 @@ export class MetadataRecords {
 
   /** Deletes up to `max` records expired as of now; answers how many (expiry-sweep.ts). */
   sweepExpired(max: number): number {
-    return this.#db
+    return this.#db.txUnsynced(() => this.#db
       .stmt(
         `DELETE FROM metadata_records WHERE (keyspace, table_name, source_file) IN
            (SELECT keyspace, table_name, source_file FROM metadata_records WHERE expires_at <= ? LIMIT ?)`,
       )
-      .run(this.#now(), max).changes;
+      .run(this.#now(), max).changes);
   }
 }

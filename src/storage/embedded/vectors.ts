@@ -299,7 +299,10 @@ export class Vectors {
     const walk = (k: number): Promise<number[]> | number[] => (this.#worker ? ann.searchAsync(query, k, this.#worker) : ann.search(query, k));
     const fromPending = t.pendingCount > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds(), expired).map((s) => s.rowId) : [];
     this.searches.ann++;
-    let k = expired.size === 0 ? candidates : Math.min(candidates + expired.size, maxK);
+    // Enough to hold `candidates` live rows: surely with a few expired ones, by their share with
+    // many (a mass expiry would otherwise make every walk the largest); a short page walks again.
+    const share = t.matrix.size / Math.max(1, t.matrix.size - expired.size);
+    let k = expired.size === 0 ? candidates : Math.min(candidates + expired.size, Math.ceil(candidates * share * 1.25), maxK);
     let fromAnn = started !== null && k === candidates ? await started : await walk(k);
     for (;;) {
       const found = this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, withVector, expired);
@@ -396,10 +399,10 @@ export class Vectors {
     return { sql: `(${sql}) AND ${LIVE}`, params: [...params, this.#now()] };
   }
 
-  /** Runs `remove` (which deletes rows and returns their ids) in a transaction with its bookkeeping. */
-  #delete(t: TableState, remove: () => number[]): number {
+  /** Runs `remove` (which deletes rows and returns their ids) in a transaction with its bookkeeping; `synced` false: see Db.txUnsynced. */
+  #delete(t: TableState, remove: () => number[], synced = true): number {
     const seq = this.#seq.value + 1;
-    const ids = this.#db.tx(() => {
+    const ids = (synced ? this.#db.tx.bind(this.#db) : this.#db.txUnsynced.bind(this.#db))(() => {
       const ids = remove();
       if (ids.length > 0) {
         unindexRows(this.#db, t.meta.id, ids);
@@ -433,7 +436,8 @@ export class Vectors {
         if (batch.length >= max - done) break;
         batch.push(id);
       }
-      done += this.#delete(t, () => batch.filter((id) => del.get(id, now) !== undefined));
+      // Unsynced: a crash may undo the batch, and the rows, still expired, are swept again.
+      done += this.#delete(t, () => batch.filter((id) => del.get(id, now) !== undefined), false);
     }
     return done;
   }
