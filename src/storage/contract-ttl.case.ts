@@ -131,6 +131,15 @@ export function ttlContract(get: () => Storage, clock: TestClock): void {
       assert.deepEqual(keys(await s.lexicalSearch(KS, 'rewrite', { text: 'c', limit: 10 })), ['added']);
     });
 
+    it("an owner's usage counts only rows not expired", async () => {
+      await s.createKeyspace({ name: 'ttl_owned', owner: 'ttl-owner' });
+      await s.createTable({ keyspace: 'ttl_owned', name: 't', dimension: D, metric: 'cosine', model: null });
+      await s.upsertVectors('ttl_owned', 't', [row('a', [1, 0, 0], null, null), row('b', [0, 1, 0], null, clock.now() + TTL_MS)]);
+      assert.equal((await s.usageOf('ttl-owner')).vectors, 2);
+      await clock.advance(PAST_TTL_MS);
+      assert.equal((await s.usageOf('ttl-owner')).vectors, 1);
+    });
+
     it('metadata records expire', async () => {
       const rec = (file: string, expiresAt: number | null): MetadataRecord => ({
         keyspace: KS,

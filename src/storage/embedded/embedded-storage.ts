@@ -138,7 +138,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const catalog = new Catalog(db, keeper, opts.defaultReplication ?? 'local', matrixFor);
   const now = opts.clock ?? Date.now;
   const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows, worker, now });
-  const accounts = new Accounts(db);
+  const accounts = new Accounts(db, now);
   const metadata = new MetadataRecords(db, now);
   const files = new Files(db, vectors, path.join(dataDir, 'files'), () => closing === null);
 

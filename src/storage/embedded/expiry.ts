@@ -59,3 +59,9 @@ export class ExpiryTracker {
 
 /** The empty set for tables with no expiring rows. */
 export const NONE_EXPIRED: ReadonlySet<number> = new Set();
+
+/** A row's expiresAt as answered: only rows that expire carry the field. */
+export const expiryField = (expiresAt: number | null): { expiresAt?: number } => (expiresAt !== null ? { expiresAt } : {});
+
+/** The SQL condition (on `vectors`) of a row not expired at the one parameter, now in ms. */
+export const LIVE = '(expires_at IS NULL OR expires_at > ?)';

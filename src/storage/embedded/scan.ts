@@ -2,7 +2,7 @@
 import type { VectorRow, Metadata } from '../api.ts';
 import type { Catalog } from './catalog.ts';
 import { blobToVector, type Db } from './sql.ts';
-import { expiryField, LIVE } from './vectors.ts';
+import { expiryField, LIVE } from './expiry.ts';
 
 /** Rows expired as of `now` are left out (the sweep may not have removed them yet). */
 export function scanVectors(db: Db, catalog: Catalog, keyspace: string, table: string, opts: { cursor?: string | null; limit: number }, now: number): { rows: VectorRow[]; cursor: string | null } {

@@ -9,7 +9,7 @@ import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { Metric } from '../../index/metric.ts';
 import type { Filter, LexicalQuery, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import type { Catalog } from './catalog.ts';
-import { ExpiryTracker, NONE_EXPIRED } from './expiry.ts';
+import { ExpiryTracker, LIVE, NONE_EXPIRED, expiryField } from './expiry.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
 import { indexTexts, matchExpression, rankLexical, unindexRows } from './lexical.ts';
 import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
@@ -490,12 +490,6 @@ export function sqlIndexSource(db: Db, seq: SeqCounter): IndexSource {
     currentSeq: () => seq.value,
   };
 }
-
-/** A row's expiresAt as answered: only rows that expire carry the field. */
-export const expiryField = (expiresAt: number | null): { expiresAt?: number } => (expiresAt !== null ? { expiresAt } : {});
-
-/** The SQL condition (on `vectors`) of a row not expired at the one parameter, now in ms. */
-export const LIVE = '(expires_at IS NULL OR expires_at > ?)';
 
 /** A cosine query without a direction: the graphs cannot rank it (the exact scan answers). */
 const isZeroCosine = (metric: string, query: Float32Array): boolean => metric === 'cosine' && query.every((x) => x === 0);
