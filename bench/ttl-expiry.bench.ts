@@ -4,13 +4,14 @@
  * expire at one chosen moment:
  *
  *   node --import tsx bench/ttl-expiry.bench.ts [--live 100000] [--expiring 1000000] [--dim 16]
- *     [--batch-rows 200] [--seconds 10] [--ann]
+ *     [--batch-rows 200] [--seconds 10] [--qps 20] [--ann]
  *
  * Searches scan every row (exact) unless --ann, which waits for the ANN index first (about a
  * minute per 100,000 rows on 2 shared cores, so use it with fewer rows).
  * One table holds `--live` rows without a TTL and `--expiring` rows with one (interleaved, the
- * same clustered unit vectors as the other benches). Searches (candidates 100, limit 10, one at a
- * time, queries near the data) are timed in three phases of the same run:
+ * same clustered unit vectors as the other benches). Searches (candidates 100, limit 10, queries
+ * near the data) are asked at `--qps` a second, one at a time, each timed from when it was due,
+ * in four phases of the same run:
  *   anchor    no row expired (`--seconds`);
  *   hidden    the clock moved past the expiry, nothing removed yet: searches leave the expired rows
  *             out of the ANN candidates (over-fetching) and the scans (`--seconds`);
@@ -24,7 +25,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { openEmbeddedStorage, type EmbeddedStorage } from '../src/storage/embedded/embedded-storage.ts';
 import type { VectorRow } from '../src/storage/api.ts';
@@ -37,6 +38,7 @@ const { values: args } = parseArgs({
     dim: { type: 'string', default: '16' },
     'batch-rows': { type: 'string', default: '200' },
     seconds: { type: 'string', default: '10' },
+    qps: { type: 'string', default: '20' },
     ann: { type: 'boolean', default: false },
   },
 });
@@ -46,6 +48,7 @@ const DIM = Number(args.dim);
 const BATCH_ROWS = Number(args['batch-rows']);
 const SECONDS = Number(args.seconds);
 const ANN = args.ann === true;
+const QPS = Number(args.qps);
 const WRITE_BATCH = 10_000;
 
 let now = Date.now();
@@ -81,15 +84,17 @@ async function load(s: EmbeddedStorage): Promise<number> {
 }
 
 /**
- * Times searches one at a time until `until()` says stop; answers the latencies in ms. Each
- * search is asked as a request from the network would be, after whatever the event loop has
- * queued (a sweep batch included), and timed from then: the wait for that batch counts.
+ * Asks searches at QPS a second, one at a time, until `until()` says stop; answers the latencies in
+ * ms. Each is timed from when it was due, as a request from the network would wait: behind a
+ * sweep batch under way, or behind the search before it when that one ran late.
  */
 async function searchWhile(s: EmbeddedStorage, until: () => boolean): Promise<number[]> {
   const lat: number[] = [];
+  const start = performance.now();
   for (let i = 0; !until(); i++) {
-    const t0 = performance.now();
-    await nextTurn();
+    const t0 = start + (i * 1000) / QPS;
+    const wait = t0 - performance.now();
+    await (wait > 0 ? sleep(wait) : nextTurn());
     const found = await s.search('bench', 't', { vector: queries[i % queries.length], metric: 'cosine', candidates: 100, limit: 10 });
     lat.push(performance.now() - t0);
     if (found.length !== 10) throw new Error(`a search answered ${found.length} rows, not 10`);
@@ -141,7 +146,7 @@ async function main(): Promise<void> {
       const a99 = pct(anchor, 99);
       return `${name.padEnd(8)} ${String(lat.length).padStart(6)} searches  p50 ${p50.toFixed(2).padStart(7)} ms (x${(p50 / a50).toFixed(2)})  p99 ${p99.toFixed(2).padStart(7)} ms (x${(p99 / a99).toFixed(2)})`;
     };
-    console.log(`ttl-expiry: ${LIVE.toLocaleString('en')} live + ${EXPIRING.toLocaleString('en')} expiring rows, ${DIM}-d, ${ANN ? 'ANN' : 'exact'} searches, sweep batches of ${BATCH_ROWS}; ratios against the anchor`);
+    console.log(`ttl-expiry: ${LIVE.toLocaleString('en')} live + ${EXPIRING.toLocaleString('en')} expiring rows, ${DIM}-d, ${ANN ? 'ANN' : 'exact'} searches at ${QPS}/s, sweep batches of ${BATCH_ROWS}; ratios against the anchor`);
     console.log(line('anchor', anchor));
     console.log(line('hidden', hidden));
     console.log(line('removal', removal));
