@@ -30,6 +30,12 @@ describe('configuration', () => {
     );
   });
 
+  it('reads the TTL sweep settings, and refuses a batch of no rows', () => {
+    assert.deepEqual(loadConfig({}).ttlSweep, { batchRows: 200, intervalMs: 1000 });
+    assert.deepEqual(loadConfig({ VSS_TTL_SWEEP_BATCH_ROWS: '250', VSS_TTL_SWEEP_INTERVAL_MS: '5000' }).ttlSweep, { batchRows: 250, intervalMs: 5000 });
+    assert.throws(() => loadConfig({ VSS_TTL_SWEEP_BATCH_ROWS: '0' }), (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && /VSS_TTL_SWEEP_BATCH_ROWS/.test(e.problems[0]));
+  });
+
   it('turns search drafts off with VSS_SEARCH_DRAFT=false, and refuses other words', () => {
     assert.equal(loadConfig({}).searchDraft, true);
     assert.equal(loadConfig({ VSS_SEARCH_DRAFT: 'false' }).searchDraft, false);

@@ -152,6 +152,12 @@ export interface Config {
     readonly maxExpandedBytes: number;
   };
   readonly index: { readonly saveEveryChanges: number; readonly saveEveryMs: number; readonly exactBelowRows: number; readonly segmentRows: number };
+  /**
+   * The background removal of expired rows (TTL) in the embedded store: at most `batchRows`
+   * deletions per batch, a pass every `intervalMs`. Expired rows are hidden from reads at once
+   * either way; Cassandra's engine removes its own.
+   */
+  readonly ttlSweep: { readonly batchRows: number; readonly intervalMs: number };
 }
 
 export class ConfigError extends Error {
@@ -373,6 +379,10 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       saveEveryMs: int('VSS_INDEX_SAVE_EVERY_MS', 60_000, 100, 86_400_000),
       exactBelowRows: int('VSS_EXACT_BELOW_ROWS', 10_000, 0, 100_000_000),
       segmentRows: int('VSS_INDEX_SEGMENT_ROWS', 250_000, 1_000, 100_000_000),
+    },
+    ttlSweep: {
+      batchRows: int('VSS_TTL_SWEEP_BATCH_ROWS', 200, 1, 1_000_000),
+      intervalMs: int('VSS_TTL_SWEEP_INTERVAL_MS', 1_000, 10, 86_400_000),
     },
     ...rest,
   } as Config;

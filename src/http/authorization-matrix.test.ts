@@ -99,6 +99,7 @@ describe('authorisation matrix: every route × every caller', () => {
       { method: 'POST', url: '/v1/keyspaces/list', route: 'POST /v1/keyspaces/list', need: 'Read', scoped: false, ok: 200 },
       { method: 'GET', url: '/v1/keyspaces/list', route: 'GET /v1/keyspaces/list', need: 'Read', scoped: false, ok: 200 },
       { method: 'POST', url: '/v1/keyspaces/table/create', route: 'POST /v1/keyspaces/table/create', bodyFor: (kind) => ({ keyspace: KS, table: `extra_${KINDS.indexOf(kind)}`, dimension: 4 }), need: 'Write', scoped: true, ok: 200 },
+      { method: 'POST', url: '/v1/keyspaces/table/update', route: 'POST /v1/keyspaces/table/update', body: { keyspace: KS, table: 'vector', default_ttl_seconds: null }, need: 'Write', scoped: true, ok: 200 },
       { method: 'GET', url: '/v1/generate/?text=hi', route: 'GET /v1/generate/', need: 'Read', scoped: false, ok: 200 },
       { method: 'POST', url: '/v1/embeddings', route: 'POST /v1/embeddings', body: { input: 'hi' }, need: 'Read', scoped: false, ok: 200 },
       { method: 'POST', url: '/v1/embed/', route: 'POST /v1/embed/', multipart: true, need: 'Write', scoped: true, ok: 200 },

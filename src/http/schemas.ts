@@ -7,7 +7,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { BATCH_LIMIT } from './schema-limits.ts';
 import { DEFAULT_LIMITS } from '../config/config.ts';
 import { MAX_CONDITIONS } from '../index/filter.ts';
-import { LEXICAL_TOKENIZERS, type Filter, type Metadata } from '../storage/api.ts';
+import { LEXICAL_TOKENIZERS, MAX_TTL_SECONDS, type Filter, type Metadata } from '../storage/api.ts';
 
 export const NAME_PATTERN = '^[a-z][a-z0-9_]{0,47}$';
 
@@ -92,6 +92,10 @@ export const SearchBody = Type.Object(
 );
 export type SearchBody = Static<typeof SearchBody>;
 
+/** A TTL on a write: whole seconds, or null for never (see docs/API.md, "TTL"). */
+const TtlSeconds = (description: string) => Type.Union([Type.Integer({ minimum: 1, maximum: MAX_TTL_SECONDS }), Type.Null()], { description });
+const RECORD_TTL = 'Seconds until this row expires (at most ten years); null: never, whatever the request or table says; absent: the request\'s, else the table\'s default_ttl_seconds';
+
 const VectorRecord = Type.Object(
   {
     key: Type.Optional(Key),
@@ -99,6 +103,7 @@ const VectorRecord = Type.Object(
     vector_base64: Type.Optional(VectorBase64),
     text: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.textBytes, description: 'Embedded with model_name when no vector is given; at most 64 KiB of UTF-8' })),
     metadata: Type.Optional(MetadataObject),
+    ttl_seconds: Type.Optional(TtlSeconds(RECORD_TTL)),
   },
   { additionalProperties: false },
 );
@@ -113,6 +118,7 @@ export const VectorWriteBody = Type.Object(
     vector_base64: Type.Optional(VectorBase64),
     text: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.textBytes, description: 'Embedded with model_name when no vector is given; at most 64 KiB of UTF-8' })),
     metadata: Type.Optional(MetadataObject),
+    ttl_seconds: Type.Optional(TtlSeconds(RECORD_TTL)),
   },
   { additionalProperties: false },
 );
@@ -125,6 +131,7 @@ export const VectorBatchBody = Type.Object(
     model_name: Type.Optional(ModelName),
     vectors: Type.Optional(batchOf(VectorRecord, 'Records to upsert, all or nothing')),
     vector: Type.Optional(batchOf(VectorValues, 'Bare vectors (keys are generated)')),
+    ttl_seconds: Type.Optional(TtlSeconds("Seconds until the records that name no ttl_seconds expire; null: never; absent: the table's default_ttl_seconds")),
   },
   // One of the two forms, as the service requires.
   { additionalProperties: false, oneOf: [{ required: ['vectors'] }, { required: ['vector'] }] },
@@ -171,6 +178,7 @@ const MetadataFields = {
   raw_value: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.textBytes * 16, description: 'At most 1 MiB of UTF-8' })),
   source_type: Type.Optional(Type.String({ maxLength: 256 })),
   processing_details: Type.Optional(Type.String({ maxLength: 65536 })),
+  ttl_seconds: Type.Optional(TtlSeconds('Seconds until the record expires; absent or null: never')),
 };
 export const MetadataRecordBody = Type.Object(MetadataFields, { additionalProperties: false });
 export type MetadataRecordBody = Static<typeof MetadataRecordBody>;
@@ -194,10 +202,21 @@ export const TableCreateBody = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    default_ttl_seconds: Type.Optional(TtlSeconds('Seconds until rows written without a TTL expire; absent or null: they never do')),
   },
   { additionalProperties: false },
 );
 export type TableCreateBody = Static<typeof TableCreateBody>;
+
+export const TableUpdateBody = Type.Object(
+  {
+    keyspace: Keyspace,
+    table: TableName,
+    default_ttl_seconds: TtlSeconds('The new default TTL of rows written without one; null: none. Rows already written keep their expiry.'),
+  },
+  { additionalProperties: false },
+);
+export type TableUpdateBody = Static<typeof TableUpdateBody>;
 
 export const GenerateQuery = Type.Object(
   { text: Type.String({ minLength: 0, maxLength: DEFAULT_LIMITS.textBytes }), model_name: Type.Optional(ModelName) },

@@ -60,6 +60,8 @@ export async function startTestApp(
     /** The fake model waits this long per call (work that takes time, e.g. to leave in the middle of). */
     fakeDelayMs?: number;
     logger?: FastifyServerOptions['logger'];
+    /** The clock rows expire by (embedded storage and the service); Cassandra's engine keeps its own. */
+    clock?: () => number;
   } = {},
 ): Promise<TestApp> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-test-'));
@@ -85,7 +87,7 @@ export async function startTestApp(
       throw err;
     }
   } else {
-    backend = await openEmbeddedStorage({ dataDir, index: config.index });
+    backend = await openEmbeddedStorage({ dataDir, index: config.index, clock: opts.clock });
   }
   // Wired as main.ts wires it, so metrics see what production sees.
   const metrics = new Metrics(backend.indexStatus?.bind(backend));
@@ -100,7 +102,7 @@ export async function startTestApp(
     await models.start();
     offerSearchDrafts(config, models, backend, () => undefined);
   }
-  const deps: Deps = { config, storage, models, reranker: createReranker(config.rerank) };
+  const deps: Deps = { config, storage, models, reranker: createReranker(config.rerank), clock: opts.clock };
   await bootstrap(deps);
   const app = await buildApp(deps, { metrics, logger: opts.logger });
   await app.ready();

@@ -45,9 +45,10 @@ const SCORE_ALL_BELOW = 256;
  * Per block, usearch returns k > limit candidates by float32 distance; they are re-scored in
  * float64. The block's answer is certain when its limit-th exact distance is below the k-th
  * float32 distance by more than float32 rounding could hide; otherwise k grows and the block is
- * searched again (this happens only around near-ties, e.g. duplicate vectors).
+ * searched again (this happens only around near-ties, e.g. duplicate vectors). Rows in `exclude`
+ * (e.g. expired ones) are never answered; k also grows while they leave fewer than `limit`.
  */
-export function exactTopK(blocks: Iterable<VectorBlock>, query: Float32Array, metric: Metric, limit: number): Scored[] {
+export function exactTopK(blocks: Iterable<VectorBlock>, query: Float32Array, metric: Metric, limit: number, exclude?: ReadonlySet<number>): Scored[] {
   if (limit <= 0) return [];
   const d = query.length;
   const q = atOffsetZero(query);
@@ -64,13 +65,14 @@ export function exactTopK(blocks: Iterable<VectorBlock>, query: Float32Array, me
     if (n === 0) continue;
     if (vectors.length !== n * d) throw new RangeError(`block of ${n} rows has ${vectors.length} values, expected dimension ${d}`);
     const score = (i: number): Scored => ({ rowId: rowIds[i], score: exactScore(metric, q, vectors.subarray(i * d, i * d + d)) });
+    const kept = (i: number): boolean => exclude === undefined || !exclude.has(rowIds[i]);
 
     if (zeroCosine) {
-      for (let i = 0; i < n; i++) top.push({ rowId: rowIds[i], score: 0 });
+      for (let i = 0; i < n; i++) if (kept(i)) top.push({ rowId: rowIds[i], score: 0 });
       continue;
     }
     if (n <= Math.max(SCORE_ALL_BELOW, limit + pad)) {
-      for (let i = 0; i < n; i++) top.push(score(i));
+      for (let i = 0; i < n; i++) if (kept(i)) top.push(score(i));
       continue;
     }
     for (let k = limit + pad; ; k = Math.min(n, k * 4)) {
@@ -78,10 +80,11 @@ export function exactTopK(blocks: Iterable<VectorBlock>, query: Float32Array, me
       const cands: Scored[] = [];
       let cutoff = -Infinity;
       for (let j = 0; j < k; j++) {
-        cands.push(score(Number(found.keys[j])));
+        const i = Number(found.keys[j]);
+        if (kept(i)) cands.push(score(i));
         cutoff = Math.max(cutoff, found.distances[j]);
       }
-      const certain = k === n || blockIsCertain(cands, metric, limit, cutoff);
+      const certain = k === n || (cands.length >= limit && blockIsCertain(cands, metric, limit, cutoff));
       if (certain) {
         for (const c of cands) top.push(c);
         break;
@@ -115,7 +118,7 @@ export function rescore(query: Float32Array, rowIds: Iterable<number>, rows: Pic
   return top.sorted();
 }
 
-/** The exact best `limit` rows of the whole matrix, or of just `only` when given (e.g. a filter's rows). */
-export function exactSearchMatrix(matrix: VectorMatrix, query: Float32Array, metric: Metric, limit: number, only?: Iterable<number>): Scored[] {
-  return exactTopK(only === undefined ? matrix.segments() : matrix.gather(only), query, metric, limit);
+/** The exact best `limit` rows of the whole matrix, or of just `only` when given (e.g. a filter's rows), none of `exclude`. */
+export function exactSearchMatrix(matrix: VectorMatrix, query: Float32Array, metric: Metric, limit: number, only?: Iterable<number>, exclude?: ReadonlySet<number>): Scored[] {
+  return exactTopK(only === undefined ? matrix.segments() : matrix.gather(only), query, metric, limit, exclude);
 }

@@ -10,4 +10,6 @@ export interface Deps {
   readonly models: ModelRegistry;
   /** The cross-encoder for `"rerank": true` searches; null when VSS_RERANK_URL is unset. */
   readonly reranker: Reranker | null;
+  /** The clock TTLs count from (ms since the epoch); default Date.now. Tests pass the one their storage expires rows by. */
+  readonly clock?: () => number;
 }

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
+import { invalid, invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
 import type { KeyspaceInfo, LexicalSettings, LexicalTokenizer, TableStats } from '../storage/api.ts';
 import { coversResource, isAdministrator, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
 import { checkKeyspaceQuota, checkTableQuota } from './quota.ts';
-import { requireKeyspaceExists } from './tables.ts';
+import { requireKeyspaceExists, requireTable } from './tables.ts';
+import { checkTtl } from './ttl.ts';
 import { checkMetricName, checkModelName, validNames } from './validate.ts';
 
 export interface KeyspaceView {
@@ -112,8 +113,12 @@ export async function listKeyspaces(deps: Deps, caller: Caller): Promise<{ keysp
   return { keyspaces: await Promise.all(visible.map((k) => view(deps, k))) };
 }
 
-export async function createTable(deps: Deps, input: { keyspace: string; table: string; dimension?: number; metric?: string; model_name?: string; lexical?: { tokenizer?: string } }) {
+export async function createTable(
+  deps: Deps,
+  input: { keyspace: string; table: string; dimension?: number; metric?: string; model_name?: string; lexical?: { tokenizer?: string }; default_ttl_seconds?: number | null },
+) {
   const errors: CodedFieldError[] = [];
+  checkTtl(input.default_ttl_seconds, '/body/default_ttl_seconds', errors);
   const metric = checkMetricName(input.metric ?? 'cosine', '/body/metric', errors);
   let model: string | null = input.model_name ?? null;
   const modelKnown = checkModelName(deps.models, input.model_name, '/body/model_name', errors);
@@ -134,5 +139,17 @@ export async function createTable(deps: Deps, input: { keyspace: string; table: 
   if ((await deps.storage.getTable(input.keyspace, input.table)) === null) await checkTableQuota(deps, input.keyspace);
   const lexical = input.lexical?.tokenizer === undefined ? undefined : { tokenizer: input.lexical.tokenizer as LexicalTokenizer };
   const t = await deps.storage.createTable({ keyspace: input.keyspace, name: input.table, dimension, metric, model, lexical });
-  return { keyspace: t.keyspace, table: t.name, dimension: t.dimension, metric: t.metric, model: t.model, lexical: t.lexical, row_count: 0, created_at: t.createdAt };
+  const ttl = input.default_ttl_seconds ?? null;
+  if (ttl !== null) await deps.storage.setDefaultTtl(t.keyspace, t.name, ttl);
+  return { keyspace: t.keyspace, table: t.name, dimension: t.dimension, metric: t.metric, model: t.model, lexical: t.lexical, default_ttl_seconds: ttl, row_count: 0, created_at: t.createdAt };
+}
+
+/** Changes a table's settings: its default TTL (rows already written keep their expiry). */
+export async function updateTable(deps: Deps, input: { keyspace: string; table: string; default_ttl_seconds: number | null }) {
+  const errors: CodedFieldError[] = [];
+  checkTtl(input.default_ttl_seconds, '/body/default_ttl_seconds', errors);
+  if (errors.length > 0) throw invalid(errors);
+  await requireTable(deps.storage, input.keyspace, input.table);
+  await deps.storage.setDefaultTtl(input.keyspace, input.table, input.default_ttl_seconds);
+  return { keyspace: input.keyspace, table: input.table, default_ttl_seconds: await deps.storage.getDefaultTtl(input.keyspace, input.table) };
 }

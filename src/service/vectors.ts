@@ -7,6 +7,7 @@ import type { Deps } from './deps.ts';
 import { forOwner } from './owner-lock.ts';
 import { checkTableQuota, checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists, requireTable } from './tables.ts';
+import { checkTtl, clockOf, effectiveTtl, expiresAtIso, expiryAt } from './ttl.ts';
 import { checkKey, checkMetadata, checkModelName, checkText, isZero, toFloat32, validNames, vectorOf } from './validate.ts';
 
 export interface VectorRecordInput {
@@ -16,6 +17,8 @@ export interface VectorRecordInput {
   vector_base64?: string;
   text?: string;
   metadata?: Metadata;
+  /** Seconds until the row expires; null: never (whatever the table's default); absent: the request's or the table's. */
+  ttl_seconds?: number | null;
 }
 
 export interface BatchInput {
@@ -25,6 +28,8 @@ export interface BatchInput {
   vectors?: VectorRecordInput[];
   /** The specification's form: bare vectors, keys made by the server. */
   vector?: number[][];
+  /** The TTL of the records that name none (see VectorRecordInput.ttl_seconds). */
+  ttl_seconds?: number | null;
 }
 
 export interface WriteInput extends VectorRecordInput {
@@ -40,6 +45,8 @@ interface Parsed {
   vectorPath: string | null;
   text: string | null;
   metadata: Metadata;
+  /** The record's own TTL (undefined: it names none). */
+  ttl: number | null | undefined;
 }
 
 /**
@@ -53,9 +60,19 @@ type RecordsForm = 'single' | 'records' | 'bare';
  * upserts all rows in one transaction: all or nothing. One answer names every bad record: the
  * checks that need the table (dimension, zero vectors) run even when others have failed.
  */
-async function writeRecords(deps: Deps, keyspace: string, tableName: string, modelName: string | undefined, records: VectorRecordInput[], basePath: string, form: RecordsForm): Promise<string[]> {
+async function writeRecords(
+  deps: Deps,
+  keyspace: string,
+  tableName: string,
+  modelName: string | undefined,
+  records: VectorRecordInput[],
+  basePath: string,
+  form: RecordsForm,
+  requestTtl?: number | null,
+): Promise<string[]> {
   const { limits } = deps.config;
   const errors: CodedFieldError[] = [];
+  checkTtl(requestTtl, '/body/ttl_seconds', errors);
   if (records.length === 0) errors.push({ path: basePath, message: 'must hold at least one vector' });
   if (records.length > limits.batchItems) errors.push({ path: basePath, message: `must hold at most ${limits.batchItems} items (has ${records.length})` });
   if (errors.length) throw invalid(errors);
@@ -106,7 +123,17 @@ async function writeRecords(deps: Deps, keyspace: string, tableName: string, mod
       // Another writer made the table first with another dimension.
       throw new ServiceError('dimension_mismatch', `Table "${tableName}" holds ${table.dimension} dimensions; these vectors have ${dimension}.`);
     }
-    const rows: VectorRow[] = parsed.map((p) => ({ key: p.key, vector: p.vector!, metadata: p.metadata, text: p.text }));
+    // The table's default matters only to records the write gives no TTL.
+    const needsDefault = requestTtl === undefined && parsed.some((p) => p.ttl === undefined);
+    const tableTtl = needsDefault ? await deps.storage.getDefaultTtl(keyspace, tableName) : null;
+    const now = clockOf(deps)();
+    const rows: VectorRow[] = parsed.map((p) => ({
+      key: p.key,
+      vector: p.vector!,
+      metadata: p.metadata,
+      text: p.text,
+      expiresAt: expiryAt(now, effectiveTtl(p.ttl, requestTtl, tableTtl)),
+    }));
     await deps.storage.upsertVectors(keyspace, tableName, rows);
   });
   return parsed.map((p) => p.key);
@@ -118,10 +145,11 @@ function parseRecord(r: VectorRecordInput, path: string, bare: boolean, errors: 
   checkKey(key, `${path}/key`, errors, limits);
   checkMetadata(r.metadata, `${path}/metadata`, errors, limits);
   checkText(r.text, `${path}/text`, errors, limits.textBytes);
-  if (bare) return { key, vector: toFloat32(r.vector!, path, errors, limits), vectorPath: path, text: null, metadata: {} };
+  if (bare) return { key, vector: toFloat32(r.vector!, path, errors, limits), vectorPath: path, text: null, metadata: {}, ttl: undefined };
+  checkTtl(r.ttl_seconds, `${path}/ttl_seconds`, errors);
   const given = vectorOf(r, path, errors, limits);
   if (given.field === null && r.text === undefined) errors.push({ path, message: 'needs a vector (or vector_base64), or a text to embed' });
-  return { key, vector: given.vector, vectorPath: given.field && `${path}/${given.field}`, text: r.text ?? null, metadata: r.metadata ?? {} };
+  return { key, vector: given.vector, vectorPath: given.field && `${path}/${given.field}`, text: r.text ?? null, metadata: r.metadata ?? {}, ttl: r.ttl_seconds };
 }
 
 /** The checks that need the table: each given vector's dimension, and no zero vector under cosine. */
@@ -157,7 +185,7 @@ export async function writeBatch(deps: Deps, input: BatchInput) {
     throw invalid([{ path: '/body/vectors', message }, { path: '/body/vector', message }]);
   }
   const records = input.vectors ?? input.vector!.map((vector) => ({ vector }));
-  const keys = await writeRecords(deps, input.keyspace, input.table, input.model_name, records, input.vectors ? '/body/vectors' : '/body/vector', input.vectors ? 'records' : 'bare');
+  const keys = await writeRecords(deps, input.keyspace, input.table, input.model_name, records, input.vectors ? '/body/vectors' : '/body/vector', input.vectors ? 'records' : 'bare', input.ttl_seconds);
   return { keyspace: input.keyspace, table: input.table, written: keys.length, keys };
 }
 
@@ -171,6 +199,7 @@ export async function getVector(deps: Deps, input: { keyspace: string; table: st
     key: row.key,
     metadata: row.metadata,
     text: row.text,
+    expires_at: expiresAtIso(row.expiresAt),
     ...(input.include_vector === false ? {} : { vector: Array.from(row.vector) }),
   };
 }
@@ -212,6 +241,7 @@ export async function listVectors(deps: Deps, input: { keyspace: string; table: 
       key: r.key,
       metadata: r.metadata,
       text: r.text,
+      expires_at: expiresAtIso(r.expiresAt),
       ...(input.include_vector === false ? {} : { vector: Array.from(r.vector) }),
     })),
     cursor: page.cursor,

@@ -51,7 +51,16 @@ export interface VectorRow {
   vector: Float32Array;
   metadata: Metadata;
   text: string | null;
+  /**
+   * When the row expires, in ms since the epoch (null or absent: never). From that moment no read
+   * returns it (get, scan, count, search of any kind), whether or not it has been removed yet.
+   * Rewriting a row sets its expiry to what the new write says.
+   */
+  expiresAt?: number | null;
 }
+
+/** The longest TTL a write may ask for (ten years, in seconds): well inside Cassandra's 20-year cap. */
+export const MAX_TTL_SECONDS = 10 * 365 * 24 * 3600;
 
 /**
  * A metadata filter in the usual document-store dialect:
@@ -110,6 +119,8 @@ export interface MetadataRecord {
   raw_value: string;
   source_type: string;
   processing_details: string;
+  /** When the record expires, in ms since the epoch (null or absent: never); an expired record is not returned. */
+  expires_at?: number | null;
 }
 
 export type Permission = 'All' | 'Write' | 'Read';
@@ -178,6 +189,13 @@ export interface VectorStore {
    * text (null or '') never match; a text with no tokens after tokenizing gives []. Throws table_not_found.
    */
   lexicalSearch(keyspace: string, table: string, q: LexicalQuery): Promise<StoredMatch[]>;
+  /**
+   * The table's default TTL in seconds (null: rows never expire unless a write says so). The
+   * service applies it to writes that name no TTL; storage only keeps it. Throws table_not_found.
+   */
+  getDefaultTtl(keyspace: string, table: string): Promise<number | null>;
+  /** Sets or (null) clears the table's default TTL; rows already written keep their expiry. */
+  setDefaultTtl(keyspace: string, table: string, seconds: number | null): Promise<void>;
 }
 
 export interface MetadataStore {

@@ -1,6 +1,7 @@
 /**
  * The storage contract: every backend must pass these cases. A backend's test file calls
- * `storageContract(name, open)`, where `open` gives a fresh, empty store and its cleanup.
+ * `storageContract(name, open, clock)`, where `open` gives a fresh, empty store and its cleanup,
+ * and `clock` is the one its rows expire by (default the real one: see contract-ttl.case.ts).
  * Errors are checked by `code`, never by message text.
  */
 import { after, before, describe, it } from 'node:test';
@@ -9,6 +10,7 @@ import type { Metric, Storage, VectorRow } from './api.ts';
 import { bruteScore } from './brute-score.case.ts';
 import { randomDifferentialCase } from './contract-random.case.ts';
 import { lexicalContract } from './contract-lexical.case.ts';
+import { realClock, ttlContract, type TestClock } from './contract-ttl.case.ts';
 
 export type OpenStorage = () => Promise<{ storage: Storage; cleanup: () => Promise<void> }>;
 
@@ -36,7 +38,7 @@ function bruteForce(rows: VectorRow[], q: Float32Array, metric: Metric, limit: n
 
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
-export function storageContract(name: string, open: OpenStorage): void {
+export function storageContract(name: string, open: OpenStorage, clock: TestClock = realClock): void {
   describe(`storage contract: ${name}`, () => {
     let storage: Storage;
     let cleanup: () => Promise<void>;
@@ -353,6 +355,7 @@ export function storageContract(name: string, open: OpenStorage): void {
     });
 
     lexicalContract(() => storage);
+    ttlContract(() => storage, clock);
 
     describe('random differential', () => {
       it('agrees with an in-memory model over a seeded random sequence of writes, deletes and checks', async (t) => {

@@ -22,6 +22,7 @@ export async function openStorage(config: Config, hooks: StorageHooks = {}): Pro
         index: config.index,
         vectorMemoryBytes: config.vectorMemoryMb * 2 ** 20,
         mmapBytes: config.dbMmapMb * 2 ** 20,
+        ttlSweep: config.ttlSweep,
       });
     case 'cassandra': {
       // Loaded only for this backend: cassandra-driver is heavy and the embedded backend never needs it.

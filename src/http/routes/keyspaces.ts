@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Deps } from '../../service/deps.ts';
-import { autoprovision, createKeyspace, createTable, listKeyspaces } from '../../service/keyspaces.ts';
+import { autoprovision, createKeyspace, createTable, listKeyspaces, updateTable } from '../../service/keyspaces.ts';
 import { callerOf } from '../auth.ts';
-import { KeyspaceCreateBody, TableCreateBody } from '../schemas.ts';
+import { KeyspaceCreateBody, TableCreateBody, TableUpdateBody } from '../schemas.ts';
 
 export const keyspaceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.post('/v1/keyspaces/create', {
@@ -24,5 +24,10 @@ export const keyspaceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     schema: { tags: ['keyspaces'], summary: 'Create a table with a dimension and metric', body: TableCreateBody },
     config: { permission: 'Write', keyspaces: (r) => [(r.body as TableCreateBody).keyspace] },
     handler: (req) => createTable(deps, req.body),
+  });
+  app.post('/v1/keyspaces/table/update', {
+    schema: { tags: ['keyspaces'], summary: "Change a table's default TTL", body: TableUpdateBody },
+    config: { permission: 'Write', keyspaces: (r) => [(r.body as TableUpdateBody).keyspace] },
+    handler: (req) => updateTable(deps, req.body),
   });
 };

@@ -111,6 +111,8 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     scanVectors: (ks, t, o) => vectors.scanVectors(ctx, ks, t, o),
     search: (ks, t, q) => search(ctx, ks, t, q),
     lexicalSearch: (ks, t, q) => lexicalSearch(ctx, ks, t, q),
+    getDefaultTtl: (ks, t) => vectors.getDefaultTtl(ctx, ks, t),
+    setDefaultTtl: (ks, t, seconds) => vectors.setDefaultTtl(ctx, ks, t, seconds),
 
     upsertMetadata: (recs) => records.upsertMetadata(ctx, recs),
     getMetadata: (ks, t, files) => records.getMetadata(ctx, ks, t, files),

@@ -2,9 +2,11 @@
  * Metadata records (a description of one source of vectors), keyed by (keyspace, table,
  * source_file): one partition per table, one row per source. Upserts are all-or-nothing through
  * a LOGGED batch when they fit in an estimated 24 KiB, otherwise concurrent idempotent writes (see vectors.ts).
+ * A record's expiry is the engine's TTL (`USING TTL`, 0: never), read back with TTL(raw_value).
  */
 import { type FieldError, invalid } from '../../errors.ts';
 import type { MetadataRecord } from '../api.ts';
+import { expiryOf, ttlSeconds } from './vectors.ts';
 import { chunks, utf8Bytes } from './codec.ts';
 import { type Ctx, sysTable } from './context.ts';
 import { forEachLimit } from './session.ts';
@@ -19,6 +21,7 @@ export async function upsertMetadata(ctx: Ctx, records: MetadataRecord[]): Promi
     for (const f of ['keyspace', 'table', 'source_file'] as const) {
       if (typeof r?.[f] === 'string' && r[f].length === 0) errors.push({ path: `/${i}/${f}`, message: 'must not be empty' });
     }
+    if (r?.expires_at != null && !Number.isSafeInteger(r.expires_at)) errors.push({ path: `/${i}/expires_at`, message: 'must be an integer (ms since the epoch) or null' });
   });
   if (errors.length > 0) throw invalid(errors);
   const last = new Map<string, MetadataRecord>();
@@ -27,10 +30,11 @@ export async function upsertMetadata(ctx: Ctx, records: MetadataRecord[]): Promi
     last.delete(id);
     last.set(id, r);
   }
-  const cql = `INSERT INTO ${sysTable(ctx, 'metadata_records')} (keyspace_name, table_name, source_file, raw_value, source_type, processing_details) VALUES (?, ?, ?, ?, ?, ?)`;
+  const cql = `INSERT INTO ${sysTable(ctx, 'metadata_records')} (keyspace_name, table_name, source_file, raw_value, source_type, processing_details) VALUES (?, ?, ?, ?, ?, ?) USING TTL ?`;
+  const now = Date.now();
   const statements = [...last.values()].map((r) => ({
     query: cql,
-    params: [r.keyspace, r.table, r.source_file, r.raw_value, r.source_type, r.processing_details],
+    params: [r.keyspace, r.table, r.source_file, r.raw_value, r.source_type, r.processing_details, ttlSeconds(r.expires_at, now)],
     bytes: FIELDS.reduce((s, f) => s + utf8Bytes(r[f]), 128),
   }));
   const errCtx = { action: 'writing metadata records' };
@@ -44,10 +48,11 @@ export async function getMetadata(ctx: Ctx, keyspace: string, table: string, sou
   const out = new Map<string, MetadataRecord>();
   const unique = [...new Set(sourceFiles)];
   if (unique.length === 0) return out;
-  const cql = `SELECT keyspace_name, table_name, source_file, raw_value, source_type, processing_details FROM ${sysTable(ctx, 'metadata_records')} WHERE keyspace_name = ? AND table_name = ? AND source_file IN ?`;
+  const cql = `SELECT keyspace_name, table_name, source_file, raw_value, source_type, processing_details, TTL(raw_value) AS ttl FROM ${sysTable(ctx, 'metadata_records')} WHERE keyspace_name = ? AND table_name = ? AND source_file IN ?`;
   for (const part of chunks(unique, 100)) {
     const rs = await ctx.session.execute('read', cql, [keyspace, table, part], { ctx: { action: 'reading metadata records' } });
     for (const r of rs.rows) {
+      const expiresAt = expiryOf(r.ttl);
       out.set(r.source_file as string, {
         keyspace: r.keyspace_name as string,
         table: r.table_name as string,
@@ -55,6 +60,7 @@ export async function getMetadata(ctx: Ctx, keyspace: string, table: string, sou
         raw_value: (r.raw_value as string | null) ?? '',
         source_type: (r.source_type as string | null) ?? '',
         processing_details: (r.processing_details as string | null) ?? '',
+        ...(expiresAt !== null ? { expires_at: expiresAt } : {}),
       });
     }
   }

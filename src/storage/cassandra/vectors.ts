@@ -20,14 +20,23 @@
  * row is deleted `USING TIMESTAMP` that time, which removes the version the scan saw (and older
  * ones) but not a rewrite made after it (a later timestamp), even one that still matches. Write
  * timestamps are the coordinators' (session.ts), so this holds as far as the nodes' clocks agree.
+ *
+ * TTL (VectorRow.expiresAt) is the engine's own: every row INSERT says `USING TTL n` (n = 0: never,
+ * which also overrides a table default), and the postings of an expiring row carry the same TTL,
+ * so the row, its postings and its count (a key scan) vanish together at the engine's clock, to
+ * the second. The table's default TTL is the Cassandra table's `default_time_to_live`; the service
+ * resolves it into each write, so the engine applies it only to rows other CQL clients write.
+ * The lexical counters (rows with text, their tokens) cannot expire: they keep counting an
+ * expired row until its key is written again or deleted, which moves BM25 scores slightly (see
+ * docs/CASSANDRA.md), never which rows match.
  */
 import cassandra from 'cassandra-driver';
 import { type FieldError, invalid } from '../../errors.ts';
 import { compileFilter } from '../../index/filter.ts';
-import type { Filter, TableInfo, VectorRow } from '../api.ts';
+import { type Filter, MAX_TTL_SECONDS, type TableInfo, type VectorRow } from '../api.ts';
 import { checkVector, chunks, fromCqlVector, fromMetadataText, throwVectorErrors, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
 import { countRows, requireTable } from './catalog.ts';
-import { type Ctx, dataTable } from './context.ts';
+import { type Ctx, dataTable, physicalKeyspace } from './context.ts';
 import type { ErrorContext } from './driver-errors.ts';
 import { addStats, indexed, postingChanges, postingDeletes, type Stmt, statsOf } from './lexical.ts';
 import { forEachLimit } from './session.ts';
@@ -71,13 +80,15 @@ export function validateRows(t: TableInfo, rows: VectorRow[], basePath = ''): Ve
  */
 export async function writeRows(ctx: Ctx, t: TableInfo, rows: VectorRow[]): Promise<void> {
   if (rows.length === 0) return;
-  const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?)`;
+  const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?) USING TTL ?`;
+  const clock = Date.now();
   const before = await currentTexts(ctx, t, rows.map((r) => r.key));
   let docs = 0;
   let tokens = 0;
   const groups = rows.map((r) => {
     const metadata = toMetadataText(r.metadata);
-    const row = { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + 128 };
+    const ttl = ttlSeconds(r.expiresAt, clock);
+    const row = { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null, ttl], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + 128 };
     const old = indexed(t, before.get(r.key));
     const now = indexed(t, r.text);
     docs += statsOf(now).rows - statsOf(old).rows;
@@ -85,10 +96,54 @@ export async function writeRows(ctx: Ctx, t: TableInfo, rows: VectorRow[]): Prom
     const { inserts, deletes } = postingChanges(ctx, t, r.key, old, now);
     // If the row's statements must be split, new postings go first and stale ones last: a crash
     // midway leaves stale postings (a search drops them), never a row missing from the index.
-    return [...inserts, row, ...deletes];
+    return [...inserts.map((s) => withTtl(s, ttl)), row, ...deletes];
   });
   await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'writing vectors' });
   await addStats(ctx, t, docs, tokens);
+}
+
+/**
+ * The TTL in seconds a write of a row expiring at `expiresAt` says, as of `now` (0: never). A
+ * time already past gives 1 s, the engine's least: the row then lives at most that second.
+ */
+export function ttlSeconds(expiresAt: number | null | undefined, now: number): number {
+  if (expiresAt === null || expiresAt === undefined) return 0;
+  return Math.min(MAX_TTL_SECONDS, Math.max(1, Math.ceil((expiresAt - now) / 1000)));
+}
+
+/** An INSERT statement that expires after `ttl` seconds (unchanged for 0, which is never). */
+export const withTtl = (s: Stmt, ttl: number): Stmt => (ttl === 0 ? s : { ...s, query: `${s.query} USING TTL ?`, params: [...s.params, ttl] });
+
+/**
+ * When a cell read with `TTL(...)` = `ttl` seconds left expires, in ms: the engine keeps expiry
+ * in whole seconds, so this is its second (null: no TTL).
+ */
+export const expiryOf = (ttl: unknown): number | null => (typeof ttl === 'number' && ttl > 0 ? (Math.floor(Date.now() / 1000) + ttl) * 1000 : null);
+
+/** A row's expiresAt as answered from its TTL: only rows that expire carry the field. */
+const expiryField = (ttl: unknown): { expiresAt?: number } => {
+  const at = expiryOf(ttl);
+  return at !== null ? { expiresAt: at } : {};
+};
+
+/** The table's default TTL: its Cassandra `default_time_to_live` (0 there: none). */
+export async function getDefaultTtl(ctx: Ctx, keyspace: string, table: string): Promise<number | null> {
+  await requireTable(ctx, keyspace, table);
+  const rs = await ctx.session.execute('read', 'SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [physicalKeyspace(ctx, keyspace), table], {
+    ctx: { keyspace, table, action: 'reading the default TTL' },
+  });
+  const ttl = rs.first()?.default_time_to_live as number | undefined;
+  return ttl ? ttl : null;
+}
+
+export async function setDefaultTtl(ctx: Ctx, keyspace: string, table: string, seconds: number | null): Promise<void> {
+  await requireTable(ctx, keyspace, table);
+  if (seconds !== null && !(Number.isInteger(seconds) && seconds >= 1 && seconds <= MAX_TTL_SECONDS)) {
+    throw invalid([{ path: '/default_ttl_seconds', message: `must be an integer from 1 to ${MAX_TTL_SECONDS}, or null` }]);
+  }
+  await ctx.session.execute('ddl', `ALTER TABLE ${dataTable(ctx, keyspace, table)} WITH default_time_to_live = ${seconds ?? 0}`, [], {
+    ctx: { keyspace, table, action: 'setting the default TTL' },
+  });
 }
 
 /**
@@ -130,12 +185,12 @@ async function currentTexts(ctx: Ctx, t: TableInfo, keys: string[]): Promise<Map
 
 export async function getVector(ctx: Ctx, keyspace: string, table: string, key: string): Promise<VectorRow | null> {
   await requireTable(ctx, keyspace, table);
-  const rs = await ctx.session.execute('read', `SELECT "key", "vector", "metadata", "text" FROM ${dataTable(ctx, keyspace, table)} WHERE "key" = ?`, [key], {
+  const rs = await ctx.session.execute('read', `SELECT "key", "vector", "metadata", "text", TTL("vector") AS ttl FROM ${dataTable(ctx, keyspace, table)} WHERE "key" = ?`, [key], {
     ctx: { keyspace, table, action: 'reading a vector' },
   });
   if (rs.rowLength === 0) return null;
   const r = rs.first();
-  return { key: r.key as string, vector: fromCqlVector(r.vector), metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null };
+  return { key: r.key as string, vector: fromCqlVector(r.vector), metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null, ...expiryField(r.ttl) };
 }
 
 /** Deletes the keys as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read. */
@@ -266,7 +321,7 @@ export async function scanVectors(
     after = Buffer.from(opts.cursor, 'base64url').toString('utf8');
     if (after === '' || Buffer.from(after, 'utf8').toString('base64url') !== opts.cursor) throw invalid([{ path: '/cursor', message: 'is not a cursor this table gave' }]);
   }
-  const cols = '"key", "vector", "metadata", "text"';
+  const cols = '"key", "vector", "metadata", "text", TTL("vector") AS ttl';
   const from = dataTable(ctx, keyspace, table);
   const rs =
     after === null
@@ -280,6 +335,7 @@ export async function scanVectors(
     vector: fromCqlVector(r.vector),
     metadata: fromMetadataText(r.metadata),
     text: (r.text as string | null) ?? null,
+    ...expiryField(r.ttl),
   }));
   const more = rs.rows.length > limit;
   return { rows, cursor: more ? Buffer.from(rows[rows.length - 1].key, 'utf8').toString('base64url') : null };

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../../errors.ts';
 import type { ApiKeyRecord, Permission, User } from '../api.ts';
+import { LIVE } from './expiry.ts';
 import { isUniqueViolation, nowIso, type Db } from './sql.ts';
 
 interface UserRow {
@@ -47,8 +48,12 @@ const toKey = (r: KeyRow): ApiKeyRecord => ({
 export class Accounts {
   readonly #db: Db;
 
-  constructor(db: Db) {
+  readonly #now: () => number;
+
+  /** `now`: the clock rows expire by; usage counts only rows not expired. */
+  constructor(db: Db, now: () => number) {
     this.#db = db;
+    this.#now = now;
   }
 
   createUser(u: { name: string; email: string; plan?: string }): User {
@@ -157,9 +162,9 @@ export class Accounts {
 
   usageOf(userId: string): { vectors: number; fileBytes: number } {
     const vectors = this.#db
-      .stmt('SELECT count(*) FROM vectors v JOIN tables t ON t.id = v.table_id JOIN keyspaces k ON k.name = t.keyspace WHERE k.owner = ?')
+      .stmt(`SELECT count(*) FROM vectors v JOIN tables t ON t.id = v.table_id JOIN keyspaces k ON k.name = t.keyspace WHERE k.owner = ? AND ${LIVE}`)
       .pluck()
-      .get(userId) as number;
+      .get(userId, this.#now()) as number;
     const fileBytes = this.#db
       .stmt('SELECT coalesce(sum(f.size), 0) FROM files f JOIN keyspaces k ON k.name = f.keyspace WHERE k.owner = ?')
       .pluck()

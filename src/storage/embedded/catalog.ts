@@ -4,7 +4,7 @@
  */
 import { invalid, ServiceError } from '../../errors.ts';
 import { METRICS, type Metric } from '../../index/metric.ts';
-import { DEFAULT_LEXICAL, LEXICAL_TOKENIZERS, type KeyspaceInfo, type LexicalSettings, type LexicalTokenizer, type TableInfo, type TableStats } from '../api.ts';
+import { DEFAULT_LEXICAL, LEXICAL_TOKENIZERS, MAX_TTL_SECONDS, type KeyspaceInfo, type LexicalSettings, type LexicalTokenizer, type TableInfo, type TableStats } from '../api.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import { TableState, type IndexKeeper, type TableMeta } from './index-upkeep.ts';
 import { createLexicalIndex } from './lexical.ts';
@@ -149,6 +149,20 @@ export class Catalog {
       .filter((t) => t.meta.keyspace === keyspace)
       .sort((a, b) => (a.meta.name < b.meta.name ? -1 : a.meta.name > b.meta.name ? 1 : 0))
       .map((t) => ({ ...tableInfo(t.meta), rowCount: t.matrix.size }));
+  }
+
+  /** The table's default TTL in seconds (null: none); throws keyspace_not_found or table_not_found. */
+  getDefaultTtl(keyspace: string, name: string): number | null {
+    const t = this.require(keyspace, name);
+    return (this.#db.stmt('SELECT default_ttl_seconds FROM tables WHERE id = ?').pluck().get(t.meta.id) as number | null) ?? null;
+  }
+
+  setDefaultTtl(keyspace: string, name: string, seconds: number | null): void {
+    const t = this.require(keyspace, name);
+    if (seconds !== null && !(Number.isInteger(seconds) && seconds >= 1 && seconds <= MAX_TTL_SECONDS)) {
+      throw invalid([{ path: '/default_ttl_seconds', message: `must be an integer from 1 to ${MAX_TTL_SECONDS}, or null` }]);
+    }
+    this.#db.stmt('UPDATE tables SET default_ttl_seconds = ? WHERE id = ?').run(seconds, t.meta.id);
   }
 
   /** The table's state; throws keyspace_not_found or table_not_found. */

@@ -6,15 +6,17 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { storageContract } from '../contract.case.ts';
+import { ManualClock } from '../contract-ttl.case.ts';
 import type { Metric, StoredMatch, VectorRow } from '../api.ts';
 import { openEmbeddedStorage, type EmbeddedOptions, type EmbeddedStorage } from './embedded-storage.ts';
 
 const tempDir = (): Promise<string> => fs.mkdtemp(path.join(os.tmpdir(), 'vss-embedded-'));
 const indexOpts = (exactBelowRows: number, segmentRows = 250_000): EmbeddedOptions['index'] => ({ saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows, segmentRows });
 
+const contractClock = new ManualClock();
 storageContract('embedded', async () => {
   const dir = await tempDir();
-  const storage = await openEmbeddedStorage({ dataDir: dir, index: indexOpts(0) });
+  const storage = await openEmbeddedStorage({ dataDir: dir, index: indexOpts(0), clock: contractClock.now });
   return {
     storage,
     cleanup: async () => {
@@ -22,7 +24,7 @@ storageContract('embedded', async () => {
       await fs.rm(dir, { recursive: true, force: true });
     },
   };
-});
+}, contractClock);
 
 function rng(seed: number): () => number {
   let s = seed;

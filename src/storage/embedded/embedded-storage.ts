@@ -26,6 +26,7 @@ import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
+import { ExpirySweep, type SweepSettings } from './expiry-sweep.ts';
 import { YieldSignal } from '../../platform/yield-signal.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 
@@ -43,6 +44,10 @@ export interface EmbeddedOptions {
    */
   mmapBytes?: number;
   defaultReplication?: string;
+  /** The clock rows and metadata records expire by (ms since the epoch; default Date.now): tests pass one they control. */
+  clock?: () => number;
+  /** The background removal of expired rows (expiry-sweep.ts); default batches of 200 rows, a pass every second. */
+  ttlSweep?: SweepSettings;
   /** Where upkeep problems (a damaged index being rebuilt, a failed save) are reported. */
   log?: (msg: string, err?: unknown) => void;
 }
@@ -74,6 +79,8 @@ export interface EmbeddedStorage extends Storage {
   /** How many searches took each path since opening. */
   /** Searches by stage-1 path; `drafted`: of the ANN ones, those begun from a draft (SearchQuery.draft). */
   searchCounts(): { exact: number; ann: number; filtered: number; drafted: number };
+  /** Runs a pass of the expiry sweep now (it also runs on its own timer); answers how many rows and records went. */
+  sweepExpired(): Promise<number>;
   /** How long opening took, how many rows its tables hold, and how many were re-read from the database. */
   readonly startup: { ms: number; rows: number; refilled: number };
 }
@@ -129,9 +136,10 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     return m;
   };
   const catalog = new Catalog(db, keeper, opts.defaultReplication ?? 'local', matrixFor);
-  const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows, worker });
-  const accounts = new Accounts(db);
-  const metadata = new MetadataRecords(db);
+  const now = opts.clock ?? Date.now;
+  const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows, worker, now });
+  const accounts = new Accounts(db, now);
+  const metadata = new MetadataRecords(db, now);
   const files = new Files(db, vectors, path.join(dataDir, 'files'), () => closing === null);
 
   let rows = 0;
@@ -144,6 +152,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
       rows += t.matrix.size;
       keeper.restore(t);
     }
+    vectors.loadExpiry();
     files.sweep();
     for (const sub of ['indexes', 'vectors', 'files']) removeDeadTemps(path.join(dataDir, sub));
   } catch (e) {
@@ -153,6 +162,8 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     throw mapStorageError(e);
   }
   keeper.start();
+  const sweep = new ExpirySweep(opts.ttlSweep ?? { batchRows: 200, intervalMs: 1000 }, [(n) => vectors.sweepExpired(n), (n) => metadata.sweepExpired(n)], opts.log);
+  sweep.start();
   const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, searches, opts.log);
 
   let closing: Promise<void> | null = null;
@@ -184,16 +195,19 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     listKeyspaces: (owner) => run(() => catalog.listKeyspaces(owner)),
     createTable: (t, o) => run(() => catalog.createTable(t, o)),
     getTable: (ks, name) => run(() => catalog.getTable(ks, name)),
-    listTables: (ks) => run(() => catalog.listTables(ks)),
+    // Counted by vectors.ts, which leaves out rows expired but not yet swept.
+    listTables: (ks) => run(() => catalog.listTables(ks).map((t) => ({ ...t, rowCount: vectors.count(ks, t.name) }))),
 
     upsertVectors: (ks, t, rows) => run(() => vectors.upsert(ks, t, rows)),
     getVector: (ks, t, key) => run(() => vectors.get(ks, t, key)),
     deleteVectors: (ks, t, keys) => run(() => vectors.deleteKeys(ks, t, keys)),
     deleteByFilter: (ks, t, filter) => run(() => vectors.deleteByFilter(ks, t, filter)),
     countVectors: (ks, t, filter) => run(() => vectors.count(ks, t, filter)),
-    scanVectors: (ks, t, opts) => run(() => scanVectors(db, catalog, ks, t, opts)),
+    scanVectors: (ks, t, o) => run(() => scanVectors(db, catalog, ks, t, o, now())),
     search: (ks, t, q) => runAsync(() => vectors.search(ks, t, q)),
     lexicalSearch: (ks, t, q) => run(() => vectors.lexicalSearch(ks, t, q)),
+    getDefaultTtl: (ks, t) => run(() => catalog.getDefaultTtl(ks, t)),
+    setDefaultTtl: (ks, t, seconds) => run(() => catalog.setDefaultTtl(ks, t, seconds)),
     ...(worker ? { addDraftEncoder: worker.addDraft.bind(worker) } : {}),
 
     upsertMetadata: (records) => run(() => metadata.upsert(records)),
@@ -233,9 +247,11 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     warmDatabase: () => warmer.warm(),
     searchCounts: () => ({ ...vectors.searches, drafted: worker?.draftSearches ?? 0 }),
     flushIndexes: () => keeper.saveDirty(),
+    sweepExpired: () => runAsync(() => sweep.run()),
     close: () => {
       closing ??= (async () => {
         try {
+          await sweep.close();
           await warmer.close();
           await keeper.close();
           // Last, with nothing left to write: the files then match the database's final seq.

@@ -34,6 +34,8 @@ describe('embedded lexical index', () => {
     const raw = new Database(path.join(dataDir, 'vss.db'));
     for (const t of raw.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'lex_[0-9]*' AND name NOT GLOB 'lex_*_*'`).pluck().all() as string[]) raw.exec(`DROP TABLE ${t}`);
     raw.exec('ALTER TABLE tables DROP COLUMN lexical_tokenizer');
+    // Nor what later versions added (the TTL columns of version 5).
+    raw.exec('DROP INDEX vectors_expiry; ALTER TABLE vectors DROP COLUMN expires_at; ALTER TABLE tables DROP COLUMN default_ttl_seconds; ALTER TABLE metadata_records DROP COLUMN expires_at');
     raw.exec('UPDATE schema_version SET version = 3');
     raw.close();
 

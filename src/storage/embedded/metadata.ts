@@ -12,6 +12,7 @@ interface Row {
   raw_value: string;
   source_type: string;
   processing_details: string;
+  expires_at: number | null;
 }
 
 const toRecord = (r: Row): MetadataRecord => ({
@@ -21,29 +22,37 @@ const toRecord = (r: Row): MetadataRecord => ({
   raw_value: r.raw_value,
   source_type: r.source_type,
   processing_details: r.processing_details,
+  // Only records that expire carry the field, as they were written.
+  ...(r.expires_at !== null ? { expires_at: r.expires_at } : {}),
 });
 
 export class MetadataRecords {
   readonly #db: Db;
 
-  constructor(db: Db) {
+  readonly #now: () => number;
+
+  /** `now`: the clock records expire by (ms since the epoch). */
+  constructor(db: Db, now: () => number) {
     this.#db = db;
+    this.#now = now;
   }
 
   upsert(records: MetadataRecord[]): void {
     const errors: FieldError[] = [];
     records.forEach((r, i) => {
       for (const f of FIELDS) if (typeof r[f] !== 'string') errors.push({ path: `/records/${i}/${f}`, message: 'must be a string' });
+      if (r.expires_at != null && !Number.isSafeInteger(r.expires_at)) errors.push({ path: `/records/${i}/expires_at`, message: 'must be an integer (ms since the epoch) or null' });
     });
     if (errors.length > 0) throw invalid(errors);
     const put = this.#db.stmt(
-      `INSERT INTO metadata_records (keyspace, table_name, source_file, raw_value, source_type, processing_details)
-       VALUES (@keyspace, @table, @source_file, @raw_value, @source_type, @processing_details)
+      `INSERT INTO metadata_records (keyspace, table_name, source_file, raw_value, source_type, processing_details, expires_at)
+       VALUES (@keyspace, @table, @source_file, @raw_value, @source_type, @processing_details, @expires_at)
        ON CONFLICT (keyspace, table_name, source_file) DO UPDATE SET
-         raw_value = excluded.raw_value, source_type = excluded.source_type, processing_details = excluded.processing_details`,
+         raw_value = excluded.raw_value, source_type = excluded.source_type, processing_details = excluded.processing_details,
+         expires_at = excluded.expires_at`,
     );
     this.#db.tx(() => {
-      for (const r of records) put.run({ keyspace: r.keyspace, table: r.table, source_file: r.source_file, raw_value: r.raw_value, source_type: r.source_type, processing_details: r.processing_details });
+      for (const r of records) put.run({ keyspace: r.keyspace, table: r.table, source_file: r.source_file, raw_value: r.raw_value, source_type: r.source_type, processing_details: r.processing_details, expires_at: r.expires_at ?? null });
     });
   }
 
@@ -51,9 +60,22 @@ export class MetadataRecords {
     const out = new Map<string, MetadataRecord>();
     if (sourceFiles.length === 0) return out;
     const rows = this.#db
-      .stmt('SELECT * FROM metadata_records WHERE keyspace = ? AND table_name = ? AND source_file IN (SELECT value FROM json_each(?))')
-      .all(keyspace, table, JSON.stringify(sourceFiles)) as Row[];
+      .stmt(
+        `SELECT * FROM metadata_records WHERE keyspace = ? AND table_name = ? AND source_file IN (SELECT value FROM json_each(?))
+         AND (expires_at IS NULL OR expires_at > ?)`,
+      )
+      .all(keyspace, table, JSON.stringify(sourceFiles), this.#now()) as Row[];
     for (const r of rows) out.set(r.source_file, toRecord(r));
     return out;
+  }
+
+  /** Deletes up to `max` records expired as of now; answers how many (expiry-sweep.ts). */
+  sweepExpired(max: number): number {
+    return this.#db.txUnsynced(() => this.#db
+      .stmt(
+        `DELETE FROM metadata_records WHERE (keyspace, table_name, source_file) IN
+           (SELECT keyspace, table_name, source_file FROM metadata_records WHERE expires_at <= ? LIMIT ?)`,
+      )
+      .run(this.#now(), max).changes);
   }
 }

@@ -129,6 +129,17 @@ const MIGRATIONS: ((db: Sqlite) => void)[] = [
       fillLexicalIndex(db, id);
     }
   },
+  // TTL: when a row or metadata record expires (ms since the epoch, NULL: never), and each
+  // table's default TTL for writes that name none. The partial index lists the expiring rows
+  // (start-up reads them into expiry.ts's trackers) and costs nothing for rows without a TTL.
+  (db) => {
+    db.exec(`
+      ALTER TABLE vectors ADD COLUMN expires_at INTEGER;
+      CREATE INDEX vectors_expiry ON vectors(table_id, expires_at) WHERE expires_at IS NOT NULL;
+      ALTER TABLE tables ADD COLUMN default_ttl_seconds INTEGER;
+      ALTER TABLE metadata_records ADD COLUMN expires_at INTEGER;
+    `);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -30,6 +30,20 @@ export class Db {
   tx<T>(fn: () => T): T {
     return this.raw.transaction(fn).immediate();
   }
+
+  /**
+   * As tx, but the commit is not synced to disk (WAL, synchronous NORMAL): for work a crash may
+   * undo and that is done again after it (the expiry sweep). The next synced commit carries it.
+   */
+  txUnsynced<T>(fn: () => T): T {
+    const was = this.raw.pragma('synchronous', { simple: true }) as number;
+    this.raw.pragma('synchronous = NORMAL');
+    try {
+      return this.tx(fn);
+    } finally {
+      this.raw.pragma(`synchronous = ${Math.trunc(was)}`);
+    }
+  }
 }
 
 export const nowIso = (): string => new Date().toISOString();

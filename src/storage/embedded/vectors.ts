@@ -9,6 +9,7 @@ import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { Metric } from '../../index/metric.ts';
 import type { Filter, LexicalQuery, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import type { Catalog } from './catalog.ts';
+import { ExpiryTracker, LIVE, NONE_EXPIRED, expiryField } from './expiry.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
 import { indexTexts, matchExpression, rankLexical, unindexRows } from './lexical.ts';
 import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
@@ -33,6 +34,8 @@ export class SeqCounter {
 
 export interface VectorSettings {
   exactBelowRows: number;
+  /** The clock rows expire by (ms since the epoch); tests pass one they control. */
+  now: () => number;
   /** Searches some sealed graphs on a second thread (null: all on this one). */
   worker: GraphWorker | null;
 }
@@ -52,6 +55,9 @@ export class Vectors {
   readonly #seq: SeqCounter;
   readonly #settings: VectorSettings;
   readonly #worker: GraphWorker | null;
+  readonly #now: () => number;
+  /** Per table id: its rows with an expiry (expiry.ts); absent for tables that never had one. */
+  readonly #expiry = new Map<number, ExpiryTracker>();
   /** How many searches took each path (for monitoring and tests). */
   readonly searches = { exact: 0, ann: 0, filtered: 0 };
 
@@ -62,6 +68,35 @@ export class Vectors {
     this.#seq = seq;
     this.#settings = settings;
     this.#worker = settings.worker;
+    this.#now = settings.now;
+  }
+
+  /** Reads the expiring rows of every table into the trackers (start-up). */
+  loadExpiry(): void {
+    const it = this.#db.raw
+      .prepare('SELECT table_id, id, expires_at FROM vectors WHERE expires_at IS NOT NULL')
+      .raw(true)
+      .iterate() as IterableIterator<[number, number, number]>;
+    for (const [tableId, id, at] of it) this.#tracker(tableId).set(id, at);
+  }
+
+  #tracker(tableId: number): ExpiryTracker {
+    let tr = this.#expiry.get(tableId);
+    if (tr === undefined) this.#expiry.set(tableId, (tr = new ExpiryTracker()));
+    return tr;
+  }
+
+  /** The table's rows that have expired but are still stored, as of now. */
+  #expired(t: TableState): ReadonlySet<number> {
+    return this.#expiry.get(t.meta.id)?.expired(this.#now()) ?? NONE_EXPIRED;
+  }
+
+  /** Records the expiries of rows just written (after their commit). */
+  #trackWritten(t: TableState, ids: number[], rows: VectorRow[]): void {
+    ids.forEach((id, i) => {
+      const at = rows[i].expiresAt ?? null;
+      if (at !== null || this.#expiry.has(t.meta.id)) this.#tracker(t.meta.id).set(id, at);
+    });
   }
 
   upsert(keyspace: string, table: string, rows: VectorRow[]): void {
@@ -86,6 +121,7 @@ export class Vectors {
       if (!checkFinite(v)) errors.push({ path: `/vectors/${i}/vector`, message: 'must hold finite numbers only' });
       if (r.metadata != null && !isPlainObject(r.metadata)) errors.push({ path: `/vectors/${i}/metadata`, message: 'must be an object' });
       if (r.text != null && typeof r.text !== 'string') errors.push({ path: `/vectors/${i}/text`, message: 'must be a string or null' });
+      if (r.expiresAt != null && !Number.isSafeInteger(r.expiresAt)) errors.push({ path: `/vectors/${i}/expiresAt`, message: 'must be an integer (ms since the epoch) or null' });
     });
     if (errors.length > 0) throw invalid(errors);
     if (rows.length === 0) return;
@@ -100,6 +136,7 @@ export class Vectors {
     });
     this.#seq.value = seq;
     t.matrix.setMany(ids, vectors);
+    this.#trackWritten(t, ids, rows);
     this.#keeper.upserted(t, ids, seq);
   }
 
@@ -107,8 +144,8 @@ export class Vectors {
   #writeRows(tableId: number, rows: VectorRow[], vectors: Float32Array[], seq: number): number[] {
     // The conflict clause updates in place, so a key keeps its row id.
     const upsert = this.#db.stmt(
-      `INSERT INTO vectors (table_id, key, metadata, seq) VALUES (?, ?, ?, ?)
-       ON CONFLICT (table_id, key) DO UPDATE SET metadata = excluded.metadata, seq = excluded.seq
+      `INSERT INTO vectors (table_id, key, metadata, seq, expires_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (table_id, key) DO UPDATE SET metadata = excluded.metadata, seq = excluded.seq, expires_at = excluded.expires_at
        RETURNING id`,
     );
     const payload = this.#db.stmt(
@@ -116,7 +153,7 @@ export class Vectors {
        ON CONFLICT (id) DO UPDATE SET vector = excluded.vector, text = excluded.text`,
     );
     const ids = rows.map((r, i) => {
-      const { id } = upsert.get(tableId, r.key, JSON.stringify(r.metadata ?? {}), seq) as { id: number };
+      const { id } = upsert.get(tableId, r.key, JSON.stringify(r.metadata ?? {}), seq, r.expiresAt ?? null) as { id: number };
       payload.run(id, vectorToBlob(vectors[i]), r.text ?? null);
       return id;
     });
@@ -127,30 +164,36 @@ export class Vectors {
   get(keyspace: string, table: string, key: string): VectorRow | null {
     const t = this.#catalog.require(keyspace, table);
     const r = this.#db
-      .stmt('SELECT v.key, p.vector, v.metadata, p.text FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.table_id = ? AND v.key = ?')
-      .get(t.meta.id, key) as
-      | { key: string; vector: Buffer; metadata: string; text: string | null }
+      .stmt(`SELECT v.key, p.vector, v.metadata, p.text, v.expires_at FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.table_id = ? AND v.key = ? AND ${LIVE}`)
+      .get(t.meta.id, key, this.#now()) as
+      | { key: string; vector: Buffer; metadata: string; text: string | null; expires_at: number | null }
       | undefined;
-    return r ? { key: r.key, vector: blobToVector(r.vector), metadata: JSON.parse(r.metadata) as Metadata, text: r.text } : null;
+    return r ? { key: r.key, vector: blobToVector(r.vector), metadata: JSON.parse(r.metadata) as Metadata, text: r.text, ...expiryField(r.expires_at) } : null;
   }
 
   deleteKeys(keyspace: string, table: string, keys: string[]): number {
     const t = this.#catalog.require(keyspace, table);
     if (keys.length === 0) return 0;
-    const del = this.#db.stmt('DELETE FROM vectors WHERE table_id = ? AND key = ? RETURNING id');
-    return this.#delete(t, () => {
+    const del = this.#db.stmt('DELETE FROM vectors WHERE table_id = ? AND key = ? RETURNING id, expires_at');
+    const now = this.#now();
+    let live = 0;
+    this.#delete(t, () => {
       const ids: number[] = [];
       for (const k of keys) {
-        const r = del.get(t.meta.id, k) as { id: number } | undefined;
-        if (r) ids.push(r.id);
+        const r = del.get(t.meta.id, k) as { id: number; expires_at: number | null } | undefined;
+        if (!r) continue;
+        ids.push(r.id);
+        // An expired row no longer exists for the caller, whether or not the sweep has been.
+        if (r.expires_at === null || r.expires_at > now) live++;
       }
       return ids;
     });
+    return live;
   }
 
   deleteByFilter(keyspace: string, table: string, filter: Filter): number {
     const t = this.#catalog.require(keyspace, table);
-    const { sql, params } = this.#filterSql(filter);
+    const { sql, params } = this.#liveFilterSql(filter);
     const del = this.#db.raw.prepare(`DELETE FROM vectors WHERE table_id = ? AND ${sql} RETURNING id`).pluck();
     return this.#delete(t, () => del.all(t.meta.id, ...params) as number[]);
   }
@@ -196,14 +239,16 @@ export class Vectors {
     // Deletions first: SQLite may have given a removed row's id to a new row.
     for (const id of removed) t.matrix.delete(id);
     this.#keeper.deleted(t, removed);
+    this.#expiry.get(t.meta.id)?.removed(removed);
     t.matrix.setMany(ids, vectors);
+    this.#trackWritten(t, ids, rows);
     if (ids.length > 0) this.#keeper.upserted(t, ids, seq);
   }
 
   count(keyspace: string, table: string, filter?: Filter): number {
     const t = this.#catalog.require(keyspace, table);
-    if (filter === undefined) return t.matrix.size;
-    const { sql, params } = this.#filterSql(filter);
+    if (filter === undefined) return t.matrix.size - this.#expired(t).size;
+    const { sql, params } = this.#liveFilterSql(filter);
     return this.#db.raw.prepare(`SELECT count(*) FROM vectors WHERE table_id = ? AND ${sql}`).pluck().get(t.meta.id, ...params) as number;
   }
 
@@ -225,31 +270,54 @@ export class Vectors {
 
     // A stage 1 already started stands: the table's state was checked when it began.
     if (q.filter === undefined && !isZeroCosine(metric, query) && (started !== null || this.#annUsable(t, q.candidates, metric))) {
-      // Stage 1: the graphs' candidates (walked on both threads, see SegmentedAnn.searchAsync),
-      // plus the exact best of rows they do not hold yet.
-      const ann = t.ann!;
-      const fromAnn = started !== null ? await started : this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
-      const fromPending = t.pendingCount > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds()).map((s) => s.rowId) : [];
-      this.searches.ann++;
-      return this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, q.includeVector === true);
+      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.includeVector === true, started);
+      if (found !== null) return found;
     }
     let best: Scored[];
     if (q.filter !== undefined) {
-      const { sql, params } = this.#filterSql(q.filter);
+      const { sql, params } = this.#liveFilterSql(q.filter);
       const ids = this.#db.raw.prepare(`SELECT id FROM vectors WHERE table_id = ? AND ${sql}`).pluck().all(t.meta.id, ...params) as number[];
       best = exactSearchMatrix(t.matrix, query, metric, limit, ids);
       this.searches.filtered++;
     } else {
-      best = exactSearchMatrix(t.matrix, query, metric, limit);
+      best = exactSearchMatrix(t.matrix, query, metric, limit, undefined, this.#expired(t));
       this.searches.exact++;
     }
     return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
+  /**
+   * Stage 1 from the graphs (walked on both threads, see SegmentedAnn.searchAsync) plus the exact
+   * best of rows they do not hold yet, then stage 2. Expired rows still in the graphs are dropped
+   * from the candidates, so the walk is asked for that many more (up to the share where a scan
+   * wins); null when even that leaves fewer than `limit` live rows: the caller then scans.
+   */
+  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, withVector: boolean, started: Promise<number[]> | null): Promise<StoredMatch[] | null> {
+    const ann = t.ann!;
+    const expired = this.#expired(t);
+    const maxK = Math.max(candidates, Math.floor(t.matrix.size * ANN_MAX_CANDIDATE_SHARE));
+    const walk = (k: number): Promise<number[]> | number[] => (this.#worker ? ann.searchAsync(query, k, this.#worker) : ann.search(query, k));
+    const fromPending = t.pendingCount > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds(), expired).map((s) => s.rowId) : [];
+    this.searches.ann++;
+    // Enough to hold `candidates` live rows: surely with a few expired ones, by their share with
+    // many (a mass expiry would otherwise make every walk the largest); a short page walks again.
+    const share = t.matrix.size / Math.max(1, t.matrix.size - expired.size);
+    let k = expired.size === 0 ? candidates : Math.min(candidates + expired.size, Math.ceil(candidates * share * 1.25), maxK);
+    let fromAnn = started !== null && k === candidates ? await started : await walk(k);
+    for (;;) {
+      const found = this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, withVector, expired);
+      if (found.length >= limit || t.matrix.size - expired.size < limit) return found;
+      if (k >= maxK) return null;
+      k = maxK;
+      fromAnn = await walk(k);
+    }
+  }
+
   /** BM25 over the table's lexical index (lexical.ts), the filter applied in SQL before ranking. */
   lexicalSearch(keyspace: string, table: string, q: LexicalQuery): StoredMatch[] {
     const t = this.#catalog.require(keyspace, table);
-    const filter = q.filter === undefined ? undefined : this.#filterSql(q.filter);
+    // Without expired rows and a filter, FTS5 ranks alone; else the condition joins the rows.
+    const filter = q.filter !== undefined ? this.#liveFilterSql(q.filter) : this.#expired(t).size > 0 ? { sql: LIVE, params: [this.#now()] } : undefined;
     const limit = Math.floor(q.limit);
     const match = typeof q.text === 'string' ? matchExpression(q.text) : null;
     if (match === null || !(limit >= 1)) return [];
@@ -290,14 +358,14 @@ export class Vectors {
    * (it changes in the same synchronous turn as each commit), and the join to `vectors` for its
    * table_id cost a third more (0.51 against 0.35 ms for 100 rows at 1M).
    */
-  #rescoreCandidates(t: TableState, query: Float32Array, ids: number[], metric: Metric, limit: number, withVector: boolean): StoredMatch[] {
+  #rescoreCandidates(t: TableState, query: Float32Array, ids: number[], metric: Metric, limit: number, withVector: boolean, expired: ReadonlySet<number>): StoredMatch[] {
     if (ids.length === 0) return [];
     const rows = this.#db
       .stmt('SELECT id, vector FROM vector_payloads WHERE id IN (SELECT value FROM json_each(?))')
       .all(JSON.stringify(ids)) as { id: number; vector: Buffer }[];
     const bytes = t.meta.dimension * 4;
     const vectors = new Map<number, Buffer>();
-    for (const r of rows) if (r.vector.byteLength === bytes && t.matrix.has(r.id)) vectors.set(r.id, r.vector);
+    for (const r of rows) if (r.vector.byteLength === bytes && t.matrix.has(r.id) && !expired.has(r.id)) vectors.set(r.id, r.vector);
     const vectorOf = (id: number): Float32Array | undefined => {
       const b = vectors.get(id);
       return b && blobView(b);
@@ -323,16 +391,18 @@ export class Vectors {
     return out;
   }
 
-  #filterSql(filter: Filter): { sql: string; params: unknown[] } {
+  /** The filter as SQL on `vectors`, and only rows not expired as of now. */
+  #liveFilterSql(filter: Filter): { sql: string; params: unknown[] } {
     const errors = validateFilter(filter, '/filter');
     if (errors.length > 0) throw invalid(errors);
-    return filterToSql(filter);
+    const { sql, params } = filterToSql(filter);
+    return { sql: `(${sql}) AND ${LIVE}`, params: [...params, this.#now()] };
   }
 
-  /** Runs `remove` (which deletes rows and returns their ids) in a transaction with its bookkeeping. */
-  #delete(t: TableState, remove: () => number[]): number {
+  /** Runs `remove` (which deletes rows and returns their ids) in a transaction with its bookkeeping; `synced` false: see Db.txUnsynced. */
+  #delete(t: TableState, remove: () => number[], synced = true): number {
     const seq = this.#seq.value + 1;
-    const ids = this.#db.tx(() => {
+    const ids = (synced ? this.#db.tx.bind(this.#db) : this.#db.txUnsynced.bind(this.#db))(() => {
       const ids = remove();
       if (ids.length > 0) {
         unindexRows(this.#db, t.meta.id, ids);
@@ -341,10 +411,35 @@ export class Vectors {
       return ids;
     });
     if (ids.length === 0) return 0;
+    this.#expiry.get(t.meta.id)?.removed(ids);
     this.#seq.value = seq;
     for (const id of ids) t.matrix.delete(id);
     this.#keeper.deleted(t, ids);
     return ids.length;
+  }
+
+  /**
+   * Deletes up to `max` rows that have expired as of now (their index and lexical entries with
+   * them, as any delete), from the tables in catalog order; returns how many went. The sweep
+   * (expiry-sweep.ts) calls it batch by batch, yielding between batches.
+   */
+  sweepExpired(max: number): number {
+    const now = this.#now();
+    const del = this.#db.stmt('DELETE FROM vectors WHERE id = ? AND expires_at <= ? RETURNING id');
+    let done = 0;
+    for (const t of this.#catalog.all()) {
+      if (done >= max) break;
+      const expired = this.#expiry.get(t.meta.id)?.expired(now);
+      if (expired === undefined || expired.size === 0) continue;
+      const batch: number[] = [];
+      for (const id of expired) {
+        if (batch.length >= max - done) break;
+        batch.push(id);
+      }
+      // Unsynced: a crash may undo the batch, and the rows, still expired, are swept again.
+      done += this.#delete(t, () => batch.filter((id) => del.get(id, now) !== undefined), false);
+    }
+    return done;
   }
 
   #writeSeq(seq: number): void {

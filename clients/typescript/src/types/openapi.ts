@@ -299,6 +299,8 @@ export interface paths {
                         metadata?: {
                             [key: string]: unknown;
                         };
+                        /** @description Seconds until this row expires (at most ten years); null: never, whatever the request or table says; absent: the request's, else the table's default_ttl_seconds */
+                        ttl_seconds?: number | null;
                     };
                 };
             };
@@ -361,9 +363,13 @@ export interface paths {
                             metadata?: {
                                 [key: string]: unknown;
                             };
+                            /** @description Seconds until this row expires (at most ten years); null: never, whatever the request or table says; absent: the request's, else the table's default_ttl_seconds */
+                            ttl_seconds?: number | null;
                         }[];
                         /** @description Bare vectors (keys are generated) */
                         vector?: number[][];
+                        /** @description Seconds until the records that name no ttl_seconds expire; null: never; absent: the table's default_ttl_seconds */
+                        ttl_seconds?: number | null;
                     } & (unknown | unknown);
                 };
             };
@@ -601,6 +607,8 @@ export interface paths {
                         raw_value?: string;
                         source_type?: string;
                         processing_details?: string;
+                        /** @description Seconds until the record expires; absent or null: never */
+                        ttl_seconds?: number | null;
                     };
                 };
             };
@@ -651,6 +659,8 @@ export interface paths {
                             raw_value?: string;
                             source_type?: string;
                             processing_details?: string;
+                            /** @description Seconds until the record expires; absent or null: never */
+                            ttl_seconds?: number | null;
                         }[];
                     } | {
                         /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
@@ -662,6 +672,8 @@ export interface paths {
                         raw_value?: string;
                         source_type?: string;
                         processing_details?: string;
+                        /** @description Seconds until the record expires; absent or null: never */
+                        ttl_seconds?: number | null;
                     }[];
                 };
             };
@@ -841,6 +853,53 @@ export interface paths {
                             /** @description How texts are split for lexical search (default porter: English stemming) */
                             tokenizer?: "porter" | "unicode61" | "trigram";
                         };
+                        /** @description Seconds until rows written without a TTL expire; absent or null: they never do */
+                        default_ttl_seconds?: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keyspaces/table/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change a table's default TTL */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
+                        keyspace: string;
+                        /** @description Table name (same rule as keyspace names). */
+                        table: string;
+                        /** @description The new default TTL of rows written without one; null: none. Rows already written keep their expiry. */
+                        default_ttl_seconds: number | null;
                     };
                 };
             };

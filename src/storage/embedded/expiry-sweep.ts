@@ -1,0 +1,67 @@
+/**
+ * The background removal of expired rows and metadata records (TTL). Reads stop returning a row
+ * the moment it expires (expiry.ts); this only reclaims the space, in batches of at most
+ * `batchRows` deletions, each one short transaction, with a turn of the event loop between
+ * batches so that searches and writes arriving meanwhile run between them rather than after a
+ * million deletions.
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises';
+
+export interface SweepSettings {
+  /** Most rows (or records) one batch deletes. */
+  batchRows: number;
+  /** How often a pass starts, in ms. */
+  intervalMs: number;
+}
+
+/** A step deletes at most `max` expired items and says how many it deleted. */
+export type SweepStep = (max: number) => number;
+
+export class ExpirySweep {
+  readonly #settings: SweepSettings;
+  readonly #steps: SweepStep[];
+  readonly #log?: (msg: string, err?: unknown) => void;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<number> | null = null;
+  #stopped = false;
+
+  constructor(settings: SweepSettings, steps: SweepStep[], log?: (msg: string, err?: unknown) => void) {
+    this.#settings = settings;
+    this.#steps = steps;
+    this.#log = log;
+  }
+
+  start(): void {
+    if (this.#timer !== null || this.#stopped) return;
+    this.#timer = setInterval(() => void this.run().catch((e) => this.#log?.('expiry sweep failed', e)), this.#settings.intervalMs);
+    this.#timer.unref();
+  }
+
+  /** One pass: batches until nothing expired is left (or the store closes); joins a pass under way. Answers how many items went. */
+  run(): Promise<number> {
+    this.#running ??= this.#pass().finally(() => (this.#running = null));
+    return this.#running;
+  }
+
+  async #pass(): Promise<number> {
+    let total = 0;
+    for (const step of this.#steps) {
+      while (!this.#stopped) {
+        const n = step(this.#settings.batchRows);
+        total += n;
+        if (n < this.#settings.batchRows) break;
+        await nextTurn();
+      }
+      await nextTurn();
+    }
+    return total;
+  }
+
+  /** Stops the timer and waits for a pass under way to end its current batch. */
+  async close(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#running?.catch(() => undefined);
+  }
+}

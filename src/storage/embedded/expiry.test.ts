@@ -1,0 +1,127 @@
+/**
+ * The embedded backend's own TTL cases (the shared ones are in contract-ttl.case.ts): the expiry
+ * tracker, expired rows among ANN candidates, and the sweep's removal in bounded batches.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { exactScore, compareScores } from '../../index/metric.ts';
+import type { VectorRow } from '../api.ts';
+import { openEmbeddedStorage, type EmbeddedStorage } from './embedded-storage.ts';
+import { ExpiryTracker } from './expiry.ts';
+
+describe('ExpiryTracker', () => {
+  it('lists rows as they expire, and forgets rewritten and deleted ones', () => {
+    const tr = new ExpiryTracker();
+    tr.set(1, 100);
+    tr.set(2, 200);
+    tr.set(3, 300);
+    tr.set(4, null);
+    assert.deepEqual([...tr.expired(99)], []);
+    assert.deepEqual([...tr.expired(100)], [1]);
+    tr.set(2, 1_000); // moved later before it expired
+    tr.set(1, null); // rewritten without a TTL after it expired
+    assert.deepEqual([...tr.expired(300)], [3]);
+    tr.removed([3]);
+    assert.deepEqual([...tr.expired(999)], []);
+    assert.deepEqual([...tr.expired(1_000)], [2]);
+    assert.equal(tr.size, 1);
+  });
+});
+
+describe('embedded TTL', () => {
+  let dir: string;
+  let s: EmbeddedStorage;
+  let now = Date.now();
+  const D = 8;
+  const vec = (i: number): Float32Array => Float32Array.from({ length: D }, (_, j) => Math.sin(i * 7.1 + j * 1.3) + (j === 0 ? 1.5 : 0));
+
+  before(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-ttl-'));
+    s = await openEmbeddedStorage({
+      dataDir: dir,
+      index: { saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows: 0 },
+      clock: () => now,
+      // Only the test runs passes (sweepExpired), in batches of 100.
+      ttlSweep: { batchRows: 100, intervalMs: 3_600_000 },
+    });
+    await s.createKeyspace({ name: 'ks', owner: null });
+  });
+  after(async () => {
+    await s.close();
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('an ANN search over-fetches past expired candidates: a full page of the live rows', async () => {
+    await s.createTable({ keyspace: 'ks', name: 'ann', dimension: D, metric: 'cosine', model: null });
+    const query = vec(5);
+    const rows: VectorRow[] = Array.from({ length: 4000 }, (_, i) => ({ key: `r${i}`, vector: vec(i), metadata: {}, text: null }));
+    // The 300 rows nearest the query expire.
+    const nearest = rows
+      .map((r) => ({ key: r.key, score: exactScore('cosine', query, r.vector) }))
+      .sort(compareScores('cosine'))
+      .slice(0, 300)
+      .map((x) => x.key);
+    const doomed = new Set(nearest);
+    for (const r of rows) if (doomed.has(r.key)) r.expiresAt = now + 60_000;
+    await s.upsertVectors('ks', 'ann', rows);
+    await s.whenIndexed();
+    now += 61_000;
+    const before = s.searchCounts().ann;
+    const found = await s.search('ks', 'ann', { vector: query, metric: 'cosine', candidates: 20, limit: 10 });
+    assert.equal(s.searchCounts().ann, before + 1, 'the graphs answered stage 1');
+    assert.equal(found.length, 10);
+    assert.deepEqual(found.filter((m) => doomed.has(m.key)), []);
+    const live = rows.filter((r) => !doomed.has(r.key));
+    const want = live
+      .map((r) => ({ key: r.key, score: exactScore('cosine', query, r.vector) }))
+      .sort(compareScores('cosine'))
+      .slice(0, 10)
+      .map((x) => x.key);
+    // An ANN answer: most of the exact best live rows.
+    const overlap = found.filter((m) => want.includes(m.key)).length;
+    assert.ok(overlap >= 8, `recall ${overlap}/10`);
+    assert.equal(await s.countVectors('ks', 'ann'), 3700);
+  });
+
+  it('the sweep removes expired rows in bounded batches, yielding to searches between them', async () => {
+    await s.createTable({ keyspace: 'ks', name: 'sweep', dimension: D, metric: 'cosine', model: null });
+    const written = now;
+    const rows: VectorRow[] = Array.from({ length: 1000 }, (_, i) => ({ key: `s${i}`, vector: vec(i), metadata: { i }, text: `word${i % 10} common`, expiresAt: i < 950 ? now + 1_000 : null }));
+    await s.upsertVectors('ks', 'sweep', rows);
+    now += 2_000;
+    let swept = false;
+    const pass = s.sweepExpired().then((n) => ((swept = true), n));
+    // The pass deletes 100 rows a turn: a search asked meanwhile is answered before it ends.
+    const found = await s.search('ks', 'sweep', { vector: vec(1), metric: 'cosine', candidates: 100, limit: 100 });
+    assert.equal(swept, false, 'the search waited for the whole pass');
+    assert.deepEqual(found.map((m) => m.key).sort(), Array.from({ length: 50 }, (_, i) => `s${950 + i}`).sort());
+    // Both tables' expired rows (300 + 950), and nothing else.
+    assert.equal(await pass, 1250);
+    assert.equal(await s.sweepExpired(), 0);
+    // Removed, not merely hidden: with the clock back before expiry they are still gone.
+    now = written;
+    assert.equal(await s.getVector('ks', 'sweep', 's0'), null);
+    assert.equal(await s.countVectors('ks', 'sweep'), 50);
+    assert.equal(s.indexStatus().find((t) => t.table === 'sweep')!.rows, 50);
+    assert.deepEqual((await s.lexicalSearch('ks', 'sweep', { text: 'word3', limit: 100 })).map((m) => m.key).sort(), ['s953', 's963', 's973', 's983', 's993']);
+    assert.equal((await s.lexicalSearch('ks', 'sweep', { text: 'common', limit: 100 })).length, 50);
+    now += 10_000;
+  });
+
+  it('expired rows stay invisible after a restart, and are swept then', async () => {
+    await s.createTable({ keyspace: 'ks', name: 'restart', dimension: D, metric: 'cosine', model: null });
+    await s.upsertVectors('ks', 'restart', [
+      { key: 'a', vector: vec(1), metadata: {}, text: null, expiresAt: now + 1_000 },
+      { key: 'b', vector: vec(2), metadata: {}, text: null },
+    ]);
+    await s.close();
+    now += 2_000;
+    s = await openEmbeddedStorage({ dataDir: dir, index: { saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows: 0 }, clock: () => now, ttlSweep: { batchRows: 100, intervalMs: 3_600_000 } });
+    assert.equal(await s.countVectors('ks', 'restart'), 1);
+    assert.deepEqual((await s.search('ks', 'restart', { vector: vec(1), metric: 'cosine', candidates: 10, limit: 10 })).map((m) => m.key), ['b']);
+    assert.equal(await s.sweepExpired(), 1);
+  });
+});
