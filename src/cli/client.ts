@@ -80,6 +80,25 @@ export class Client {
     }
   }
 
+  /**
+   * An answer to be streamed (a snapshot download): its Response when 2xx, the problem as
+   * ApiError otherwise. The timeout covers the whole transfer.
+   */
+  async stream(path: string, opts: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = this.key ? { 'x-api-key': this.key } : {};
+    const timeoutMs = this.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    let res: Response;
+    try {
+      res = await fetch(this.baseUrl.replace(/\/+$/, '') + path, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    } catch (e) {
+      throw new UnavailableError(`cannot reach the server at ${this.baseUrl}: ${causeOf(e)}`);
+    }
+    if (res.ok) return res;
+    const text = await res.text();
+    const p = (this.parse(res, text) ?? {}) as { code?: string; detail?: string; errors?: [] };
+    throw new ApiError(res.status, p.code ?? `http_${res.status}`, p.detail ?? `HTTP ${res.status}`, p.errors ?? []);
+  }
+
   async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const { status, body } = await this.send(method, path, opts);
     if (status < 200 || status > 299) {

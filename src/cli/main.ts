@@ -17,6 +17,8 @@ import { positiveInteger, positiveSeconds } from './options.ts';
 import { RecordError } from './records.ts';
 import { resolveSettings } from './settings.ts';
 import { addSearchOptions, searchRequest, searchTable, type SearchOptions } from './search.ts';
+import { addSnapshotCommands } from './snapshots.ts';
+import { ArchiveError } from '../platform/snapshot-archive.ts';
 
 export const EXIT = { ok: 0, unexpected: 1, usage: 2, auth: 3, notFound: 4, unavailable: 5, rejected: 6 } as const;
 
@@ -31,7 +33,7 @@ function exitCodeOf(err: unknown): number {
     if (err.status === 502 || err.status === 503 || err.status === 504) return EXIT.unavailable;
     if (err.status >= 400 && err.status < 500) return EXIT.rejected;
   }
-  if (err instanceof RecordError) return EXIT.rejected;
+  if (err instanceof RecordError || err instanceof ArchiveError) return EXIT.rejected;
   return EXIT.unexpected;
 }
 
@@ -50,7 +52,7 @@ function describe(err: unknown): string {
  * on disk: a failed export leaves the previous backup as it was, never a truncated one. The pipeline
  * writes each page as it comes (waiting while the disk is behind), so no table is held in memory.
  */
-async function writeFileAtomically(file: string, chunks: AsyncIterable<string>): Promise<void> {
+async function writeFileAtomically(file: string, chunks: AsyncIterable<string | Uint8Array>): Promise<void> {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
   try {
     await pipeline(chunks, createWriteStream(tmp, { flags: 'wx' }));
@@ -105,18 +107,19 @@ export function buildProgram(io: Io): Command {
   const ks = (c: Command): Command => c.addOption(new Option('-k, --keyspace <name>', 'keyspace').default('default_keyspace'));
   const tb = (c: Command): Command => c.addOption(new Option('-t, --table <name>', 'table').default('vector'));
 
-  const commands: Commands = { io, client, json, print, ks, tb };
+  const commands: Commands = { io, client, json, print, ks, tb, writeAtomically: writeFileAtomically };
   addServerCommands(program, commands);
   addKeyspaceCommands(program, commands);
   addSearchCommand(program, commands);
   addDataCommands(program, commands);
   addKeyCommands(program, commands);
   addEmbedCommand(program, commands);
+  addSnapshotCommands(program, commands);
   return program;
 }
 
 /** What every command's action uses: the settings' client, and output as a table or JSON. */
-interface Commands {
+export interface Commands {
   io: Io;
   client: () => Client;
   json: () => boolean;
@@ -124,6 +127,8 @@ interface Commands {
   /** Adds the -k/--keyspace and -t/--table options. */
   ks: (c: Command) => Command;
   tb: (c: Command) => Command;
+  /** Writes a file whole or not at all (temp file, fsync, rename). */
+  writeAtomically: (file: string, chunks: AsyncIterable<string | Uint8Array>) => Promise<void>;
 }
 
 /** One table of a keyspace listing. */

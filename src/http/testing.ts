@@ -60,9 +60,11 @@ export async function startTestApp(
     /** The fake model waits this long per call (work that takes time, e.g. to leave in the middle of). */
     fakeDelayMs?: number;
     logger?: FastifyServerOptions['logger'];
+    /** Serve this existing data directory (a restored one) instead of a fresh temp one; close() still removes it. */
+    dataDir?: string;
   } = {},
 ): Promise<TestApp> {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-test-'));
+  const dataDir = opts.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'vss-test-')));
   const config: Config = loadConfig({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN_KEY, ...opts.env }, { limits: opts.limits });
   const cassandra = TEST_STORAGE === 'cassandra' ? freshNames() : null;
   const discard = async (): Promise<void> => {

@@ -180,6 +180,11 @@ export interface VectorStore {
   lexicalSearch(keyspace: string, table: string, q: LexicalQuery): Promise<StoredMatch[]>;
 }
 
+export interface SnapshotImage {
+  members: string[];
+  tables: { keyspace: string; table: string; rows: number }[];
+}
+
 export interface MetadataStore {
   /** Upserts records keyed by (keyspace, table, source_file), all or nothing. */
   upsertMetadata(records: MetadataRecord[]): Promise<void>;
@@ -262,6 +267,13 @@ export interface Storage extends CatalogStore, VectorStore, MetadataStore, Accou
    * once it is in use, or why it is not. Backends without a use for one leave this out.
    */
   addDraftEncoder?(name: string, file: string, dimension: number, probe: Int32Array, onLoad?: (error: string | null) => void): void;
+  /**
+   * Copies a consistent point-in-time image of everything stored into the empty directory `dir`
+   * while writes go on (embedded: SQLite's online backup and the stored files it names; derived
+   * files are left out, a start rebuilds them). Returns the files written, relative to `dir`, and
+   * each table's rows at that moment. Backends whose engine has its own backups leave this out.
+   */
+  snapshot?(dir: string, onProgress?: (fraction: number) => void): Promise<SnapshotImage>;
   /** Flushes derived state (ANN indexes) and releases resources. */
   close(): Promise<void>;
 }

@@ -25,6 +25,7 @@ import { MetadataRecords } from './metadata.ts';
 import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
+import { snapshotInto } from './snapshot.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
 import { YieldSignal } from '../../platform/yield-signal.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
@@ -233,6 +234,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     warmDatabase: () => warmer.warm(),
     searchCounts: () => ({ ...vectors.searches, drafted: worker?.draftSearches ?? 0 }),
     flushIndexes: () => keeper.saveDirty(),
+    snapshot: (dir, onProgress) => runAsync(() => snapshotInto(raw, files, dataDir, dir, onProgress)),
     close: () => {
       closing ??= (async () => {
         try {
