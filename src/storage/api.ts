@@ -190,6 +190,11 @@ export interface MetadataStore {
   upsertMetadata(records: MetadataRecord[]): Promise<void>;
   /** The records of the given sources of one table, keyed by source_file. */
   getMetadata(keyspace: string, table: string, sourceFiles: string[]): Promise<Map<string, MetadataRecord>>;
+  /**
+   * Pages through a table's records by source_file (for export): at most `limit` after `cursor`
+   * (null or absent: from the start). The cursor is opaque; null when nothing follows.
+   */
+  scanMetadata(keyspace: string, table: string, opts: { cursor?: string | null; limit: number }): Promise<{ records: MetadataRecord[]; cursor: string | null }>;
 }
 
 export interface Usage {

@@ -199,6 +199,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
 
     upsertMetadata: (records) => run(() => metadata.upsert(records)),
     getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
+    scanMetadata: (ks, t, o) => run(() => metadata.scan(ks, t, o)),
 
     replaceFile: (file, content, rows, record) => runAsync(() => files.replace(file, content, rows, record)),
     getFile: (ks, t, name) => run(() => files.get(ks, t, name)),
