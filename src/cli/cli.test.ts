@@ -354,7 +354,7 @@ describe('export', () => {
       return { json: { vectors: [row('c')], cursor: null } };
     });
     try {
-      const res = await vss(at(server, 'export', '-o', target));
+      const res = await vss(at(server, 'export', '--rows', '-o', target));
       assert.equal(res.code, 0, res.err);
       assert.ok(duringExport.includes('backup.jsonl=the old backup\n'), duringExport.join('|'));
       assert.ok(duringExport.some((s) => /^\.backup\.jsonl\.\d+\.tmp=.*"a".*\n.*"b".*\n$/.test(s)), duringExport.join('|'));
@@ -371,7 +371,7 @@ describe('export', () => {
     await writeFile(target, 'the old backup\n');
     const server = await fakeServer((_req, n) => (n === 1 ? { json: { vectors: [row('a')], cursor: 'next' } } : problem(500, 'internal')));
     try {
-      const res = await vss(at(server, 'export', '-o', target));
+      const res = await vss(at(server, 'export', '--rows', '-o', target));
       assert.equal(res.code, 1, res.err);
       assert.equal(await readFile(target, 'utf8'), 'the old backup\n');
       assert.deepEqual(await readdir(path.dirname(target)), ['backup.jsonl'], 'no temporary file left');
@@ -385,7 +385,7 @@ describe('export', () => {
     // An endless table: only the closed pipe ends this export.
     const server = await fakeServer(() => ({ json: { vectors: Array.from({ length: 200 }, () => row(`k${page++}`)), cursor: 'more' } }));
     try {
-      const child = spawn(process.execPath, [BIN, ...at(server, 'export')], { env: cleanEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, ...at(server, 'export', '--rows')], { env: cleanEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
       const result = collect(child);
       child.stdout!.once('data', () => child.stdout!.destroy());
       const res = await result;

@@ -27,6 +27,8 @@ export const LONG_TIMEOUT_MS = 600_000;
 export interface RequestOptions {
   body?: unknown;
   raw?: BodyInit;
+  /** The content type of a `raw` body (a form sets its own). */
+  contentType?: string;
   timeoutMs?: number;
   /** Aborts the request; its reason is thrown as is (an interrupted import). */
   signal?: AbortSignal;
@@ -53,6 +55,7 @@ export class Client {
     const headers: Record<string, string> = {};
     if (this.key) headers['x-api-key'] = this.key;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    else if (opts.contentType !== undefined) headers['content-type'] = opts.contentType;
     const timeoutMs = this.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;

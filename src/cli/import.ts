@@ -36,7 +36,7 @@ export interface ImportSummary {
 }
 
 /** What saved progress belongs to. No key, not even hashed: the server URL and table name the target. */
-interface Target {
+export interface Target {
   file: string;
   url: string;
   fingerprint: string;
@@ -44,7 +44,7 @@ interface Target {
   table: string;
 }
 
-interface State extends Target {
+export interface State extends Target {
   done: number;
 }
 
@@ -73,25 +73,25 @@ export function toWire(rec: ImportRecord): Omit<ImportRecord, 'vector'> & { vect
   return { ...rest, vector_base64: encodeFloat32Base64(vector) };
 }
 
-const stateFileOf = (file: string): string => `${file}.vss-import.json`;
+export const stateFileOf = (file: string): string => `${file}.vss-import.json`;
 
-async function fingerprint(file: string): Promise<string> {
+export async function fingerprint(file: string): Promise<string> {
   const s = await stat(file);
   return createHash('sha256').update(`${s.size}:${s.mtimeMs}`).digest('hex').slice(0, 16);
 }
 
 /** One spelling per server, so `http://host:80/` and `http://host` share their progress. */
-const serverOf = (client: Client): string => new URL(client.baseUrl).href.replace(/\/+$/, '');
+export const serverOf = (client: Client): string => new URL(client.baseUrl).href.replace(/\/+$/, '');
 
 const sameTarget = (a: Target, b: Target): boolean => a.file === b.file && a.url === b.url && a.fingerprint === b.fingerprint && a.keyspace === b.keyspace && a.table === b.table;
 
-async function saveState(path: string, state: State): Promise<void> {
+export async function saveState(path: string, state: State): Promise<void> {
   await writeFile(`${path}.tmp`, JSON.stringify(state));
   await rename(`${path}.tmp`, path);
 }
 
 /** Records already sent to this server's table from this version of the file, per the saved progress. */
-async function resumePoint(statePath: string, target: Target, log: (line: string) => void): Promise<number> {
+export async function resumePoint(statePath: string, target: Target, log: (line: string) => void): Promise<number> {
   let prev: State;
   try {
     prev = JSON.parse(await readFile(statePath, 'utf8')) as State;
@@ -104,7 +104,7 @@ async function resumePoint(statePath: string, target: Target, log: (line: string
 }
 
 /** A batch larger than the server takes would be refused only after the whole file was read into it. */
-async function checkBatchSize(client: Client, batch: number, signal?: AbortSignal): Promise<void> {
+export async function checkBatchSize(client: Client, batch: number, signal?: AbortSignal): Promise<void> {
   const env = await client.get('/v1/env/', { signal }).catch((e: unknown) => {
     if (e instanceof ApiError && e.status === 404) return undefined; // an older server: it will say so itself
     throw e;

@@ -29,6 +29,7 @@ import { fileRoutes } from './routes/files.ts';
 import { keyspaceRoutes } from './routes/keyspaces.ts';
 import { metadataRoutes } from './routes/metadata.ts';
 import { queryRoutes } from './routes/query.ts';
+import { portableRoutes } from './routes/portable.ts';
 import { searchRoutes } from './routes/search.ts';
 import { snapshotRoutes } from './routes/snapshots.ts';
 import { systemRoutes } from './routes/system.ts';
@@ -178,5 +179,6 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   await app.register(chatRoutes, { deps });
   await app.register(dockerRoutes, { deps });
   await app.register(snapshotRoutes, { deps });
+  await app.register(portableRoutes, { deps });
   return app;
 }
