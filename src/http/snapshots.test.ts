@@ -5,14 +5,14 @@
  * searches here are by vector and by words, compared answer for answer, no meaning claimed.
  */
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { run } from '../cli/main.ts';
-import { multipart, startTestApp, type TestApp } from './testing.ts';
+import { ADMIN_KEY, multipart, startTestApp, type TestApp } from './testing.ts';
 
 const KS = 'snapks';
 const DIM = 32;
@@ -44,7 +44,7 @@ describe('snapshots: online, consistent, restorable, refused when damaged', () =
       assert.equal((await source.call('POST', '/v1/vector/batch', { keyspace: KS, table: 'docs', vectors })).statusCode, 200);
     }
     const form = multipart([{ name: 'keyspace', value: KS }, { name: 'table', value: 'files' }, { name: 'file', filename: 'notes.txt', content: 'The lighthouse keeper kept a log of every ship that passed the granite point.' }]);
-    assert.equal((await source.app.inject({ method: 'POST', url: '/v1/embed/', headers: { ...form.headers, 'x-api-key': 'test-admin-key-0123456789abcdef' }, payload: form.payload })).statusCode, 200);
+    assert.equal((await source.app.inject({ method: 'POST', url: '/v1/embed/', headers: { ...form.headers, 'x-api-key': ADMIN_KEY }, payload: form.payload })).statusCode, 200);
     assert.equal((await source.call('POST', '/v1/metadata/write', { keyspace: KS, table: 'docs', source_file: 'seed-1', raw_value: 'raw', source_type: 'txt', processing_details: 'by hand' })).statusCode, 200);
   });
 
@@ -55,28 +55,38 @@ describe('snapshots: online, consistent, restorable, refused when damaged', () =
   });
 
   it('is taken while writes go on, and the restored directory answers as the source did at its moment', async () => {
-    // A writer acknowledges rows w-0, w-1, ... one after another for as long as the snapshot runs, and some more.
-    let acked = 0;
-    let sent = 0;
+    // A writer acknowledges rows w-0, w-1, ... one after another for as long as the snapshot runs, and
+    // some more, noting when each was sent and acknowledged; an uploader replaces a stored file meanwhile.
+    const now = () => performance.timeOrigin + performance.now();
+    const sentAt: number[] = [];
+    const ackedAt: number[] = [];
     let stop = false;
     const writer = (async () => {
       while (!stop) {
-        const i = sent++;
+        const i = sentAt.length;
+        sentAt.push(now());
         const res = await source.call('POST', '/v1/vector/write', { keyspace: KS, table: 'live', key: `w-${i}`, vector: randomVector(), text: randomText(), metadata: { seq: i } });
         assert.equal(res.statusCode, 200);
-        acked = i + 1;
+        ackedAt.push(now());
       }
     })();
-    while (acked < 20) await new Promise((r) => setImmediate(r));
-    const ackedBefore = acked;
+    let replaced = 0;
+    const uploader = (async () => {
+      while (!stop) {
+        const form = multipart([{ name: 'keyspace', value: KS }, { name: 'table', value: 'files' }, { name: 'file', filename: 'notes.txt', content: `Version ${++replaced}: the keeper logged ${randomText()}.` }]);
+        assert.equal((await source.app.inject({ method: 'POST', url: '/v1/embed/', headers: { ...form.headers, 'x-api-key': ADMIN_KEY }, payload: form.payload })).statusCode, 200);
+      }
+    })();
+    while (ackedAt.length < 20) await new Promise((r) => setImmediate(r));
+    const ackedBefore = ackedAt.length;
     const [res, second] = await Promise.all([source.call('POST', '/v1/snapshots'), new Promise((r) => setTimeout(r, 1)).then(() => source.call('POST', '/v1/snapshots'))]);
-    const sentAfter = sent; // every write from here on began after the snapshot answered
+    const sentAfter = sentAt.length; // every write from here on began after the snapshot answered
     assert.equal(res.statusCode, 200, res.body);
     assert.equal(second.statusCode, 409, 'one snapshot at a time');
     assert.equal(second.json().code, 'snapshot_in_progress');
-    while (sent < sentAfter + 20) await new Promise((r) => setImmediate(r));
+    while (sentAt.length < sentAfter + 20) await new Promise((r) => setImmediate(r));
     stop = true;
-    await writer;
+    await Promise.all([writer, uploader]);
     assert.ok(sentAfter - ackedBefore > 1, `writes went on during the snapshot (${sentAfter - ackedBefore})`);
 
     const snap = res.json();
@@ -106,6 +116,11 @@ describe('snapshots: online, consistent, restorable, refused when damaged', () =
     assert.equal(await count(restored, { seq: { $lt: k } }), k, 'the written rows are a prefix of the acknowledged order');
     assert.ok(k >= ackedBefore, `holds every write acknowledged before the snapshot (${k} >= ${ackedBefore})`);
     assert.ok(k <= sentAfter, `holds no write begun after the snapshot answered (${k} <= ${sentAfter})`);
+    // And against the moment the snapshot names (ms resolution, 5 ms either side for the clock's grain):
+    const moment = Date.parse(snap.created_at);
+    const lastIn = k - 1;
+    assert.ok(lastIn < 0 || sentAt[lastIn] <= moment + 5, `w-${lastIn}, in the copy, was sent before ${snap.created_at}`);
+    assert.ok(k >= ackedAt.length || ackedAt[k] >= moment - 5, `w-${k}, not in the copy, was acknowledged after ${snap.created_at}`);
     assert.equal(k, snap.tables.find((t: { table: string }) => t.table === 'live').rows);
     assert.equal(SEED_ROWS, snap.tables.find((t: { table: string }) => t.table === 'docs').rows);
 
@@ -128,10 +143,15 @@ describe('snapshots: online, consistent, restorable, refused when damaged', () =
       assert.ok(a.json().matches.length > 0);
       assert.deepEqual(b.json().matches, a.json().matches, `search ${i}: ${JSON.stringify(body).slice(0, 80)}`);
     }
-    // Stored files and metadata records came along.
+    // Stored files and metadata records came along: the file as one version, content and record together.
     const f = await restored.call('GET', `/v1/files/${KS}/files/notes.txt`);
     assert.equal(f.statusCode, 200);
-    assert.equal(f.body, (await source.call('GET', `/v1/files/${KS}/files/notes.txt`)).body);
+    const [record] = (await restored.call('GET', `/v1/files/?keyspace=${KS}&table=files`)).json().details;
+    assert.equal(createHash('sha256').update(f.rawPayload).digest('hex'), record.sha256);
+    const version = Number(/^Version (\d+):/.exec(f.body)![1]);
+    assert.ok(version >= 1 && version <= replaced, `version ${version} of ${replaced}`);
+    const chunk = await restored.call('POST', '/v1/vector/get', { keyspace: KS, table: 'files', key: 'notes.txt#0' });
+    assert.match(chunk.json().text, new RegExp(`^Version ${version}:`));
     const hit = (await restored.call('POST', '/v1/search/', { keyspace: KS, table: 'docs', vector: randomVector(), filter: { n: 1 } })).json().matches[0];
     assert.equal(hit.metadata.processing_details, undefined, 'seed-1 names no source_file');
     assert.deepEqual(await restored.deps.storage.getMetadata(KS, 'docs', ['seed-1']), await source.deps.storage.getMetadata(KS, 'docs', ['seed-1']));

@@ -72,8 +72,7 @@ export async function createSnapshot(deps: Deps): Promise<SnapshotView> {
     await removeLeftovers(dir);
     await fs.mkdir(staging, { mode: DIR_MODE });
     const image = await snapshot(staging, (p) => (state.progress = p * 0.5));
-    // The moment the image stands for: the database copy was complete just now.
-    const createdAt = new Date().toISOString();
+    const createdAt = image.takenAt;
     const total = image.tables.reduce((n, t) => n + t.rows, 0);
     const target = path.join(dir, state.name);
     const manifest = await writeArchive(target, staging, image.members, { created_at: createdAt, storage: deps.storage.kind, rows: { total, tables: image.tables } }, (p) => (state.progress = 0.5 + p * 0.5));

@@ -181,6 +181,8 @@ export interface VectorStore {
 }
 
 export interface SnapshotImage {
+  /** The moment the image stands for (ISO 8601): every write acknowledged before it is in, none after. */
+  takenAt: string;
   members: string[];
   tables: { keyspace: string; table: string; rows: number }[];
 }

@@ -29,6 +29,8 @@ export async function snapshotInto(raw: Database.Database, files: Files, dataDir
         return PAGES_PER_STEP;
       },
     });
+    // The copy closed in the step that just resolved; only callbacks already queued in that turn run before this line.
+    const takenAt = new Date().toISOString();
     await fs.chmod(dbCopy, FILE_MODE);
     const copy = new Database(dbCopy);
     let stored: string[];
@@ -50,7 +52,7 @@ export async function snapshotInto(raw: Database.Database, files: Files, dataDir
       members.push(`files/${name}`);
       onProgress?.(0.5 + (0.5 * (i + 1)) / stored.length);
     }
-    return { members, tables };
+    return { takenAt, members, tables };
   } finally {
     await release();
   }
