@@ -6,12 +6,10 @@
  * beside the file after every acknowledged batch; every write is an upsert).
  */
 import { createReadStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import cliProgress from 'cli-progress';
 import { ApiError, LONG_TIMEOUT_MS, type Client } from './client.ts';
-import { checkBatchSize, fingerprint, ImportStopped, resumePoint, saveState, serverOf, stateFileOf, type ImportSummary, type Target } from './import.ts';
+import { fingerprint, resumableImport, serverOf, type ImportSummary, type Target } from './import.ts';
 import { RecordError } from './records.ts';
 
 const FORMAT = 'vss-export';
@@ -97,52 +95,39 @@ function locate(err: ApiError, lineOf: number[]): ApiError {
 export async function importExport(client: Client, file: string, opts: PortableImportOptions, log: (line: string) => void): Promise<ImportSummary & { keyspace: string }> {
   const { header, items: total } = await checkExport(file);
   const keyspace = opts.keyspace ?? header.keyspace;
-  const statePath = stateFileOf(file);
   const target: Target = { file: path.resolve(file), url: serverOf(client), fingerprint: await fingerprint(file), keyspace, table: '*' };
-  const resumeFrom = opts.restart ? 0 : await resumePoint(statePath, target, log);
-  let done = resumeFrom;
-  let started = performance.now();
-  let bar: cliProgress.SingleBar | null = null;
-  let batch: string[] = [];
-  let lineOf: number[] = [];
-  let bytes = 0;
-  const flush = async () => {
-    if (batch.length === 0) return;
-    // The lines go as they are: the server checks every field.
-    const body = `{"keyspace":${JSON.stringify(keyspace)},"items":[${batch.join(',')}]}`;
-    try {
-      await client.request('POST', '/v1/import', { raw: body, contentType: 'application/json', timeoutMs: LONG_TIMEOUT_MS, signal: opts.signal });
-    } catch (e) {
-      throw e instanceof ApiError ? locate(e, lineOf) : e;
-    }
-    done += batch.length;
-    batch = [];
-    lineOf = [];
-    bytes = 0;
-    await saveState(statePath, { ...target, done });
-    bar?.update(done, { rate: Math.round((done - resumeFrom) / Math.max((performance.now() - started) / 1000, 0.001)) });
-  };
-  try {
-    await checkBatchSize(client, opts.batch, opts.signal);
-    if (resumeFrom > 0) log(`resuming after item ${resumeFrom} of ${total}`);
-    else {
-      // A keyspace that exists already is fine (an import into it, or a resumed one).
+  const summary = await resumableImport(client, file, target, { ...opts, unit: 'item' }, log, async () => total, async ({ resumeFrom, acknowledge }) => {
+    if (resumeFrom === 0) {
+      // A keyspace that exists already is fine (an import into it).
       await client.post('/v1/keyspaces/create', { keyspace }, { signal: opts.signal }).catch((e: unknown) => {
         if (!(e instanceof ApiError && e.code === 'already_exists')) throw e;
       });
     }
-    bar = opts.progress
-      ? new cliProgress.SingleBar({ format: ' {bar} {percentage}% | {value}/{total} items | {rate}/s | ETA {eta_formatted}', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic)
-      : null;
-    bar?.start(total, resumeFrom, { rate: 0 });
-    started = performance.now();
+    let batch: string[] = [];
+    let lineOf: number[] = [];
+    let bytes = 0;
+    const flush = async () => {
+      if (batch.length === 0) return;
+      // The lines go as they are: the server checks every field.
+      const body = `{"keyspace":${JSON.stringify(keyspace)},"items":[${batch.join(',')}]}`;
+      try {
+        await client.request('POST', '/v1/import', { raw: body, contentType: 'application/json', timeoutMs: LONG_TIMEOUT_MS, signal: opts.signal });
+      } catch (e) {
+        throw e instanceof ApiError ? locate(e, lineOf) : e;
+      }
+      const n = batch.length;
+      batch = [];
+      lineOf = [];
+      bytes = 0;
+      await acknowledge(n);
+    };
     let n = 0;
     for await (const line of lines(file)) {
       opts.signal?.throwIfAborted();
       n++;
       const item = n - 1; // items are numbered from the line after the header
       if (n === 1 || item > total || item <= resumeFrom) continue;
-      const isFile = line.startsWith('{"type":"file"') || (JSON.parse(line) as { type: string }).type === 'file';
+      const isFile = (JSON.parse(line) as { type: string }).type === 'file';
       if (isFile || bytes + line.length > BATCH_BYTES) await flush();
       batch.push(line);
       lineOf.push(n);
@@ -150,11 +135,6 @@ export async function importExport(client: Client, file: string, opts: PortableI
       if (isFile || batch.length >= opts.batch) await flush();
     }
     await flush();
-  } catch (e) {
-    throw new ImportStopped(e, done > 0 ? statePath : undefined);
-  } finally {
-    bar?.stop();
-  }
-  await rm(statePath, { force: true });
-  return { file, keyspace, total, imported: done - resumeFrom, resumedFrom: resumeFrom, seconds: (performance.now() - started) / 1000 };
+  });
+  return { ...summary, keyspace };
 }
