@@ -28,7 +28,7 @@ interface Seen {
   body: any;
 }
 
-type Reply = { status?: number; json?: unknown; html?: string } | 'hang';
+type Reply = { status?: number; json?: unknown; html?: string; ndjson?: string } | 'hang';
 
 interface Fake {
   url: string;
@@ -49,6 +49,7 @@ async function fakeServer(route: (req: Seen, n: number) => Reply | Promise<Reply
       const reply = s.path === '/v1/env/' ? { json: { limits: { batch_items: 1000 } } } : await route(s, seen.filter((x) => x.path === s.path).length);
       if (reply === 'hang') return;
       if (reply.html !== undefined) res.writeHead(reply.status ?? 200, { 'content-type': 'text/html' }).end(reply.html);
+      else if (reply.ndjson !== undefined) res.writeHead(reply.status ?? 200, { 'content-type': 'application/x-ndjson' }).end(reply.ndjson);
       else res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' }).end(JSON.stringify(reply.json ?? {}));
     });
   });
@@ -375,6 +376,29 @@ describe('export', () => {
       assert.equal(res.code, 1, res.err);
       assert.equal(await readFile(target, 'utf8'), 'the old backup\n');
       assert.deepEqual(await readdir(path.dirname(target)), ['backup.jsonl'], 'no temporary file left');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('writes the export format from /v1/export to -o, and keeps no file when the stream lacks its end line', async () => {
+    const header = '{"format":"vss-export","version":1,"keyspace":"ks","tables":["t"]}\n{"type":"table","table":"t","dimension":3,"metric":"cosine","model":null,"lexical":{"tokenizer":"porter"}}\n';
+    const whole = `${header}{"type":"end","tables":1,"rows":0,"metadata":0,"files":0}\n`;
+    let answer = whole;
+    const server = await fakeServer(() => ({ ndjson: answer }));
+    const target = path.join(dir, 'exp3', 'ks.jsonl');
+    await mkdir(path.dirname(target), { recursive: true });
+    try {
+      const ok = await vss(at(server, 'export', '-k', 'ks', '-t', 't', '-o', target));
+      assert.equal(ok.code, 0, ok.err);
+      assert.equal(server.seen.at(-1)!.path, '/v1/export?keyspace=ks&table=t');
+      assert.equal(await readFile(target, 'utf8'), whole);
+      answer = header; // a server that stopped midway
+      const cut = await vss(at(server, 'export', '-k', 'ks', '-o', target));
+      assert.equal(cut.code, 5, cut.err);
+      assert.match(cut.err, /stopped before its end/);
+      assert.equal(await readFile(target, 'utf8'), whole, 'the earlier export kept');
+      assert.deepEqual(await readdir(path.dirname(target)), ['ks.jsonl']);
     } finally {
       await server.close();
     }

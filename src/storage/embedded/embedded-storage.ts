@@ -157,6 +157,8 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, searches, opts.log);
 
   let closing: Promise<void> | null = null;
+  /** Snapshots under way: close() lets them finish, since the database cannot close under a backup. */
+  const snapshots = new Set<Promise<unknown>>();
   /** Runs a synchronous body as an async method, refusing after close and mapping driver errors. */
   const run = async <T>(fn: () => T): Promise<T> => {
     if (closing) throw new ServiceError('storage_unavailable', 'the embedded store is closed');
@@ -235,9 +237,15 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     warmDatabase: () => warmer.warm(),
     searchCounts: () => ({ ...vectors.searches, drafted: worker?.draftSearches ?? 0 }),
     flushIndexes: () => keeper.saveDirty(),
-    snapshot: (dir, onProgress) => runAsync(() => snapshotInto(raw, files, dataDir, dir, onProgress)),
+    snapshot: (dir, onProgress) =>
+      runAsync(() => {
+        const taking = snapshotInto(raw, files, dataDir, dir, onProgress);
+        snapshots.add(taking);
+        return taking.finally(() => snapshots.delete(taking));
+      }),
     close: () => {
       closing ??= (async () => {
+        await Promise.allSettled([...snapshots]);
         try {
           await warmer.close();
           await keeper.close();
