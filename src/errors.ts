@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   storage_unavailable: 'Storage is unavailable',
   insufficient_storage: 'The server has no disk space left for this write',
   runtime_unavailable: 'Container runtime is unavailable',
+  snapshot_in_progress: 'A snapshot is being taken',
+  not_supported: 'The storage backend does not offer this',
   internal: 'Internal error',
 } as const;
 

@@ -102,7 +102,7 @@ describe('the vss command line against a real server', () => {
     assert.match(again.err, new RegExp(`resuming after record ${savedDone}`));
     assert.match(again.out, new RegExp(`imported ${10_000 - savedDone} records`));
     assert.equal(await count('resumed'), 10_000);
-    const exported = await vss(['export', '-t', 'resumed', '--no-vectors'], env);
+    const exported = await vss(['export', '--rows', '-t', 'resumed', '--no-vectors'], env);
     assert.equal(exported.code, 0, exported.err);
     const keys = exported.out.trim().split('\n').map((l) => (JSON.parse(l) as { key: string }).key);
     assert.equal(keys.length, 10_000);

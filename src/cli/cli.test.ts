@@ -28,7 +28,7 @@ interface Seen {
   body: any;
 }
 
-type Reply = { status?: number; json?: unknown; html?: string } | 'hang';
+type Reply = { status?: number; json?: unknown; html?: string; ndjson?: string } | 'hang';
 
 interface Fake {
   url: string;
@@ -49,6 +49,7 @@ async function fakeServer(route: (req: Seen, n: number) => Reply | Promise<Reply
       const reply = s.path === '/v1/env/' ? { json: { limits: { batch_items: 1000 } } } : await route(s, seen.filter((x) => x.path === s.path).length);
       if (reply === 'hang') return;
       if (reply.html !== undefined) res.writeHead(reply.status ?? 200, { 'content-type': 'text/html' }).end(reply.html);
+      else if (reply.ndjson !== undefined) res.writeHead(reply.status ?? 200, { 'content-type': 'application/x-ndjson' }).end(reply.ndjson);
       else res.writeHead(reply.status ?? 200, { 'content-type': 'application/json' }).end(JSON.stringify(reply.json ?? {}));
     });
   });
@@ -354,7 +355,7 @@ describe('export', () => {
       return { json: { vectors: [row('c')], cursor: null } };
     });
     try {
-      const res = await vss(at(server, 'export', '-o', target));
+      const res = await vss(at(server, 'export', '--rows', '-o', target));
       assert.equal(res.code, 0, res.err);
       assert.ok(duringExport.includes('backup.jsonl=the old backup\n'), duringExport.join('|'));
       assert.ok(duringExport.some((s) => /^\.backup\.jsonl\.\d+\.tmp=.*"a".*\n.*"b".*\n$/.test(s)), duringExport.join('|'));
@@ -371,10 +372,33 @@ describe('export', () => {
     await writeFile(target, 'the old backup\n');
     const server = await fakeServer((_req, n) => (n === 1 ? { json: { vectors: [row('a')], cursor: 'next' } } : problem(500, 'internal')));
     try {
-      const res = await vss(at(server, 'export', '-o', target));
+      const res = await vss(at(server, 'export', '--rows', '-o', target));
       assert.equal(res.code, 1, res.err);
       assert.equal(await readFile(target, 'utf8'), 'the old backup\n');
       assert.deepEqual(await readdir(path.dirname(target)), ['backup.jsonl'], 'no temporary file left');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('writes the export format from /v1/export to -o, and keeps no file when the stream lacks its end line', async () => {
+    const header = '{"format":"vss-export","version":1,"keyspace":"ks","tables":["t"]}\n{"type":"table","table":"t","dimension":3,"metric":"cosine","model":null,"lexical":{"tokenizer":"porter"}}\n';
+    const whole = `${header}{"type":"end","tables":1,"rows":0,"metadata":0,"files":0}\n`;
+    let answer = whole;
+    const server = await fakeServer(() => ({ ndjson: answer }));
+    const target = path.join(dir, 'exp3', 'ks.jsonl');
+    await mkdir(path.dirname(target), { recursive: true });
+    try {
+      const ok = await vss(at(server, 'export', '-k', 'ks', '-t', 't', '-o', target));
+      assert.equal(ok.code, 0, ok.err);
+      assert.equal(server.seen.at(-1)!.path, '/v1/export?keyspace=ks&table=t');
+      assert.equal(await readFile(target, 'utf8'), whole);
+      answer = header; // a server that stopped midway
+      const cut = await vss(at(server, 'export', '-k', 'ks', '-o', target));
+      assert.equal(cut.code, 5, cut.err);
+      assert.match(cut.err, /stopped before its end/);
+      assert.equal(await readFile(target, 'utf8'), whole, 'the earlier export kept');
+      assert.deepEqual(await readdir(path.dirname(target)), ['ks.jsonl']);
     } finally {
       await server.close();
     }
@@ -385,7 +409,7 @@ describe('export', () => {
     // An endless table: only the closed pipe ends this export.
     const server = await fakeServer(() => ({ json: { vectors: Array.from({ length: 200 }, () => row(`k${page++}`)), cursor: 'more' } }));
     try {
-      const child = spawn(process.execPath, [BIN, ...at(server, 'export')], { env: cleanEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [BIN, ...at(server, 'export', '--rows')], { env: cleanEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
       const result = collect(child);
       child.stdout!.once('data', () => child.stdout!.destroy());
       const res = await result;

@@ -27,6 +27,8 @@ export const LONG_TIMEOUT_MS = 600_000;
 export interface RequestOptions {
   body?: unknown;
   raw?: BodyInit;
+  /** The content type of a `raw` body (a form sets its own). */
+  contentType?: string;
   timeoutMs?: number;
   /** Aborts the request; its reason is thrown as is (an interrupted import). */
   signal?: AbortSignal;
@@ -53,6 +55,7 @@ export class Client {
     const headers: Record<string, string> = {};
     if (this.key) headers['x-api-key'] = this.key;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    else if (opts.contentType !== undefined) headers['content-type'] = opts.contentType;
     const timeoutMs = this.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
@@ -78,6 +81,25 @@ export class Client {
       if (GATEWAY_STATUSES.has(res.status)) throw new UnavailableError(`the server at ${this.baseUrl} is unavailable: a proxy or gateway answered HTTP ${res.status} ${res.statusText}`);
       throw new UnavailableError(`the server at ${this.baseUrl} answered HTTP ${res.status} with something other than JSON: is it a vss server?`);
     }
+  }
+
+  /**
+   * An answer to be streamed (a snapshot download): its Response when 2xx, the problem as
+   * ApiError otherwise. The timeout covers the whole transfer.
+   */
+  async stream(path: string, opts: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = this.key ? { 'x-api-key': this.key } : {};
+    const timeoutMs = this.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    let res: Response;
+    try {
+      res = await fetch(this.baseUrl.replace(/\/+$/, '') + path, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    } catch (e) {
+      throw new UnavailableError(`cannot reach the server at ${this.baseUrl}: ${causeOf(e)}`);
+    }
+    if (res.ok) return res;
+    const text = await res.text();
+    const p = (this.parse(res, text) ?? {}) as { code?: string; detail?: string; errors?: [] };
+    throw new ApiError(res.status, p.code ?? `http_${res.status}`, p.detail ?? `HTTP ${res.status}`, p.errors ?? []);
   }
 
   async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {

@@ -36,7 +36,7 @@ export interface ImportSummary {
 }
 
 /** What saved progress belongs to. No key, not even hashed: the server URL and table name the target. */
-interface Target {
+export interface Target {
   file: string;
   url: string;
   fingerprint: string;
@@ -75,13 +75,13 @@ export function toWire(rec: ImportRecord): Omit<ImportRecord, 'vector'> & { vect
 
 const stateFileOf = (file: string): string => `${file}.vss-import.json`;
 
-async function fingerprint(file: string): Promise<string> {
+export async function fingerprint(file: string): Promise<string> {
   const s = await stat(file);
   return createHash('sha256').update(`${s.size}:${s.mtimeMs}`).digest('hex').slice(0, 16);
 }
 
 /** One spelling per server, so `http://host:80/` and `http://host` share their progress. */
-const serverOf = (client: Client): string => new URL(client.baseUrl).href.replace(/\/+$/, '');
+export const serverOf = (client: Client): string => new URL(client.baseUrl).href.replace(/\/+$/, '');
 
 const sameTarget = (a: Target, b: Target): boolean => a.file === b.file && a.url === b.url && a.fingerprint === b.fingerprint && a.keyspace === b.keyspace && a.table === b.table;
 
@@ -128,39 +128,77 @@ export function locateBatchError(err: ApiError, wheres: string[]): ApiError {
   return new ApiError(err.status, err.code, detail, err.fieldErrors.map((f) => ({ path: relocate(f.path), message: f.message })));
 }
 
-export async function importFile(client: Client, file: string, opts: ImportOptions, log: (line: string) => void): Promise<ImportSummary> {
-  const format = formatOf(file);
+/** What a batch loop of `resumableImport` is given: where to start, and how to report a batch done. */
+export interface Progress {
+  /** Items an earlier run of this import had done: skip them. */
+  resumeFrom: number;
+  /** After the server acknowledged `n` more items: saves the progress and moves the bar. */
+  acknowledge(n: number): Promise<void>;
+}
+
+/**
+ * The frame of a resumable import: the saved progress for this target, the batch size check, the
+ * progress bar, progress saved after every acknowledged batch, and the saved progress removed at
+ * the end. `count` says how many items the file holds; `send` sends them in batches.
+ */
+export async function resumableImport(
+  client: Client,
+  file: string,
+  target: Target,
+  opts: { batch: number; restart: boolean; progress: boolean; signal?: AbortSignal; unit: string },
+  log: (line: string) => void,
+  count: () => Promise<number>,
+  send: (p: Progress) => Promise<void>,
+): Promise<ImportSummary> {
   const statePath = stateFileOf(file);
-  const target: Target = { file: path.resolve(file), url: serverOf(client), fingerprint: await fingerprint(file), keyspace: opts.keyspace, table: opts.table };
   const resumeFrom = opts.restart ? 0 : await resumePoint(statePath, target, log);
   let started = 0;
   let done = resumeFrom;
   let total = 0;
   let bar: cliProgress.SingleBar | null = null;
-  let batch: LocatedRecord[] = [];
-  const flush = async () => {
-    if (batch.length === 0) return;
-    const body = { keyspace: opts.keyspace, table: opts.table, vectors: batch.map((r) => toWire(r.record)), ...(opts.model ? { model_name: opts.model } : {}) };
-    try {
-      await client.post('/v1/vector/batch', body, { timeoutMs: LONG_TIMEOUT_MS, signal: opts.signal });
-    } catch (e) {
-      throw e instanceof ApiError ? locateBatchError(e, batch.map((r) => r.where)) : e;
-    }
-    done += batch.length;
-    batch = [];
+  const acknowledge = async (n: number): Promise<void> => {
+    done += n;
     await saveState(statePath, { ...target, done });
     const secs = (performance.now() - started) / 1000;
     bar?.update(done, { rate: Math.round((done - resumeFrom) / Math.max(secs, 0.001)) });
   };
   try {
     await checkBatchSize(client, opts.batch, opts.signal);
-    total = await countRecords(file, format);
-    if (resumeFrom > 0) log(`resuming after record ${resumeFrom} of ${total}`);
+    total = await count();
+    if (resumeFrom > 0) log(`resuming after ${opts.unit} ${resumeFrom} of ${total}`);
     bar = opts.progress
-      ? new cliProgress.SingleBar({ format: ' {bar} {percentage}% | {value}/{total} records | {rate}/s | ETA {eta_formatted}', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic)
+      ? new cliProgress.SingleBar({ format: ` {bar} {percentage}% | {value}/{total} ${opts.unit}s | {rate}/s | ETA {eta_formatted}`, hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic)
       : null;
     bar?.start(total, resumeFrom, { rate: 0 });
     started = performance.now();
+    await send({ resumeFrom, acknowledge });
+  } catch (e) {
+    throw new ImportStopped(e, done > 0 ? statePath : undefined);
+  } finally {
+    // Also on Ctrl-C: the bar hid the cursor, and only stop() shows it again.
+    bar?.stop();
+  }
+  await rm(statePath, { force: true });
+  return { file, total, imported: done - resumeFrom, resumedFrom: resumeFrom, seconds: (performance.now() - started) / 1000 };
+}
+
+export async function importFile(client: Client, file: string, opts: ImportOptions, log: (line: string) => void): Promise<ImportSummary> {
+  const format = formatOf(file);
+  const target: Target = { file: path.resolve(file), url: serverOf(client), fingerprint: await fingerprint(file), keyspace: opts.keyspace, table: opts.table };
+  return resumableImport(client, file, target, { ...opts, unit: 'record' }, log, () => countRecords(file, format), async ({ resumeFrom, acknowledge }) => {
+    let batch: LocatedRecord[] = [];
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const body = { keyspace: opts.keyspace, table: opts.table, vectors: batch.map((r) => toWire(r.record)), ...(opts.model ? { model_name: opts.model } : {}) };
+      try {
+        await client.post('/v1/vector/batch', body, { timeoutMs: LONG_TIMEOUT_MS, signal: opts.signal });
+      } catch (e) {
+        throw e instanceof ApiError ? locateBatchError(e, batch.map((r) => r.where)) : e;
+      }
+      const n = batch.length;
+      batch = [];
+      await acknowledge(n);
+    };
     let n = 0;
     for await (const rec of readRecords(file, format)) {
       opts.signal?.throwIfAborted();
@@ -170,12 +208,5 @@ export async function importFile(client: Client, file: string, opts: ImportOptio
       if (batch.length >= opts.batch) await flush();
     }
     await flush();
-  } catch (e) {
-    throw new ImportStopped(e, done > 0 ? statePath : undefined);
-  } finally {
-    // Also on Ctrl-C: the bar hid the cursor, and only stop() shows it again.
-    bar?.stop();
-  }
-  await rm(statePath, { force: true });
-  return { file, total, imported: done - resumeFrom, resumedFrom: resumeFrom, seconds: (performance.now() - started) / 1000 };
+  });
 }

@@ -7,16 +7,19 @@
 import { createWriteStream, openAsBlob } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Writable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { ApiError, Client, LONG_TIMEOUT_MS, UnavailableError } from './client.ts';
 import { Interrupted, UsageError } from './errors.ts';
 import { ImportStopped, importFile } from './import.ts';
+import { importExport, isExportFile } from './portable.ts';
 import { positiveInteger, positiveSeconds } from './options.ts';
 import { RecordError } from './records.ts';
 import { resolveSettings } from './settings.ts';
 import { addSearchOptions, searchRequest, searchTable, type SearchOptions } from './search.ts';
+import { addSnapshotCommands } from './snapshots.ts';
+import { ArchiveError } from '../platform/snapshot-archive.ts';
 
 export const EXIT = { ok: 0, unexpected: 1, usage: 2, auth: 3, notFound: 4, unavailable: 5, rejected: 6 } as const;
 
@@ -31,7 +34,7 @@ function exitCodeOf(err: unknown): number {
     if (err.status === 502 || err.status === 503 || err.status === 504) return EXIT.unavailable;
     if (err.status >= 400 && err.status < 500) return EXIT.rejected;
   }
-  if (err instanceof RecordError) return EXIT.rejected;
+  if (err instanceof RecordError || err instanceof ArchiveError) return EXIT.rejected;
   return EXIT.unexpected;
 }
 
@@ -50,7 +53,7 @@ function describe(err: unknown): string {
  * on disk: a failed export leaves the previous backup as it was, never a truncated one. The pipeline
  * writes each page as it comes (waiting while the disk is behind), so no table is held in memory.
  */
-async function writeFileAtomically(file: string, chunks: AsyncIterable<string>): Promise<void> {
+async function writeFileAtomically(file: string, chunks: AsyncIterable<string | Uint8Array>): Promise<void> {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
   try {
     await pipeline(chunks, createWriteStream(tmp, { flags: 'wx' }));
@@ -105,18 +108,19 @@ export function buildProgram(io: Io): Command {
   const ks = (c: Command): Command => c.addOption(new Option('-k, --keyspace <name>', 'keyspace').default('default_keyspace'));
   const tb = (c: Command): Command => c.addOption(new Option('-t, --table <name>', 'table').default('vector'));
 
-  const commands: Commands = { io, client, json, print, ks, tb };
+  const commands: Commands = { io, client, json, print, ks, tb, writeAtomically: writeFileAtomically };
   addServerCommands(program, commands);
   addKeyspaceCommands(program, commands);
   addSearchCommand(program, commands);
   addDataCommands(program, commands);
   addKeyCommands(program, commands);
   addEmbedCommand(program, commands);
+  addSnapshotCommands(program, commands);
   return program;
 }
 
 /** What every command's action uses: the settings' client, and output as a table or JSON. */
-interface Commands {
+export interface Commands {
   io: Io;
   client: () => Client;
   json: () => boolean;
@@ -124,6 +128,8 @@ interface Commands {
   /** Adds the -k/--keyspace and -t/--table options. */
   ks: (c: Command) => Command;
   tb: (c: Command) => Command;
+  /** Writes a file whole or not at all (temp file, fsync, rename). */
+  writeAtomically: (file: string, chunks: AsyncIterable<string | Uint8Array>) => Promise<void>;
 }
 
 /** One table of a keyspace listing. */
@@ -218,14 +224,20 @@ function addDataCommands(program: Command, { io, client, json, print, ks, tb }: 
     });
 
   tb(ks(program.command('import <file>')))
-    .description('bulk vectors or texts from .jsonl, .csv or .parquet; resumable')
+    .description('bulk vectors or texts from .jsonl, .csv or .parquet, or a keyspace written by `vss export` (into the keyspace it came from unless -k is given); resumable')
     .option('--batch <n>', 'records per request', positiveInteger, 500)
     .option('--model <name>', 'embedding model for records given as text')
     .option('--restart', 'ignore an earlier interrupted run and start from the first record')
     .option('--no-progress', 'no progress bar')
-    .action(async (file: string, o: { keyspace: string; table: string; batch: number; restart?: boolean; progress: boolean; model?: string }) => {
+    .action(async (file: string, o: { keyspace: string; table: string; batch: number; restart?: boolean; progress: boolean; model?: string }, cmd: Command) => {
       const interrupt = abortOnSignals();
       try {
+        if (await isExportFile(file)) {
+          const keyspace = cmd.getOptionValueSource('keyspace') === 'default' ? undefined : o.keyspace;
+          const s = await importExport(client(), file, { keyspace, batch: o.batch, restart: o.restart === true, progress: o.progress && io.isTTY, signal: interrupt.signal }, (l) => io.err(`${l}\n`));
+          print(s, () => `imported ${s.imported} items into keyspace ${s.keyspace} in ${s.seconds.toFixed(1)} s${s.resumedFrom ? `; ${s.resumedFrom} were done by an earlier run` : ''}; ${s.total} in the export`);
+          return;
+        }
         const s = await importFile(client(), file, { keyspace: o.keyspace, table: o.table, batch: o.batch, restart: o.restart === true, progress: o.progress && io.isTTY, model: o.model, signal: interrupt.signal }, (l) => io.err(`${l}\n`));
         print(s, () => `imported ${s.imported} records into ${o.keyspace}.${o.table} in ${s.seconds.toFixed(1)} s (${Math.round(s.imported / Math.max(s.seconds, 0.001))}/s)${s.resumedFrom ? `; ${s.resumedFrom} were done by an earlier run` : ''}; ${s.total} in the file`);
       } catch (e) {
@@ -238,22 +250,36 @@ function addDataCommands(program: Command, { io, client, json, print, ks, tb }: 
       }
     });
 
-  tb(ks(program.command('export')))
-    .description('a table as JSONL (to stdout, or --out)')
+  ks(program.command('export'))
+    .description('a keyspace, or one table, with its tables\' settings, rows, metadata records and files (the export format; `vss import` reads it back on any server), to stdout or --out')
+    .option('-t, --table <name>', 'only this table')
     .option('-o, --out <file>', 'write to this file')
-    .option('--no-vectors', 'leave the vectors out')
-    .action(async (o: { keyspace: string; table: string; out?: string; vectors: boolean }) => {
+    .option('--rows', "only one table's rows as JSONL records (key, vector, text, metadata), as `vss import` reads into a table (-t, default vector)")
+    .option('--no-vectors', 'with --rows: leave the vectors out')
+    .action(async (o: { keyspace: string; table?: string; out?: string; rows?: boolean; vectors: boolean }) => {
       const c = client();
-      async function* pages(): AsyncGenerator<string> {
+      async function* rows(): AsyncGenerator<string> {
         let cursor: string | null = null;
         do {
-          const page: any = await c.post('/v1/vector/list', { keyspace: o.keyspace, table: o.table, limit: 1000, include_vector: o.vectors, ...(cursor ? { cursor } : {}) });
+          const page: any = await c.post('/v1/vector/list', { keyspace: o.keyspace, table: o.table ?? 'vector', limit: 1000, include_vector: o.vectors, ...(cursor ? { cursor } : {}) });
           yield page.vectors.map((v: unknown) => `${JSON.stringify(v)}\n`).join('');
           cursor = page.cursor;
         } while (cursor);
       }
-      if (o.out) await writeFileAtomically(o.out, pages());
-      else await pipeline(pages(), io.stdout, { end: false }); // stdout stays open for run() to finish
+      async function* whole(): AsyncGenerator<Uint8Array> {
+        const q = new URLSearchParams({ keyspace: o.keyspace, ...(o.table ? { table: o.table } : {}) });
+        const res = await c.stream(`/v1/export?${q}`, { timeoutMs: 24 * 3600_000 });
+        // The last line is {"type":"end",...}: without it the server stopped midway, and the file is not kept.
+        let tail = '';
+        for await (const chunk of Readable.fromWeb(res.body as any)) {
+          tail = (tail + Buffer.from(chunk as Uint8Array).toString('latin1')).slice(-256);
+          yield chunk as Uint8Array;
+        }
+        if (!/\{"type":"end"[^\n]*\}\n$/.test(tail)) throw new UnavailableError('the export stopped before its end: the server failed midway (see its log)');
+      }
+      const chunks = o.rows ? rows() : whole();
+      if (o.out) await writeFileAtomically(o.out, chunks);
+      else await pipeline(chunks, io.stdout, { end: false }); // stdout stays open for run() to finish
     });
 }
 

@@ -29,7 +29,9 @@ import { fileRoutes } from './routes/files.ts';
 import { keyspaceRoutes } from './routes/keyspaces.ts';
 import { metadataRoutes } from './routes/metadata.ts';
 import { queryRoutes } from './routes/query.ts';
+import { portableRoutes } from './routes/portable.ts';
 import { searchRoutes } from './routes/search.ts';
+import { snapshotRoutes } from './routes/snapshots.ts';
 import { systemRoutes } from './routes/system.ts';
 import { vectorRoutes } from './routes/vectors.ts';
 
@@ -176,5 +178,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   await app.register(queryRoutes, { deps });
   await app.register(chatRoutes, { deps });
   await app.register(dockerRoutes, { deps });
+  await app.register(snapshotRoutes, { deps });
+  await app.register(portableRoutes, { deps });
   return app;
 }

@@ -73,6 +73,7 @@ describe('authorisation matrix: every route × every caller', () => {
       await t.app.inject({ method: 'POST', url: '/v1/embed/', headers: { ...form.headers, 'x-api-key': ownerWrite }, payload: form.payload });
     };
 
+    const snapshotName = (await t.call('POST', '/v1/snapshots')).json().name;
     const vec = Array.from({ length: 384 }, (_, i) => (i === 0 ? 1 : 0));
     rows.push(
       { method: 'GET', url: '/v1', route: 'GET /v1', need: 'public', scoped: false, ok: 200 },
@@ -114,6 +115,20 @@ describe('authorisation matrix: every route × every caller', () => {
       { method: 'GET', url: '/v1/keys/retrieve', route: 'GET /v1/keys/retrieve', need: 'Read', scoped: false, ok: 200 },
       { method: 'POST', url: '/v1/keys/rotate', route: 'POST /v1/keys/rotate', body: { key_id: throwawayKeyId }, need: 'Read', scoped: false, ok: 200 },
       { method: 'POST', url: '/v1/keys/revoke', route: 'POST /v1/keys/revoke', body: { key_id: throwawayKeyId }, need: 'Read', scoped: false, ok: 200 },
+      { method: 'GET', url: `/v1/export?keyspace=${KS}`, route: 'GET /v1/export', need: 'Read', scoped: true, ok: 200 },
+      {
+        method: 'POST',
+        url: '/v1/import',
+        route: 'POST /v1/import',
+        body: { keyspace: KS, items: [{ type: 'metadata', table: 'vector', source_file: 'imported.txt', raw_value: 'r', source_type: 'txt', processing_details: '' }] },
+        need: 'Write',
+        scoped: true,
+        ok: 200,
+      },
+      { method: 'POST', url: '/v1/snapshots', route: 'POST /v1/snapshots', need: 'Admin', scoped: false, ok: 200 },
+      { method: 'GET', url: '/v1/snapshots', route: 'GET /v1/snapshots', need: 'Admin', scoped: false, ok: 200 },
+      { method: 'GET', url: `/v1/snapshots/${snapshotName}`, route: 'GET /v1/snapshots/{name}', need: 'Admin', scoped: false, ok: 200 },
+      { method: 'DELETE', url: `/v1/snapshots/${snapshotName}`, route: 'DELETE /v1/snapshots/{name}', need: 'Admin', scoped: false, ok: 200 },
       // Destructive: last.
       { method: 'DELETE', url: `/v1/files/${KS}/vector/doc.txt`, route: 'DELETE /v1/files/{keyspace}/{table}/{*}', need: 'Write', scoped: true, ok: 200, prepare: reupload },
     );

@@ -24,6 +24,7 @@ export const STATUS: Record<ErrorCode, number> = {
   file_not_found: 404,
   method_not_allowed: 405,
   already_exists: 409,
+  snapshot_in_progress: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unprocessable_file: 422,
@@ -34,6 +35,7 @@ export const STATUS: Record<ErrorCode, number> = {
   // nginx's "client closed request": nobody reads it, but the log line says what happened.
   request_aborted: 499,
   internal: 500,
+  not_supported: 501,
   not_ready: 503,
   storage_unavailable: 503,
   runtime_unavailable: 503,

@@ -281,3 +281,68 @@ export const ConnectionBody = Type.Object(
   { type: Label(64), id: Label(256) },
   { additionalProperties: false },
 );
+
+/** Export format items (service/portable.ts, docs/API.md "Export format"): what `POST /v1/import` takes. */
+const ExportRowFields = {
+  key: Key,
+  vector_base64: VectorBase64,
+  text: Type.Union([Type.String({ maxLength: DEFAULT_LIMITS.textBytes }), Type.Null()]),
+  metadata: MetadataObject,
+  expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time', maxLength: 64 }), Type.Null()], { description: 'When the row expires; null: never' })),
+};
+const ExportTableItem = Type.Object(
+  {
+    type: Type.Literal('table'),
+    table: TableName,
+    dimension: Type.Integer({ minimum: 1, maximum: DEFAULT_LIMITS.maxDimension }),
+    metric: Type.String({ minLength: 1, maxLength: 64 }),
+    model: Type.Union([ModelName, Type.Null()]),
+    lexical: Type.Object({ tokenizer: Type.Union(LEXICAL_TOKENIZERS.map((t) => Type.Literal(t))) }, { additionalProperties: false }),
+    default_ttl_seconds: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+const ExportRowItem = Type.Object({ type: Type.Literal('row'), table: TableName, ...ExportRowFields }, { additionalProperties: false });
+const ExportMetadataItem = Type.Object(
+  {
+    type: Type.Literal('metadata'),
+    table: TableName,
+    source_file: MetadataFields.source_file,
+    raw_value: Type.String({ maxLength: DEFAULT_LIMITS.textBytes * 16 }),
+    source_type: Type.String({ maxLength: 256 }),
+    processing_details: Type.String({ maxLength: 65536 }),
+  },
+  { additionalProperties: false },
+);
+const ExportFileItem = Type.Object(
+  {
+    type: Type.Literal('file'),
+    table: TableName,
+    name: Type.String({ minLength: 1, maxLength: 1024 }),
+    file_type: Type.String({ minLength: 1, maxLength: 32 }),
+    size: Type.Integer({ minimum: 0, maximum: 4096 * 2 ** 20 }),
+    sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+    created_at: Type.String({ minLength: 1, maxLength: 64 }),
+    content_base64: Type.String({ format: BASE64_FORMAT, maxLength: base64Length(4096 * 2 ** 20), description: 'The stored bytes, standard base64' }),
+    record: Type.Object(
+      { raw_value: ExportMetadataItem.properties.raw_value, source_type: ExportMetadataItem.properties.source_type, processing_details: ExportMetadataItem.properties.processing_details },
+      { additionalProperties: false },
+    ),
+    chunks: Type.Array(Type.Object(ExportRowFields, { additionalProperties: false }), { maxItems: 1_000_000, description: 'The chunk rows `<name>#<i>`, in order' }),
+  },
+  { additionalProperties: false },
+);
+export const ImportBody = Type.Object(
+  {
+    keyspace: Keyspace,
+    items: Type.Array(Type.Union([ExportTableItem, ExportRowItem, ExportMetadataItem, ExportFileItem]), {
+      minItems: 1,
+      maxItems: DEFAULT_LIMITS.batchItems,
+      [BATCH_LIMIT]: true,
+      description: 'Lines of an export after its header, in order (the `end` line is not sent)',
+    }),
+  },
+  { additionalProperties: false },
+);
+export type ImportBody = Static<typeof ImportBody>;
+export const ExportQuery = Type.Object({ keyspace: Keyspace, table: Type.Optional(TableName) }, { additionalProperties: false });

@@ -44,6 +44,8 @@ export interface TestApp {
   call(method: 'GET' | 'POST' | 'DELETE' | 'PUT', url: string, body?: unknown, key?: string | null): Promise<LightMyRequestResponse>;
   /** Makes an extra key directly in storage (issuing keys over HTTP is another endpoint's job). */
   makeKey(permissions: Permission, resources?: string[], userId?: string): Promise<string>;
+  /** The fake model, when the app has one (its `calls` count every embedding). */
+  fakeModel: FakeEmbeddingModel | null;
   /** Ids of the stored file contents: `<dataDir>/files` entries (embedded), content ids of the system keyspace (Cassandra). */
   storedContent(): Promise<string[]>;
   close(): Promise<void>;
@@ -62,11 +64,15 @@ export async function startTestApp(
     logger?: FastifyServerOptions['logger'];
     /** The clock rows expire by (embedded storage and the service); Cassandra's engine keeps its own. */
     clock?: () => number;
+    /** The backend, instead of TEST_STORAGE (a test that moves data between backends). */
+    storage?: 'embedded' | 'cassandra';
+    /** Serve this existing data directory (a restored one) instead of a fresh temp one; close() still removes it. */
+    dataDir?: string;
   } = {},
 ): Promise<TestApp> {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-test-'));
+  const dataDir = opts.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'vss-test-')));
   const config: Config = loadConfig({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: ADMIN_KEY, ...opts.env }, { limits: opts.limits });
-  const cassandra = TEST_STORAGE === 'cassandra' ? freshNames() : null;
+  const cassandra = (opts.storage ?? TEST_STORAGE) === 'cassandra' ? freshNames() : null;
   const discard = async (): Promise<void> => {
     await rm(dataDir, { recursive: true, force: true });
     if (cassandra) await dropPrefixed(CASSANDRA_CONTACT_POINTS, CASSANDRA_LOCAL_DC, cassandra.keyspacePrefix);
@@ -94,9 +100,11 @@ export async function startTestApp(
   const storage = metrics.instrument(backend);
   const embedding = { ...config.embedding, onBatch: metrics.onEmbeddingBatch };
   let models: ModelRegistry;
+  let fakeModel: FakeEmbeddingModel | null = null;
   if (opts.model === 'fake') {
     // Named like the default model so defaults resolve; it checks no meaning.
-    models = ModelRegistry.fromModels([new FakeEmbeddingModel({ name: config.defaultModel, dimension: opts.fakeDimension ?? 384, delayMs: opts.fakeDelayMs })], { embedding });
+    fakeModel = new FakeEmbeddingModel({ name: config.defaultModel, dimension: opts.fakeDimension ?? 384, delayMs: opts.fakeDelayMs });
+    models = ModelRegistry.fromModels([fakeModel], { embedding });
   } else {
     models = new ModelRegistry({ ...config, embedding });
     await models.start();
@@ -111,6 +119,7 @@ export async function startTestApp(
     app,
     deps,
     dataDir,
+    fakeModel,
     call(method, url, body, key = ADMIN_KEY) {
       const headers: Record<string, string> = {};
       if (key !== null) headers['x-api-key'] = key;

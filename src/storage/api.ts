@@ -198,11 +198,23 @@ export interface VectorStore {
   setDefaultTtl(keyspace: string, table: string, seconds: number | null): Promise<void>;
 }
 
+export interface SnapshotImage {
+  /** The moment the image stands for (ISO 8601): every write acknowledged before it is in, none after. */
+  takenAt: string;
+  members: string[];
+  tables: { keyspace: string; table: string; rows: number }[];
+}
+
 export interface MetadataStore {
   /** Upserts records keyed by (keyspace, table, source_file), all or nothing. */
   upsertMetadata(records: MetadataRecord[]): Promise<void>;
   /** The records of the given sources of one table, keyed by source_file. */
   getMetadata(keyspace: string, table: string, sourceFiles: string[]): Promise<Map<string, MetadataRecord>>;
+  /**
+   * Pages through a table's records by source_file (for export): at most `limit` after `cursor`
+   * (null or absent: from the start). The cursor is opaque; null when nothing follows.
+   */
+  scanMetadata(keyspace: string, table: string, opts: { cursor?: string | null; limit: number }): Promise<{ records: MetadataRecord[]; cursor: string | null }>;
 }
 
 export interface Usage {
@@ -280,6 +292,13 @@ export interface Storage extends CatalogStore, VectorStore, MetadataStore, Accou
    * once it is in use, or why it is not. Backends without a use for one leave this out.
    */
   addDraftEncoder?(name: string, file: string, dimension: number, probe: Int32Array, onLoad?: (error: string | null) => void): void;
+  /**
+   * Copies a consistent point-in-time image of everything stored into the empty directory `dir`
+   * while writes go on (embedded: SQLite's online backup and the stored files it names; derived
+   * files are left out, a start rebuilds them). Returns the files written, relative to `dir`, and
+   * each table's rows at that moment. Backends whose engine has its own backups leave this out.
+   */
+  snapshot?(dir: string, onProgress?: (fraction: number) => void): Promise<SnapshotImage>;
   /** Flushes derived state (ANN indexes) and releases resources. */
   close(): Promise<void>;
 }

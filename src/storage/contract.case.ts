@@ -237,6 +237,25 @@ export function storageContract(name: string, open: OpenStorage, clock: TestCloc
         assert.equal((await storage.getMetadata('m', 'other', ['a.txt'])).size, 0);
         assert.equal((await storage.getMetadata('m', 't', [])).size, 0);
       });
+
+      it('pages through one table\'s records by source file, each once', async () => {
+        const rec = (file: string) => ({ keyspace: 'm2', table: 't', source_file: file, raw_value: `raw ${file}`, source_type: 'md', processing_details: '' });
+        const files = Array.from({ length: 7 }, (_, i) => `doc-${i}.md`);
+        await storage.upsertMetadata([...files.map(rec), { ...rec('elsewhere.md'), table: 'other' }]);
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const page: { records: { source_file: string }[]; cursor: string | null } = await storage.scanMetadata('m2', 't', { cursor, limit: 3 });
+          assert.ok(page.records.length <= 3);
+          seen.push(...page.records.map((r) => r.source_file));
+          cursor = page.cursor;
+          pages++;
+        } while (cursor !== null && pages < 10);
+        assert.deepEqual(seen, files);
+        assert.deepEqual((await storage.scanMetadata('m2', 't', { limit: 100 })).records[2], rec('doc-2.md'));
+        assert.deepEqual(await storage.scanMetadata('m2', 'none', { limit: 10 }), { records: [], cursor: null });
+      });
     });
 
     describe('accounts', () => {

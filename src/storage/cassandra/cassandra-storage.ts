@@ -116,6 +116,7 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
 
     upsertMetadata: (recs) => records.upsertMetadata(ctx, recs),
     getMetadata: (ks, t, files) => records.getMetadata(ctx, ks, t, files),
+    scanMetadata: (ks, t, o) => records.scanMetadata(ctx, ks, t, o),
 
     createUser: (u) => accounts.createUser(ctx, u),
     getUser: (id) => accounts.getUser(ctx, id),

@@ -44,6 +44,34 @@ export async function upsertMetadata(ctx: Ctx, records: MetadataRecord[]): Promi
   await forEachLimit(statements, 8, (s) => ctx.session.write(s.query, s.params, errCtx));
 }
 
+const toRecord = (r: Record<string, unknown>): MetadataRecord => ({
+  keyspace: r.keyspace_name as string,
+  table: r.table_name as string,
+  source_file: r.source_file as string,
+  raw_value: (r.raw_value as string | null) ?? '',
+  source_type: (r.source_type as string | null) ?? '',
+  processing_details: (r.processing_details as string | null) ?? '',
+  ...expiry(expiryOf(r.ttl)),
+});
+const expiry = (expiresAt: number | null): { expires_at?: number } => (expiresAt !== null ? { expires_at: expiresAt } : {});
+
+/** One table's records in source_file order (the partition's clustering order); the cursor is the last source_file, base64url. */
+export async function scanMetadata(ctx: Ctx, keyspace: string, table: string, opts: { cursor?: string | null; limit: number }): Promise<{ records: MetadataRecord[]; cursor: string | null }> {
+  const limit = Math.max(1, Math.min(Math.floor(opts.limit) || 1, 10_000));
+  let after: string | null = null;
+  if (opts.cursor !== undefined && opts.cursor !== null) {
+    after = Buffer.from(opts.cursor, 'base64url').toString('utf8');
+    if (after === '' || Buffer.from(after, 'utf8').toString('base64url') !== opts.cursor) throw invalid([{ path: '/cursor', message: 'is not a cursor this table gave' }]);
+  }
+  const cols = 'keyspace_name, table_name, source_file, raw_value, source_type, processing_details, TTL(raw_value) AS ttl';
+  const where = `keyspace_name = ? AND table_name = ?${after === null ? '' : ' AND source_file > ?'}`;
+  const params: unknown[] = after === null ? [keyspace, table, limit + 1] : [keyspace, table, after, limit + 1];
+  const rs = await ctx.session.execute('read', `SELECT ${cols} FROM ${sysTable(ctx, 'metadata_records')} WHERE ${where} LIMIT ?`, params, { fetchSize: limit + 1, ctx: { action: 'reading metadata records' } });
+  const records = rs.rows.slice(0, limit).map((r) => toRecord(r as unknown as Record<string, unknown>));
+  const more = rs.rows.length > limit;
+  return { records, cursor: more ? Buffer.from(records[records.length - 1].source_file, 'utf8').toString('base64url') : null };
+}
+
 export async function getMetadata(ctx: Ctx, keyspace: string, table: string, sourceFiles: string[]): Promise<Map<string, MetadataRecord>> {
   const out = new Map<string, MetadataRecord>();
   const unique = [...new Set(sourceFiles)];
@@ -51,18 +79,7 @@ export async function getMetadata(ctx: Ctx, keyspace: string, table: string, sou
   const cql = `SELECT keyspace_name, table_name, source_file, raw_value, source_type, processing_details, TTL(raw_value) AS ttl FROM ${sysTable(ctx, 'metadata_records')} WHERE keyspace_name = ? AND table_name = ? AND source_file IN ?`;
   for (const part of chunks(unique, 100)) {
     const rs = await ctx.session.execute('read', cql, [keyspace, table, part], { ctx: { action: 'reading metadata records' } });
-    for (const r of rs.rows) {
-      const expiresAt = expiryOf(r.ttl);
-      out.set(r.source_file as string, {
-        keyspace: r.keyspace_name as string,
-        table: r.table_name as string,
-        source_file: r.source_file as string,
-        raw_value: (r.raw_value as string | null) ?? '',
-        source_type: (r.source_type as string | null) ?? '',
-        processing_details: (r.processing_details as string | null) ?? '',
-        ...(expiresAt !== null ? { expires_at: expiresAt } : {}),
-      });
-    }
+    for (const r of rs.rows) out.set(r.source_file as string, toRecord(r as unknown as Record<string, unknown>));
   }
   return out;
 }

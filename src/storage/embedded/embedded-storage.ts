@@ -25,6 +25,7 @@ import { MetadataRecords } from './metadata.ts';
 import { migrate } from './schema.ts';
 import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
+import { snapshotInto } from './snapshot.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
 import { ExpirySweep, type SweepSettings } from './expiry-sweep.ts';
 import { YieldSignal } from '../../platform/yield-signal.ts';
@@ -167,6 +168,8 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, searches, opts.log);
 
   let closing: Promise<void> | null = null;
+  /** Snapshots under way: close() lets them finish, since the database cannot close under a backup. */
+  const snapshots = new Set<Promise<unknown>>();
   /** Runs a synchronous body as an async method, refusing after close and mapping driver errors. */
   const run = async <T>(fn: () => T): Promise<T> => {
     if (closing) throw new ServiceError('storage_unavailable', 'the embedded store is closed');
@@ -212,6 +215,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
 
     upsertMetadata: (records) => run(() => metadata.upsert(records)),
     getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
+    scanMetadata: (ks, t, o) => run(() => metadata.scan(ks, t, o)),
 
     replaceFile: (file, content, rows, record) => runAsync(() => files.replace(file, content, rows, record)),
     getFile: (ks, t, name) => run(() => files.get(ks, t, name)),
@@ -248,8 +252,15 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     searchCounts: () => ({ ...vectors.searches, drafted: worker?.draftSearches ?? 0 }),
     flushIndexes: () => keeper.saveDirty(),
     sweepExpired: () => runAsync(() => sweep.run()),
+    snapshot: (dir, onProgress) =>
+      runAsync(() => {
+        const taking = snapshotInto(raw, files, dataDir, dir, onProgress);
+        snapshots.add(taking);
+        return taking.finally(() => snapshots.delete(taking));
+      }),
     close: () => {
       closing ??= (async () => {
+        await Promise.allSettled([...snapshots]);
         try {
           await sweep.close();
           await warmer.close();

@@ -63,6 +63,9 @@ export class Files {
   readonly #vectors: Vectors;
   readonly #dir: string;
   readonly #isOpen: () => boolean;
+  /** While a snapshot copies stored contents, removals wait here (see hold()). */
+  #holds = 0;
+  #heldRemovals: string[] = [];
 
   constructor(db: Db, vectors: Vectors, dir: string, isOpen: () => boolean) {
     this.#db = db;
@@ -197,8 +200,30 @@ export class Files {
     return true;
   }
 
+  /**
+   * Keeps every stored content file in place until the returned release is called: a snapshot
+   * copies the contents its database copy names, which a replacement committed meanwhile would
+   * otherwise remove. Released removals then run.
+   */
+  hold(): () => Promise<void> {
+    this.#holds++;
+    let released = false;
+    return async () => {
+      if (released) return;
+      released = true;
+      if (--this.#holds > 0) return;
+      const names = this.#heldRemovals;
+      this.#heldRemovals = [];
+      for (const name of names) await this.#removeContent(name);
+    };
+  }
+
   /** After a commit: the content is no longer referenced; a failure here only leaves it for sweep(). */
   async #removeContent(stored: string): Promise<void> {
+    if (this.#holds > 0) {
+      this.#heldRemovals.push(stored);
+      return;
+    }
     await fsp.rm(path.join(this.#dir, stored), { force: true }).catch(() => undefined);
   }
 

@@ -78,4 +78,15 @@ export class MetadataRecords {
       )
       .run(this.#now(), max).changes);
   }
+
+  /** Records by source_file; the cursor is the last source_file of the page. */
+  scan(keyspace: string, table: string, opts: { cursor?: string | null; limit: number }): { records: MetadataRecord[]; cursor: string | null } {
+    const limit = Math.max(1, Math.min(Math.floor(opts.limit) || 1, 10_000));
+    const after = opts.cursor ?? null;
+    const rows = this.#db
+      .stmt('SELECT * FROM metadata_records WHERE keyspace = ? AND table_name = ? AND (? IS NULL OR source_file > ?) AND (expires_at IS NULL OR expires_at > ?) ORDER BY source_file LIMIT ?')
+      .all(keyspace, table, after, after, this.#now(), limit + 1) as Row[];
+    const page = rows.slice(0, limit).map(toRecord);
+    return { records: page, cursor: rows.length > limit ? page[page.length - 1].source_file : null };
+  }
 }

@@ -1634,6 +1634,276 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The snapshots kept, and the one being taken */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        /** Take a consistent snapshot of the data directory while writes go on (embedded storage) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/snapshots/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a snapshot archive */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The snapshot name */
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Remove a snapshot archive */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The snapshot name */
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A keyspace (or one table) in the export format, as JSON lines */
+        get: {
+            parameters: {
+                query: {
+                    /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
+                    keyspace: string;
+                    /** @description Table name (same rule as keyspace names). */
+                    table?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Write lines of an export into a keyspace (upserts: a batch sent again changes nothing) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
+                        keyspace: string;
+                        /** @description Lines of an export after its header, in order (the `end` line is not sent) */
+                        items: ({
+                            /** @enum {string} */
+                            type: "table";
+                            /** @description Table name (same rule as keyspace names). */
+                            table: string;
+                            dimension: number;
+                            /** @enum {string} */
+                            metric: "cosine" | "cosine similarity" | "cosine_similarity" | "dot_product" | "dot" | "euclidean" | "l2";
+                            model: string | null;
+                            lexical: {
+                                tokenizer: "porter" | "unicode61" | "trigram";
+                            };
+                            default_ttl_seconds?: number | null;
+                        } | {
+                            /** @enum {string} */
+                            type: "row";
+                            /** @description Table name (same rule as keyspace names). */
+                            table: string;
+                            /** @description Vector key: 1 to 512 bytes of UTF-8. */
+                            key: string;
+                            /**
+                             * Format: byte
+                             * @description The vector as its float32 values in little-endian IEEE-754 byte order, standard base64 with padding (numpy: base64.b64encode(v.astype("<f4").tobytes()); Node: Buffer.from(f32.buffer).toString("base64")). Give this or `vector`, not both; it skips parsing one JSON number per value.
+                             */
+                            vector_base64: string;
+                            text: string | null;
+                            /** @description Free-form JSON object, at most 64 KiB as JSON and 64 levels deep */
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            /** @description When the row expires; null: never */
+                            expires_at?: string | null;
+                        } | {
+                            /** @enum {string} */
+                            type: "metadata";
+                            /** @description Table name (same rule as keyspace names). */
+                            table: string;
+                            source_file: string;
+                            raw_value: string;
+                            source_type: string;
+                            processing_details: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "file";
+                            /** @description Table name (same rule as keyspace names). */
+                            table: string;
+                            name: string;
+                            file_type: string;
+                            size: number;
+                            sha256: string;
+                            created_at: string;
+                            /**
+                             * Format: byte
+                             * @description The stored bytes, standard base64
+                             */
+                            content_base64: string;
+                            record: {
+                                raw_value: string;
+                                source_type: string;
+                                processing_details: string;
+                            };
+                            /** @description The chunk rows `<name>#<i>`, in order */
+                            chunks: {
+                                /** @description Vector key: 1 to 512 bytes of UTF-8. */
+                                key: string;
+                                /**
+                                 * Format: byte
+                                 * @description The vector as its float32 values in little-endian IEEE-754 byte order, standard base64 with padding (numpy: base64.b64encode(v.astype("<f4").tobytes()); Node: Buffer.from(f32.buffer).toString("base64")). Give this or `vector`, not both; it skips parsing one JSON number per value.
+                                 */
+                                vector_base64: string;
+                                text: string | null;
+                                /** @description Free-form JSON object, at most 64 KiB as JSON and 64 levels deep */
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description When the row expires; null: never */
+                                expires_at?: string | null;
+                            }[];
+                        })[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {

@@ -1,0 +1,41 @@
+/**
+ * Snapshots of the embedded data directory: `POST /v1/snapshots` takes one, `GET` lists them,
+ * `GET /v1/snapshots/:name` streams an archive, `DELETE` removes it. Administrator only: an
+ * archive holds every tenant's data.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Deps } from '../../service/deps.ts';
+import { createSnapshot, deleteSnapshot, listSnapshots, openSnapshot } from '../../service/snapshots.ts';
+
+const SnapshotParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._-]+$', description: 'The snapshot name' }) });
+
+export const snapshotRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  app.post('/v1/snapshots', {
+    schema: { tags: ['snapshots'], summary: 'Take a consistent snapshot of the data directory while writes go on (embedded storage)' },
+    config: { permission: 'Admin' },
+    handler: () => createSnapshot(deps),
+  });
+  app.get('/v1/snapshots', {
+    schema: { tags: ['snapshots'], summary: 'The snapshots kept, and the one being taken' },
+    config: { permission: 'Admin' },
+    handler: () => listSnapshots(deps),
+  });
+  app.get('/v1/snapshots/:name', {
+    schema: { tags: ['snapshots'], summary: 'Download a snapshot archive', params: SnapshotParams },
+    config: { permission: 'Admin' },
+    handler: async (req, reply) => {
+      const s = await openSnapshot(deps, req.params.name);
+      return reply
+        .header('content-type', 'application/octet-stream')
+        .header('content-length', String(s.size))
+        .header('content-disposition', `attachment; filename="${s.name}"`)
+        .send(s.stream);
+    },
+  });
+  app.delete('/v1/snapshots/:name', {
+    schema: { tags: ['snapshots'], summary: 'Remove a snapshot archive', params: SnapshotParams },
+    config: { permission: 'Admin' },
+    handler: (req) => deleteSnapshot(deps, req.params.name),
+  });
+};
