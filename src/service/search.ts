@@ -155,17 +155,13 @@ export async function search(deps: Deps, input: SearchInput): Promise<SearchOutp
       { errors: [{ path: r.vector ? `/body/${r.field}` : '/body/model_name', message: `gives ${dimension} dimensions, table has ${table.dimension}` }] },
     );
   }
-  // A text query's vector is passed while the model computes it, with a draft storage may start
-  // its graph walks from meanwhile (SearchQuery.draft); the scores are the exact vector's.
+  // A text query's vector is awaited in retrieve(), after a hybrid search's lexical list is asked for.
   const vector = r.embedder ? r.embedder.embed([input.query!]).then((v) => v[0]) : r.vector;
-  // Storage may fail before it awaits the vector; a failed model call then has no other listener.
-  if (vector instanceof Promise) vector.catch(() => undefined);
   const found = await retrieve(deps.storage, {
     keyspace: input.keyspace,
     table: input.table,
     mode: r.mode,
     vector,
-    draft: r.embedder?.draftFor(input.query!) ?? undefined,
     text: input.query ?? null,
     metric: r.metric,
     candidates: r.initialTopK,

@@ -57,8 +57,7 @@ export async function search(ctx: Ctx, keyspace: string, table: string, q: Searc
 /** As search, also telling which stage 1 ran (for tests and diagnostics). */
 export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, query: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
   const t = await requireTable(ctx, keyspace, table);
-  // A draft (SearchQuery.draft) is of no use here: Cassandra's index needs the vector itself.
-  const q: VectorQuery = { ...query, vector: await query.vector };
+  const q: VectorQuery = query;
   if (!(q.vector instanceof Float32Array)) throw invalid([{ path: '/vector', message: 'must be a Float32Array' }]);
   if (q.vector.length !== t.dimension) {
     throw new ServiceError('dimension_mismatch', `The query has ${q.vector.length} dimensions; table "${table}" holds ${t.dimension}.`, {

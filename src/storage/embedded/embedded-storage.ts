@@ -72,8 +72,8 @@ export interface EmbeddedStorage extends Storage {
   /** Reads the searched tables through the database's memory map now (see db-warmer.ts); joins a pass under way. */
   warmDatabase(): Promise<WarmPass>;
   /** How many searches took each path since opening. */
-  /** Searches by stage-1 path; `drafted`: of the ANN ones, those begun from a draft (SearchQuery.draft). */
-  searchCounts(): { exact: number; ann: number; filtered: number; drafted: number };
+  /** Searches by stage-1 path. */
+  searchCounts(): { exact: number; ann: number; filtered: number };
   /** How long opening took, how many rows its tables hold, and how many were re-read from the database. */
   readonly startup: { ms: number; rows: number; refilled: number };
 }
@@ -194,7 +194,6 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     scanVectors: (ks, t, opts) => run(() => scanVectors(db, catalog, ks, t, opts)),
     search: (ks, t, q) => runAsync(() => vectors.search(ks, t, q)),
     lexicalSearch: (ks, t, q) => run(() => vectors.lexicalSearch(ks, t, q)),
-    ...(worker ? { addDraftEncoder: worker.addDraft.bind(worker) } : {}),
 
     upsertMetadata: (records) => run(() => metadata.upsert(records)),
     getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
@@ -231,7 +230,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     whenIndexed: () => keeper.whenIndexed(),
     indexStatus: () => keeper.status(),
     warmDatabase: () => warmer.warm(),
-    searchCounts: () => ({ ...vectors.searches, drafted: worker?.draftSearches ?? 0 }),
+    searchCounts: () => ({ ...vectors.searches }),
     flushIndexes: () => keeper.saveDirty(),
     close: () => {
       closing ??= (async () => {

@@ -211,24 +211,15 @@ export class Vectors {
     const t = this.#catalog.require(keyspace, table);
     const metric = q.metric ?? t.meta.metric;
     const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
-    // Stage 1 may begin before the vector exists, from the draft (SegmentedAnn.searchAsync); the
-    // table's state decides whether the graphs are used, and the vector is checked when it comes.
-    let started: Promise<number[]> | null = null;
-    if (q.vector instanceof Promise && q.draft !== undefined && this.#worker && limit >= 1 && q.filter === undefined && this.#annUsable(t, q.candidates, metric)) {
-      const exact = q.vector.then((v) => this.#checkQuery(v, t, keyspace, table));
-      started = t.ann!.searchAsync(exact, q.candidates, this.#worker, q.draft);
-      started.catch(() => undefined); // the same failure reaches the caller through `query` below
-    }
-    const query = this.#checkQuery(await q.vector, t, keyspace, table);
+    const query = this.#checkQuery(q.vector, t, keyspace, table);
     if (!(limit >= 1)) return [];
     this.#keeper.searched();
 
-    // A stage 1 already started stands: the table's state was checked when it began.
-    if (q.filter === undefined && !isZeroCosine(metric, query) && (started !== null || this.#annUsable(t, q.candidates, metric))) {
+    if (q.filter === undefined && !isZeroCosine(metric, query) && this.#annUsable(t, q.candidates, metric)) {
       // Stage 1: the graphs' candidates (walked on both threads, see SegmentedAnn.searchAsync),
       // plus the exact best of rows they do not hold yet.
       const ann = t.ann!;
-      const fromAnn = started !== null ? await started : this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
+      const fromAnn = this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
       const fromPending = t.pendingCount > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds()).map((s) => s.rowId) : [];
       this.searches.ann++;
       return this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, q.includeVector === true);
