@@ -1,7 +1,8 @@
-import { invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
+import { invalidFields, type CodedFieldError } from '../errors.ts';
 import { validateFilter } from '../index/filter.ts';
 import type { Metric } from '../index/metric.ts';
 import type { Filter, Metadata, StoredMatch } from '../storage/api.ts';
+import { dimensionError, dimensionMismatch } from '../storage/vector-dimension.ts';
 import type { Deps } from './deps.ts';
 import { DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, type Fusion } from './fusion.ts';
 import { MAX_LIST_ROWS, MAX_RERANK_DOCUMENTS, retrieve, SEARCH_MODES, type RetrievedMatch, type SearchMode } from './retrieve.ts';
@@ -149,11 +150,7 @@ export async function search(deps: Deps, input: SearchInput): Promise<SearchOutp
   // The model's dimension is known before it runs: a table of another one costs no model call.
   const dimension = r.vector?.length ?? r.embedder?.dimension ?? table.dimension;
   if (dimension !== table.dimension) {
-    throw new ServiceError(
-      'dimension_mismatch',
-      `The query vector has ${dimension} dimensions; table "${table.name}" holds ${table.dimension}.`,
-      { errors: [{ path: r.vector ? `/body/${r.field}` : '/body/model_name', message: `gives ${dimension} dimensions, table has ${table.dimension}` }] },
-    );
+    throw dimensionMismatch([dimensionError(r.vector ? `/body/${r.field}` : '/body/model_name', dimension, table.dimension)], table.dimension, dimension);
   }
   // A text query's vector is awaited in retrieve(), after a hybrid search's lexical list is asked for.
   const vector = r.embedder ? r.embedder.embed([input.query!]).then((v) => v[0]) : r.vector;

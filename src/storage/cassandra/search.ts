@@ -24,11 +24,11 @@
  * the ANN stage fetches the most it may (1,000 candidates) and filters those, so a selective
  * filter can return fewer than `limit` matches.
  */
-import { invalid, ServiceError } from '../../errors.ts';
 import { compareScores, exactScore } from '../../index/metric.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import { TopK } from '../../index/topk.ts';
 import type { Metadata, SearchQuery, StoredMatch, TableInfo } from '../api.ts';
+import { requireQueryDimension } from '../vector-dimension.ts';
 import { chunks, fromCqlVector, fromMetadataText, indexable, toCqlVector } from './codec.ts';
 import { countRows, requireTable } from './catalog.ts';
 import { type Ctx, dataTable } from './context.ts';
@@ -58,14 +58,7 @@ export async function search(ctx: Ctx, keyspace: string, table: string, q: Searc
 export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, query: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
   const t = await requireTable(ctx, keyspace, table);
   const q: VectorQuery = query;
-  if (!(q.vector instanceof Float32Array)) throw invalid([{ path: '/vector', message: 'must be a Float32Array' }]);
-  if (q.vector.length !== t.dimension) {
-    throw new ServiceError('dimension_mismatch', `The query has ${q.vector.length} dimensions; table "${table}" holds ${t.dimension}.`, {
-      errors: [{ path: '/vector', message: `has ${q.vector.length} dimensions; the table holds ${t.dimension}` }],
-      extra: { expected: t.dimension },
-    });
-  }
-  if (!q.vector.every(Number.isFinite)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
+  requireQueryDimension(q.vector, t.dimension);
   const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
   if (!(limit > 0)) return { plan: 'exact', matches: [] };
   const match = q.filter && Object.keys(q.filter).length > 0 ? compile(q.filter) : null;

@@ -2,12 +2,13 @@
  * Vector rows: durable writes to SQLite, then the in-memory matrix and the ANN queue; searches
  * over the matrix (exact) or the ANN index (stage 1) with exact re-scoring from the database (stage 2).
  */
-import { invalid, ServiceError, type FieldError } from '../../errors.ts';
+import { invalid } from '../../errors.ts';
 import { exactSearchMatrix, rescore, type Scored } from '../../index/exact.ts';
 import { filterToSql, validateFilter } from '../../index/filter.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { Metric } from '../../index/metric.ts';
 import type { Filter, LexicalQuery, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
+import { requireQueryDimension, requireRowDimensions } from '../vector-dimension.ts';
 import type { Catalog } from './catalog.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
 import { indexTexts, matchExpression, rankLexical, unindexRows } from './lexical.ts';
@@ -37,14 +38,6 @@ export interface VectorSettings {
   worker: GraphWorker | null;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && !ArrayBuffer.isView(v);
-
-function checkFinite(v: Float32Array): boolean {
-  for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) return false;
-  return true;
-}
-
 export class Vectors {
   readonly #db: Db;
   readonly #catalog: Catalog;
@@ -64,31 +57,12 @@ export class Vectors {
     this.#worker = settings.worker;
   }
 
+  /** Rows as the service checked them (keys, finite values, metadata); the dimension is checked again here. */
   upsert(keyspace: string, table: string, rows: VectorRow[]): void {
     const t = this.#catalog.require(keyspace, table);
-    const d = t.meta.dimension;
-    const errors: FieldError[] = [];
-    const vectors: Float32Array[] = [];
-    rows.forEach((r, i) => {
-      if (r.vector == null || typeof (r.vector as ArrayLike<number>).length !== 'number') {
-        errors.push({ path: `/vectors/${i}/vector`, message: 'must be an array of numbers' });
-        vectors.push(new Float32Array(d));
-        return;
-      }
-      const v = r.vector instanceof Float32Array ? r.vector : Float32Array.from(r.vector as ArrayLike<number>);
-      if (v.length !== d) {
-        throw new ServiceError('dimension_mismatch', `vector ${i} has dimension ${v.length}; table ${keyspace}.${table} has dimension ${d}`, {
-          extra: { expected: d, actual: v.length, index: i },
-        });
-      }
-      vectors.push(v);
-      if (typeof r.key !== 'string' || r.key === '') errors.push({ path: `/vectors/${i}/key`, message: 'must be a non-empty string' });
-      if (!checkFinite(v)) errors.push({ path: `/vectors/${i}/vector`, message: 'must hold finite numbers only' });
-      if (r.metadata != null && !isPlainObject(r.metadata)) errors.push({ path: `/vectors/${i}/metadata`, message: 'must be an object' });
-      if (r.text != null && typeof r.text !== 'string') errors.push({ path: `/vectors/${i}/text`, message: 'must be a string or null' });
-    });
-    if (errors.length > 0) throw invalid(errors);
+    requireRowDimensions(rows, t.meta.dimension);
     if (rows.length === 0) return;
+    const vectors = rows.map((r) => r.vector);
 
     const seq = this.#seq.value + 1;
     const ids = this.#db.tx(() => {
@@ -164,18 +138,8 @@ export class Vectors {
    */
   replaceRows(keyspace: string, table: string, rows: VectorRow[], within: () => string[]): void {
     const t = this.#catalog.require(keyspace, table);
-    const d = t.meta.dimension;
-    const vectors = rows.map((r, i) => {
-      const v = r.vector instanceof Float32Array ? r.vector : Float32Array.from(r.vector as ArrayLike<number>);
-      if (v.length !== d) {
-        throw new ServiceError('dimension_mismatch', `vector ${i} has dimension ${v.length}; table ${keyspace}.${table} has dimension ${d}`, {
-          extra: { expected: d, actual: v.length, index: i },
-        });
-      }
-      if (typeof r.key !== 'string' || r.key === '') throw invalid([{ path: `/vectors/${i}/key`, message: 'must be a non-empty string' }]);
-      if (!checkFinite(v)) throw invalid([{ path: `/vectors/${i}/vector`, message: 'must hold finite numbers only' }]);
-      return v;
-    });
+    requireRowDimensions(rows, t.meta.dimension, '/rows');
+    const vectors = rows.map((r) => r.vector);
     const seq = this.#seq.value + 1;
     const del = this.#db.stmt('DELETE FROM vectors WHERE table_id = ? AND key = ? RETURNING id');
     const { removed, ids } = this.#db.tx(() => {
@@ -211,7 +175,8 @@ export class Vectors {
     const t = this.#catalog.require(keyspace, table);
     const metric = q.metric ?? t.meta.metric;
     const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
-    const query = this.#checkQuery(q.vector, t, keyspace, table);
+    requireQueryDimension(q.vector, t.meta.dimension);
+    const query = q.vector;
     if (!(limit >= 1)) return [];
     this.#keeper.searched();
 
@@ -246,18 +211,6 @@ export class Vectors {
     if (match === null || !(limit >= 1)) return [];
     const best = rankLexical(this.#db, t.meta.id, match, limit, filter);
     return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
-  }
-
-  #checkQuery(vector: Float32Array | ArrayLike<number>, t: TableState, keyspace: string, table: string): Float32Array {
-    const d = t.meta.dimension;
-    const query = vector instanceof Float32Array ? vector : Float32Array.from(vector);
-    if (query.length !== d) {
-      throw new ServiceError('dimension_mismatch', `the query vector has dimension ${query.length}; table ${keyspace}.${table} has dimension ${d}`, {
-        extra: { expected: d, actual: query.length },
-      });
-    }
-    if (!checkFinite(query)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
-    return query;
   }
 
   /** Whether the graphs answer stage 1 for this table and query shape (the query itself aside). */
