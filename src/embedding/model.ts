@@ -186,8 +186,8 @@ async function load(modelDir: string, name: string, opts: LoadModelOptions): Pro
   const tokenizer = await AutoTokenizer.from_pretrained(name, { local_files_only: true });
   // The session is onnxruntime-node's own rather than transformers.js's AutoModel, so that each
   // call writes into one reused output buffer: through AutoModel every call allocated ~50 KB of
-  // ArrayBuffers, and 1,000 short queries cost three mark-compact collections (none now;
-  // docs/PERFORMANCE.md). Same runtime, same graph, same optimisation level ('all' is its default).
+  // ArrayBuffers, and 1,000 short queries cost three mark-compact collections (none now, under
+  // node --trace-gc). Same runtime, same graph, same optimisation level ('all' is its default).
   const session = await InferenceSession.create(path.join(info.dir, ONNX_FILE), {
     intraOpNumThreads: threads,
     interOpNumThreads: 1,

@@ -1,7 +1,7 @@
 /**
  * A second thread that searches some of a table's sealed graphs while the main thread searches the
  * others, so one query's graph walks use both cores (at 1M rows, four 250k-row graphs of ~1 ms a
- * walk: docs/PERFORMANCE.md). The worker memory-maps the same graph files itself (usearch objects
+ * walk: bench/vectors.bench.ts --n 1000000). The worker memory-maps the same graph files itself (usearch objects
  * cannot cross threads; the page cache is shared), so it never sees a graph before its file is
  * complete.
  *

@@ -47,17 +47,13 @@ interface Candidate {
 
 export type SearchPlan = 'exact' | 'ann';
 
-/** A query whose vector has arrived. */
-type VectorQuery = SearchQuery & { vector: Float32Array };
-
 export async function search(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]> {
   return (await searchWithPlan(ctx, keyspace, table, q)).matches;
 }
 
 /** As search, also telling which stage 1 ran (for tests and diagnostics). */
-export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, query: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
+export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
   const t = await requireTable(ctx, keyspace, table);
-  const q: VectorQuery = query;
   requireQueryDimension(q.vector, t.dimension);
   const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
   if (!(limit > 0)) return { plan: 'exact', matches: [] };
@@ -93,7 +89,7 @@ const byScoreThenKey = (metric: SearchQuery['metric']) => {
   return (a: Candidate, b: Candidate): number => cmp(a, b) || compareCodePoints(a.key, b.key);
 };
 
-async function exactScan(ctx: Ctx, t: TableInfo, q: VectorQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
+async function exactScan(ctx: Ctx, t: TableInfo, q: SearchQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
   for await (const page of ctx.session.pages(`SELECT ${cols} FROM ${dataTable(ctx, t.keyspace, t.name)}`, [], {
@@ -110,7 +106,7 @@ async function exactScan(ctx: Ctx, t: TableInfo, q: VectorQuery, limit: number, 
   return top.sorted();
 }
 
-async function ann(ctx: Ctx, t: TableInfo, q: VectorQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
+async function ann(ctx: Ctx, t: TableInfo, q: SearchQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
   const n = match ? ANN_MAX_LIMIT : Math.min(ANN_MAX_LIMIT, Math.max(limit * OVERFETCH, Math.min(q.candidates, ANN_MAX_LIMIT)));
   const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
   const rs = await ctx.session.execute(

@@ -229,7 +229,8 @@ export class Vectors {
    * Stage 2: exact float64 scores of the candidates from their full-precision rows (stale, deleted
    * or foreign ids drop out), then the answer fields of the best. From the database rather than
    * the vector file: its pages are memory-mapped and kept so (db-warmer.ts), while a vector-file
-   * page idle for a minute may be back on disk, and 100 such reads took ~10 ms (docs/PERFORMANCE.md).
+   * page idle for a minute may be back on disk, and 100 such reads took ~10 ms (the settled
+   * searches of bench/vectors.bench.ts, a minute after a restart, before db-warmer.ts existed).
    * Only the payloads are read: whether an id is a live row of this table is the matrix's to say
    * (it changes in the same synchronous turn as each commit), and the join to `vectors` for its
    * table_id cost a third more (0.51 against 0.35 ms for 100 rows at 1M).
