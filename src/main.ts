@@ -9,7 +9,6 @@ import { buildApp } from './http/app.ts';
 import { loggerOptions } from './http/logging.ts';
 import { createReranker } from './service/rerank.ts';
 import { bootstrap } from './service/bootstrap.ts';
-import { offerSearchDrafts } from './service/drafts.ts';
 import { openStorage } from './storage/factory.ts';
 import { tuneV8Heap } from './platform/v8-heap.ts';
 
@@ -48,7 +47,6 @@ async function main(): Promise<void> {
   warn = storageLog;
   for (const [msg, err] of early.splice(0)) storageLog(msg, err);
   // The unwrapped backend: metrics time requests, not this.
-  offerSearchDrafts(config, models, backend, (level, msg, fields) => app.log[level](fields, msg));
 
   await models.discover();
   const boot = await bootstrap(deps);

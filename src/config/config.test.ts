@@ -36,12 +36,6 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ VSS_TTL_SWEEP_BATCH_ROWS: '0' }), (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && /VSS_TTL_SWEEP_BATCH_ROWS/.test(e.problems[0]));
   });
 
-  it('turns search drafts off with VSS_SEARCH_DRAFT=false, and refuses other words', () => {
-    assert.equal(loadConfig({}).searchDraft, true);
-    assert.equal(loadConfig({ VSS_SEARCH_DRAFT: 'false' }).searchDraft, false);
-    assert.throws(() => loadConfig({ VSS_SEARCH_DRAFT: 'no' }), (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && /VSS_SEARCH_DRAFT/.test(e.problems[0]));
-  });
-
   it('serves metrics without a key only with VSS_METRICS_PUBLIC=true, and refuses other words', () => {
     assert.equal(loadConfig({}).metricsPublic, false);
     assert.equal(loadConfig({ VSS_METRICS_PUBLIC: 'true' }).metricsPublic, true);

@@ -122,11 +122,6 @@ export interface Config {
    * count what this gives.
    */
   readonly trustProxy: boolean | string[];
-  /**
-   * Text searches start their graph walks from the model's int8 draft while the model computes
-   * the exact vector (VSS_SEARCH_DRAFT, default true): see storage's addDraftEncoder.
-   */
-  readonly searchDraft: boolean;
   /** After SIGTERM, how long requests in flight may take before their connections are cut. */
   readonly shutdownGraceMs: number;
   /** Embedding micro-batching: most texts per model call, and how long to wait to fill one. */
@@ -356,7 +351,6 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     paidPlan: 'pro',
     metricsPublic: bool('VSS_METRICS_PUBLIC', false),
     trustProxy: trustProxy(env.VSS_TRUST_PROXY, problems),
-    searchDraft: bool('VSS_SEARCH_DRAFT', true),
     shutdownGraceMs: int('VSS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     embedding: {
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),

@@ -118,20 +118,6 @@ describe('Embedder batching (fake model)', () => {
     assert.equal(model.callCount, 5);
   });
 
-  test('offers a draft for texts it has no vector for, only when the model has one', async () => {
-    const plain = new Embedder(new FakeEmbeddingModel({ dimension: 4 }), { maxBatch: 8, batchWindowMs: 0, cacheEntries: 16 });
-    assert.equal(plain.draftFor('a cat'), null, 'no draft file');
-    const model = Object.assign(new FakeEmbeddingModel({ name: 'm', dimension: 4 }), { draftFile: '/models/m/onnx/model_quantized.onnx' });
-    const e = new Embedder(model, { maxBatch: 8, batchWindowMs: 0, cacheEntries: 16 });
-    assert.deepEqual(e.draftFor('a cat'), { encoder: 'm', ids: model.inputIds('a cat') });
-    await e.embed(['a cat']);
-    assert.equal(e.draftFor('a cat'), null, 'cached: the vector is at hand');
-    assert.notEqual(e.draftFor('a dog'), null);
-    const before = e.stats();
-    e.draftFor('a cat');
-    assert.deepEqual(e.stats(), before, 'asking counts no cache hit or miss');
-  });
-
   test('cacheEntries 0 disables the cache', async () => {
     const model = new FakeEmbeddingModel();
     const e = new Embedder(model, { maxBatch: 32, batchWindowMs: 0, cacheEntries: 0 });

@@ -155,17 +155,6 @@ export class Embedder {
     });
   }
 
-  /**
-   * What a search can start from while `text` is embedded (storage's SearchQuery.draft): the
-   * model's name as the draft encoder's and the text's token ids. Null when the model has no
-   * draft, or when the text is cached (its vector is at hand at once).
-   */
-  draftFor(text: string): { encoder: string; ids: Int32Array } | null {
-    if (this.model.draftFile === undefined || this.closed) return null;
-    if (this.cacheEntries > 0 && text.length <= CACHE_MAX_TEXT_CHARS && this.cache.has(text)) return null;
-    return { encoder: this.model.name, ids: this.model.inputIds(text) };
-  }
-
   stats(): EmbedderStats {
     return {
       requests: this.s.requests,

@@ -83,11 +83,6 @@ export class FakeEmbeddingModel implements EmbeddingModel {
     return Math.min(this.tokenize(text).ids.length + 2, this.maxTokens);
   }
 
-  /** [CLS] and [SEP] as BERT numbers them, around the word ids; no draft file, so nothing reads them but tests. */
-  inputIds(text: string): Int32Array {
-    return Int32Array.from([101, ...this.tokenize(text).ids.slice(0, this.maxTokens - 2), 102]);
-  }
-
   async embed(texts: string[]): Promise<{ vectors: Float32Array[]; tokens: number[] }> {
     if (this.disposed) throw new Error(`model "${this.name}" is disposed`);
     this.calls.push([...texts]);

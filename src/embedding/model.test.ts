@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../config/config.ts';
-import { draftVectors } from './draft-test-support.ts';
 import { loadModel, type EmbeddingModel } from './model.ts';
 
 const MODEL_DIR = path.join(PROJECT_ROOT, 'models');
@@ -42,32 +41,6 @@ describe('all-MiniLM-L6-v2', () => {
     assert.equal(model.name, NAME);
     assert.equal(model.dimension, 384);
     assert.equal(model.maxTokens, 256);
-  });
-
-  test('gives the ids the model sees, and its draft (listed in SHA256SUMS)', () => {
-    for (const it of items) {
-      const ids = model.inputIds(it.text);
-      assert.equal(ids.length, it.tokens, JSON.stringify(it.text.slice(0, 40)));
-      assert.equal(ids[0], 101);
-      assert.equal(ids[ids.length - 1], 102, 'the final [SEP] is kept, past the limit too');
-      assert.deepEqual([...ids.subarray(1, -1)], model.tokenize(it.text).ids.slice(0, it.tokens - 2));
-    }
-    assert.equal(model.draftFile, path.join(MODEL_DIR, NAME, 'onnx', 'model_quantized.onnx'));
-  });
-
-  test('has a draft close to it: cosine >= 0.95 to every reference vector, >= 0.98 on short queries', async () => {
-    // The draft only chooses search candidates (stage 2 re-scores with the model), so it need
-    // not pass the fidelity bar; docs/PERFORMANCE.md quotes these minima.
-    const fromRef = await draftVectors(model.draftFile!, 384, items.map((it) => model.inputIds(it.text)));
-    const refMin = Math.min(...items.map((it, i) => dot(fromRef[i], it.vector)));
-    const base = ['what is a vector database', 'cheap flights to lisbon', 'how to bake sourdough bread', 'kitten sleeping on a couch', 'rust borrow checker error'];
-    const short = Array.from({ length: 200 }, (_, i) => `${base[i % 5]} ${i}`);
-    const fromShort = await draftVectors(model.draftFile!, 384, short.map((t) => model.inputIds(t)));
-    const { vectors } = await model.embed(short);
-    const shortMin = Math.min(...short.map((_, i) => dot(fromShort[i], vectors[i])));
-    console.log(`draft: min cosine ${refMin.toFixed(6)} over the ${items.length} reference texts, ${shortMin.toFixed(6)} over ${short.length} short queries`);
-    assert.ok(refMin >= 0.95, `reference min ${refMin}`);
-    assert.ok(shortMin >= 0.98, `short-query min ${shortMin}`);
   });
 
   test('matches the reference vectors (one batch) and token counts', async () => {
@@ -197,27 +170,12 @@ describe('loading checks', () => {
     await assert.rejects(loadModel(path.dirname(dir), NAME), /onnx.model\.onnx.*100-dimensional/);
   });
 
-  test('a draft that SHA256SUMS does not list is not used', async () => {
-    const dir = await copyModel('unlisted-draft');
-    const sums = path.join(dir, 'SHA256SUMS');
-    const text = await readFile(sums, 'utf8');
-    assert.match(text, /model_quantized\.onnx/);
-    await writeFile(sums, text.replace(/^.*model_quantized\.onnx\n/m, ''));
-    const m = await loadModel(path.dirname(dir), NAME);
-    try {
-      assert.equal(m.draftFile, undefined);
-    } finally {
-      await m.dispose();
-    }
-  });
-
   test('an intact copy loads', async () => {
     const dir = await copyModel('intact');
     const m = await loadModel(path.dirname(dir), NAME);
     try {
       const { tokens } = await m.embed(['ok']);
       assert.deepEqual(tokens, [3]);
-      assert.equal(m.draftFile, path.join(dir, 'onnx', 'model_quantized.onnx'));
     } finally {
       await m.dispose();
     }

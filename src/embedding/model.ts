@@ -24,14 +24,6 @@ export interface EmbeddingModel {
   tokenize(text: string): TokenizedText;
   /** Tokens the model sees for this text: specials included, after truncation. */
   countTokens(text: string): number;
-  /** The token ids the model sees for this text: specials included, after truncation. */
-  inputIds(text: string): Int32Array;
-  /**
-   * A smaller copy of the model (int8), checked against SHA256SUMS like the model: search may
-   * start its candidate walks from its approximate vector while the model computes the exact
-   * one (see storage's addDraftEncoder). Absent when the folder has none.
-   */
-  readonly draftFile?: string;
   dispose(): Promise<void>;
 }
 
@@ -171,11 +163,6 @@ type Forward = (inputs: EncoderInputs, dims: number[], output: Tensor) => Promis
 
 /** The ONNX graph file transformers.js would pick for dtype fp32. */
 const ONNX_FILE = path.join('onnx', 'model.onnx');
-/**
- * The int8 copy transformers.js would pick for dtype q8 (onnxruntime's dynamic quantization),
- * used as the draft encoder when SHA256SUMS lists it: scripts/make-draft-model.py.
- */
-const DRAFT_FILE = 'onnx/model_quantized.onnx';
 
 /**
  * Loads `<modelDir>/<name>/` after checking its SHA256SUMS. Throws an Error saying where it looked
@@ -189,9 +176,7 @@ export async function loadModel(modelDir: string, name: string, opts: LoadModelO
 
 async function load(modelDir: string, name: string, opts: LoadModelOptions): Promise<EmbeddingModel> {
   const info = await readModelInfo(modelDir, name);
-  const verified = await verifyChecksums(info.dir);
-  // Only a checked file reaches onnxruntime: an unlisted draft is not used.
-  const draftFile = verified.some((rel) => path.normalize(rel) === path.normalize(DRAFT_FILE)) ? path.join(info.dir, DRAFT_FILE) : undefined;
+  await verifyChecksums(info.dir);
   const threads = opts.threads ?? DEFAULT_THREADS;
 
   env.localModelPath = path.resolve(modelDir) + path.sep;
@@ -201,8 +186,8 @@ async function load(modelDir: string, name: string, opts: LoadModelOptions): Pro
   const tokenizer = await AutoTokenizer.from_pretrained(name, { local_files_only: true });
   // The session is onnxruntime-node's own rather than transformers.js's AutoModel, so that each
   // call writes into one reused output buffer: through AutoModel every call allocated ~50 KB of
-  // ArrayBuffers, and 1,000 short queries cost three mark-compact collections (none now;
-  // docs/PERFORMANCE.md). Same runtime, same graph, same optimisation level ('all' is its default).
+  // ArrayBuffers, and 1,000 short queries cost three mark-compact collections (none now, under
+  // node --trace-gc). Same runtime, same graph, same optimisation level ('all' is its default).
   const session = await InferenceSession.create(path.join(info.dir, ONNX_FILE), {
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
@@ -217,7 +202,7 @@ async function load(modelDir: string, name: string, opts: LoadModelOptions): Pro
   const forward: Forward = async (inputs, dims, output) => {
     await session.run(encoderFeeds(Tensor, declared, inputs, dims), { last_hidden_state: output });
   };
-  const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release(), draftFile);
+  const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release());
   // One call now: a graph whose hidden size is not config.json's fails the load, not a search,
   // and the first query does not pay for onnxruntime's first-run allocations.
   try {
@@ -269,7 +254,6 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     private readonly tok: TokenizerLike,
     private readonly forward: Forward,
     private readonly release: () => Promise<unknown>,
-    readonly draftFile?: string,
   ) {
     this.name = info.name;
     this.dimension = info.dimension;
@@ -289,11 +273,6 @@ class OnnxEmbeddingModel implements EmbeddingModel {
   countTokens(text: string): number {
     const n = this.tok.encode(text, { add_special_tokens: false }).length;
     return Math.min(n, this.maxBody) + this.prefix.length + this.suffix.length;
-  }
-
-  inputIds(text: string): Int32Array {
-    const body = this.bodyIds(text);
-    return Int32Array.from([...this.prefix, ...body, ...this.suffix]);
   }
 
   /** Word pieces without special tokens, cut to what fits beside them. */

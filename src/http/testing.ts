@@ -17,7 +17,6 @@ import { loadConfig, type Config, type Limits } from '../config/config.ts';
 import { FakeEmbeddingModel } from '../embedding/fake.ts';
 import { ModelRegistry } from '../embedding/registry.ts';
 import { bootstrap } from '../service/bootstrap.ts';
-import { offerSearchDrafts } from '../service/drafts.ts';
 import { createReranker } from '../service/rerank.ts';
 import type { Deps } from '../service/deps.ts';
 import { hashKey } from '../service/keys.ts';
@@ -108,7 +107,6 @@ export async function startTestApp(
   } else {
     models = new ModelRegistry({ ...config, embedding });
     await models.start();
-    offerSearchDrafts(config, models, backend, () => undefined);
   }
   const deps: Deps = { config, storage, models, reranker: createReranker(config.rerank), clock: opts.clock };
   await bootstrap(deps);

@@ -403,6 +403,45 @@ describe('bad writes are named in one answer, and none can break a table', () =>
     assert.equal((await t.call('POST', '/v1/vector/count', { keyspace: ks, table: 'dims' })).json().count, 1);
   });
 
+  it('answers a batch of wrong dimensions the same on every backend: {expected, actual}, every item named', async () => {
+    // The service checks against the table before storage, so this exact body is the answer on
+    // embedded and on Cassandra (VSS_TEST_STORAGE=cassandra runs this file there).
+    assert.equal((await write({ table: 'same_answer', key: 'first', vector: [1, 2, 3, 4] })).statusCode, 200);
+    const res = await batch({
+      table: 'same_answer',
+      vectors: [{ key: 'a', vector: [1, 2, 3] }, { key: 'b', vector: [1, 2, 3, 4] }, { key: 'c', vector_base64: encodeFloat32Base64([1, 2, 3, 4, 5]) }, { key: 'd', vector: [1] }],
+    });
+    assert.equal(res.statusCode, 400, res.body);
+    const { code, expected, actual, errors } = res.json();
+    assert.deepEqual({ code, expected, actual, errors }, {
+      code: 'dimension_mismatch',
+      expected: 4,
+      actual: 3,
+      errors: [
+        { path: '/body/vectors/0/vector', message: 'has 3 dimensions; the table holds 4' },
+        { path: '/body/vectors/2/vector_base64', message: 'has 5 dimensions; the table holds 4' },
+        { path: '/body/vectors/3/vector', message: 'has 1 dimensions; the table holds 4' },
+      ],
+    });
+    // A search: the same shape.
+    const q = await t.call('POST', '/v1/search/', { keyspace: ks, table: 'same_answer', vector: [1, 2] });
+    assert.equal(q.statusCode, 400, q.body);
+    assert.deepEqual(
+      { code: q.json().code, expected: q.json().expected, actual: q.json().actual, errors: q.json().errors },
+      { code: 'dimension_mismatch', expected: 4, actual: 2, errors: [{ path: '/body/vector', message: 'has 2 dimensions; the table holds 4' }] },
+    );
+    assert.equal((await t.call('POST', '/v1/vector/count', { keyspace: ks, table: 'same_answer' })).json().count, 1);
+  });
+
+  it('names at most 100 bad items, and says it stopped', async () => {
+    assert.equal((await write({ table: 'many_bad', key: 'first', vector: [1, 2] })).statusCode, 200);
+    const res = await batch({ table: 'many_bad', vectors: Array.from({ length: 120 }, (_, i) => ({ key: `k${i}`, vector: [1, 2, 3] })) });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal(res.json().code, 'dimension_mismatch');
+    assert.equal(res.json().errors.length, 100);
+    assert.equal(res.json().errors_truncated, true);
+  });
+
   it("points into the bare `vector` form as it was sent", async () => {
     const res = await batch({ table: 'bare', vector: [[1, 2], [1e39, 2], [1, 2, 3]] });
     assert.equal(res.statusCode, 400, res.body);

@@ -8,7 +8,6 @@ import { newGraphClaims } from './graph-claims.ts';
 import { GraphWorker } from './graph-worker.ts';
 import { ANN_PARAMS } from './graph-params.ts';
 import { YieldSignal } from '../platform/yield-signal.ts';
-import { draftVectors } from '../embedding/draft-test-support.ts';
 
 function rng(seed: number): () => number {
   return () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
@@ -211,75 +210,5 @@ describe('SegmentedAnn', () => {
     } finally {
       await worker.close();
     }
-  });
-});
-
-describe('SegmentedAnn searches begun from a draft encoder', () => {
-  // The draft encoder the service ships (scripts/make-draft-model.py); 384-dimensional rows to match it.
-  const DRAFT = path.join(import.meta.dirname, '../../models/all-MiniLM-L6-v2/onnx/model_quantized.onnx');
-  const D = 384;
-  const IDS = Int32Array.of(101, 1037, 4937, 2006, 1037, 7152, 102); // [CLS] a cat on a sofa [SEP]
-  let dir: string;
-  let ann: SegmentedAnn;
-  let worker: GraphWorker;
-  let draftVector: Float32Array;
-
-  before(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-draft-'));
-    ann = SegmentedAnn.create(D, 'cosine');
-    const r = rng(22);
-    const data = Float32Array.from({ length: 2000 * D }, () => r() - 0.5);
-    for (let s = 0; s < 4; s++) {
-      ann.add(Float64Array.from({ length: 500 }, (_, i) => s * 500 + i), data.subarray(s * 500 * D, (s + 1) * 500 * D));
-      ann.seal();
-    }
-    await ann.save(dir, '1', 1, 'db');
-    ann.viewSaved();
-    worker = new GraphWorker();
-    ann.shareWith(worker);
-    const loaded = new Promise<string | null>((resolve) => worker.addDraft('m', DRAFT, D, IDS, resolve));
-    assert.equal(await loaded, null, 'the draft encoder loaded');
-    while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
-    [draftVector] = await draftVectors(DRAFT, D, [IDS]);
-  });
-  after(async () => {
-    await worker.close();
-    await fs.rm(dir, { recursive: true, force: true });
-  });
-
-  const later = <T>(value: T, ms: number): Promise<T> => new Promise((r) => setTimeout(() => r(value), ms));
-
-  it('walks every graph it can from the draft while the vector is on its way', async () => {
-    const exact = new Float32Array(D); // never walked: the worker takes every graph before it arrives
-    exact[0] = 1;
-    const before = { drafts: worker.draftSearches, walked: worker.walked };
-    const got = await ann.searchAsync(later(exact, 300), 30, worker, { encoder: 'm', ids: IDS });
-    assert.equal(worker.draftSearches - before.drafts, 1);
-    assert.equal(worker.walked - before.walked, 4, 'the worker walked all four graphs');
-    assert.deepEqual(got, ann.search(draftVector, 30), 'the candidates are the draft vector\'s');
-  });
-
-  it('searches with the vector alone when it is at hand, the encoder is unknown, or the worker is busy', async () => {
-    const q = draftVector.map((x, i) => x + (i % 7 === 0 ? 0.05 : 0));
-    const before = worker.draftSearches;
-    assert.deepEqual(await ann.searchAsync(q, 30, worker, { encoder: 'm', ids: IDS }), ann.search(q, 30), 'a vector, not a promise');
-    assert.deepEqual(await ann.searchAsync(later(q, 50), 30, worker, { encoder: 'other', ids: IDS }), ann.search(q, 30), 'no such encoder');
-    const busy = worker.search([1e9], q, 10, newGraphClaims()); // unanswered until this thread yields
-    const got = ann.searchAsync(later(q, 50), 30, worker, { encoder: 'm', ids: IDS });
-    await busy;
-    assert.deepEqual(await got, ann.search(q, 30), 'the worker had another search');
-    assert.equal(worker.draftSearches, before);
-  });
-
-  it('fails with the vector, and refuses a draft file that is not a model', async () => {
-    await assert.rejects(ann.searchAsync(Promise.reject(new Error('model failed')), 30, worker, { encoder: 'm', ids: IDS }), /model failed/);
-    const junk = path.join(dir, 'junk.onnx');
-    await fs.writeFile(junk, 'not an onnx graph');
-    const error = await new Promise<string | null>((resolve) => worker.addDraft('junk', junk, D, IDS, resolve));
-    assert.ok(error !== null && error.length > 0, 'the reason is told');
-    assert.equal(worker.hasDraft('junk'), false);
-    assert.equal(worker.hasDraft('m'), true);
-    const again = await new Promise<string | null>((resolve) => worker.addDraft('m', DRAFT, D, IDS, resolve));
-    assert.match(again ?? '', /already/, 'one encoder per name');
   });
 });

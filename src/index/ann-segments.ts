@@ -25,7 +25,7 @@ import type { YieldSignal } from '../platform/yield-signal.ts';
 import { AnnIndex } from './ann.ts';
 import { ANN_PARAMS } from './graph-params.ts';
 import { claimGraph, newGraphClaims, type GraphClaims } from './graph-claims.ts';
-import type { DraftQuery, GraphWorker, WorkerAnswer } from './graph-worker.ts';
+import type { GraphWorker, WorkerAnswer } from './graph-worker.ts';
 import { METRICS, type Metric } from './metric.ts';
 
 const FORMAT = 'vss-ann-segments-1';
@@ -156,24 +156,16 @@ export class SegmentedAnn {
    * (concurrent queries), this thread takes at most half of the shared graphs: it also does all
    * the HTTP, SQL and re-scoring work, so taking the worker's share as well lowered throughput
    * (1M rows, concurrency 16: 139 against 201 QPS in bench/vectors.bench.ts).
-   *
-   * `query` may still be on its way (a text query's model call). With a `draft` the worker can
-   * encode, and the worker idle, the worker starts at once from the draft's vector and this thread
-   * joins in with the exact one when it arrives; the graphs' candidates are then partly the
-   * draft's, which stage 2 re-scores exactly like any others.
    */
-  async searchAsync(query: Float32Array | Promise<Float32Array>, k: number, worker: GraphWorker, draft?: DraftQuery): Promise<number[]> {
+  async searchAsync(query: Float32Array, k: number, worker: GraphWorker): Promise<number[]> {
     this.shareWith(worker);
     // Only graphs the worker has read through, and never while it syncs: a search would queue behind that.
     const shared = worker.syncing ? [] : this.#sealed.filter((s) => s.path !== null && s.graph.viewed && worker.isReady(s.uid));
-    if (shared.length < 2 || !worker.alive) return this.search(await query, k);
+    if (shared.length < 2 || !worker.alive) return this.search(query, k);
     const effort = this.#effort(k);
     const claims = newGraphClaims();
-    const ids = shared.map((s) => s.uid);
-    const early = query instanceof Promise && draft !== undefined && worker.pending === 0 && worker.hasDraft(draft.encoder);
-    const pending = early ? worker.search(ids, draft, effort, claims) : null;
-    const q = await query;
-    return this.#walkShared(q, effort, k, shared, claims, pending ?? worker.search(ids, q, effort, claims), worker);
+    const pending = worker.search(shared.map((s) => s.uid), query, effort, claims);
+    return this.#walkShared(query, effort, k, shared, claims, pending, worker);
   }
 
   async #walkShared(query: Float32Array, effort: number, k: number, shared: Segment[], claims: GraphClaims, pending: Promise<WorkerAnswer[]>, worker: GraphWorker): Promise<number[]> {

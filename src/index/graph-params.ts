@@ -28,8 +28,8 @@ export const ANN_PARAMS = Object.freeze({ connectivity: 32, expansionAdd: 96, ex
 
 /**
  * The scalar kind of a graph's row copies for a table of `metric`. Measured on a 250k-row graph of
- * the bench's clustered 384-d data (300 queries, one thread; docs/PERFORMANCE.md as of commit
- * 643e4a9): a walk at effort 128 took 1.29 ms with int8 copies against 1.58 ms with bfloat16 on an AVX2 machine, 0.47 against 0.53 ms on an AVX-512 one; recall@10
+ * the bench's clustered 384-d data (300 queries, one thread; the run is in
+ * `git show 643e4a9:docs/PERFORMANCE.md`): a walk at effort 128 took 1.29 ms with int8 copies against 1.58 ms with bfloat16 on an AVX2 machine, 0.47 against 0.53 ms on an AVX-512 one; recall@10
  * after re-scoring 100 candidates 0.965 against 0.969 and 0.970 against 0.981. The file is 660
  * instead of 1,044 bytes a row.
  */

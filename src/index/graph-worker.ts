@@ -1,7 +1,7 @@
 /**
  * A second thread that searches some of a table's sealed graphs while the main thread searches the
  * others, so one query's graph walks use both cores (at 1M rows, four 250k-row graphs of ~1 ms a
- * walk: docs/PERFORMANCE.md). The worker memory-maps the same graph files itself (usearch objects
+ * walk: bench/vectors.bench.ts --n 1000000). The worker memory-maps the same graph files itself (usearch objects
  * cannot cross threads; the page cache is shared), so it never sees a graph before its file is
  * complete.
  *
@@ -12,15 +12,6 @@
  *
  * Messages are handled in order: `sync` (which files to have open) before any `search` that
  * names them. A worker that fails is not restarted; callers search everything themselves then.
- *
- * Draft encoders (addDraft): a text query's vector comes from a model call of ~3.5 ms that holds
- * the main thread, and this thread would wait for it idle. Given a smaller copy of the model (an
- * int8 ONNX graph of the same architecture: token ids in, token vectors out, mean-pooled and
- * L2-normalised as sentence-transformers does: sentence-encoder.ts), a search can start from the query's token
- * ids instead: this thread encodes them with the draft (~half the time) and walks graphs with
- * that approximate vector while the main thread computes the exact one, then claims what is left.
- * Stage 2 re-scores every candidate with the exact vector, so a draft only chooses candidates,
- * as the graphs' compact copies of the rows already do.
  */
 import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../platform/worker-url.ts';
@@ -44,27 +35,18 @@ export interface WorkerResult {
 
 export type WorkerAnswer = WorkerResult | { index: number; missing: true };
 
-/** A search's start before its vector exists: token ids for a draft encoder (see addDraft). */
-export interface DraftQuery {
-  encoder: string;
-  /** Token ids as the model sees them: special tokens included, truncated. */
-  ids: Int32Array;
-}
-
-/** A search sent to the thread: with the query's vector, or with a draft query to encode first. */
-export type SearchMessage = { type: 'search'; seq: number; ids: number[]; k: number; claims: GraphClaims } & ({ query: Float32Array; draft?: undefined } | { query?: undefined; draft: DraftQuery });
+/** A search sent to the thread: the graphs (by id) it may claim, and the query's vector. */
+export type SearchMessage = { type: 'search'; seq: number; ids: number[]; k: number; claims: GraphClaims; query: Float32Array };
 
 /** Messages to the search thread (graph-search.worker.ts), handled in order. */
 export type ToSearchThread =
   | { type: 'sync'; owner: number; graphs: WorkerGraph[] }
-  | { type: 'draft'; name: string; file: string; dimension: number; probe: number[] }
   | SearchMessage;
 
 /** Messages from the search thread. */
 export type FromSearchThread =
   | { type: 'loaded' }
   | { type: 'synced'; owner: number; ready: number[] }
-  | { type: 'draft'; name: string; ok: boolean; error?: string }
   | { type: 'answer'; seq: number; results: WorkerAnswer[] };
 
 export class GraphWorker {
@@ -75,8 +57,6 @@ export class GraphWorker {
   /** Searches sent to the thread, and graphs it walked for them (for monitoring and tests). */
   searches = 0;
   walked = 0;
-  /** Of the searches, those sent as a draft (see addDraft). */
-  draftSearches = 0;
   readonly #waiting = new Map<number, { resolve: (r: WorkerAnswer[]) => void }>();
   #syncing = 0;
   /** Graph ids the thread has open, per owner (as of each owner's last finished sync), and all of them. */
@@ -85,8 +65,6 @@ export class GraphWorker {
   /** Settles once the thread has loaded usearch (or died): see close(). */
   readonly #loaded: Promise<void>;
   #markLoaded!: () => void;
-  /** Draft encoders by name: loading, or ready (see addDraft). */
-  readonly #drafts = new Map<string, { ready: boolean; settled: Promise<void>; settle: () => void; onLoad?: (error: string | null) => void }>();
 
   constructor() {
     this.#loaded = new Promise((resolve) => (this.#markLoaded = resolve));
@@ -94,15 +72,6 @@ export class GraphWorker {
     this.#worker.unref();
     this.#worker.on('message', (m: FromSearchThread) => {
       if (m.type === 'loaded') return this.#markLoaded();
-      if (m.type === 'draft') {
-        const d = this.#drafts.get(m.name);
-        if (!d) return;
-        if (m.ok) d.ready = true;
-        else this.#drafts.delete(m.name);
-        d.settle();
-        d.onLoad?.(m.ok ? null : (m.error ?? 'unknown error'));
-        return;
-      }
       if (m.type === 'synced') {
         this.#syncing--;
         for (const id of this.#readyOf.get(m.owner) ?? []) this.#ready.delete(id);
@@ -117,8 +86,6 @@ export class GraphWorker {
     });
     const fail = () => {
       this.#markLoaded();
-      for (const d of this.#drafts.values()) d.settle();
-      this.#drafts.clear();
       this.#worker = null;
       for (const w of this.#waiting.values()) w.resolve([]);
       this.#waiting.clear();
@@ -159,41 +126,19 @@ export class GraphWorker {
   }
 
   /**
-   * Loads a draft encoder on the thread: `file` is an ONNX graph taking input_ids (and
-   * attention_mask, token_type_ids if it declares them) and giving last_hidden_state of
-   * `dimension` per token. `probe` (token ids) is encoded once to check that. `onLoad` is told
-   * null when it is ready, or why it is not (searches then go without it). One per name.
-   */
-  addDraft(name: string, file: string, dimension: number, probe: Int32Array, onLoad?: (error: string | null) => void): void {
-    if (!this.#worker) return onLoad?.('the search thread is not running');
-    if (this.#drafts.has(name)) return onLoad?.(`a draft encoder named ${name} is already given`);
-    let settle!: () => void;
-    const settled = new Promise<void>((r) => (settle = r));
-    this.#drafts.set(name, { ready: false, settled, settle, onLoad });
-    this.#post({ type: 'draft', name, file, dimension, probe: Array.from(probe) });
-  }
-
-  /** Whether draft encoder `name` is loaded. */
-  hasDraft(name: string): boolean {
-    return this.#drafts.get(name)?.ready === true;
-  }
-
-  /**
    * Searches the named graphs that it claims from `claims` (the caller claims the others with
    * claimGraph and walks them meanwhile). Resolves to one answer per graph it took: the result, or
    * `missing` for a graph it could not open, which the caller then walks itself. Resolves to []
    * if the worker is gone, having claimed nothing or having died mid-walk: graphs no answer covers
-   * are the caller's to walk. Given a DraftQuery instead of a vector, the thread first encodes it
-   * (see addDraft); if it cannot, it claims nothing.
+   * are the caller's to walk.
    */
-  search(ids: number[], query: Float32Array | DraftQuery, k: number, claims: GraphClaims): Promise<WorkerAnswer[]> {
+  search(ids: number[], query: Float32Array, k: number, claims: GraphClaims): Promise<WorkerAnswer[]> {
     if (!this.#worker || ids.length === 0) return Promise.resolve([]);
     const seq = this.#seq++;
     this.searches++;
-    if (!(query instanceof Float32Array)) this.draftSearches++;
     return new Promise((resolve) => {
       this.#waiting.set(seq, { resolve });
-      this.#post(query instanceof Float32Array ? { type: 'search', seq, ids, k, claims, query } : { type: 'search', seq, ids, k, claims, draft: query });
+      this.#post({ type: 'search', seq, ids, k, claims, query });
     });
   }
 
@@ -211,9 +156,7 @@ export class GraphWorker {
     // environment and threw a C++ exception nothing catches: the whole process aborted
     // ("terminate called after throwing an instance of 'Napi::Error'", once in a CI run of a test
     // that opens and closes storage at once). So it is stopped only once loaded, or after 10 s.
-    // Likewise a draft encoder still being created (onnxruntime is a native module too).
-    const loads = Promise.all([this.#loaded, ...[...this.#drafts.values()].map((d) => d.settled)]);
-    await Promise.race([loads, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    await Promise.race([this.#loaded, new Promise((r) => setTimeout(r, 10_000).unref())]);
     await w.terminate();
   }
 }

@@ -173,60 +173,88 @@ function* chunkSteps(text: string, tokenizer: ChunkTokenizer, opts: ChunkOptions
     return true;
   };
   const hard = opts.lines === 'hard';
-  const count = (s: string): number => tokenizer.tokenize(s).ids.length;
-  const maxUnitChars = chunkSize * MAX_CHARS_PER_TOKEN;
+  const split = new UnitSplitter(text, tokenizer, chunkSize, overlap);
+  for (const [a, b] of paragraphs(text)) {
+    const sents = sentences(text, a, b, hard);
+    for (let k = 0; k < sents.length; k++) {
+      if (due()) yield;
+      const [sa, sb] = sents[k];
+      split.addPiece(sa, sb, k === sents.length - 1 ? PARAGRAPH : text[sb] === '\n' ? LINE_END : SENTENCE, true);
+    }
+  }
+  const { count, countWord } = split;
+  return yield* packUnits(text, split.units, { chunkSize, overlap, maxUnitChars: split.maxUnitChars, count, countWord, due });
+}
 
-  const wordCache = new Map<string, number>();
-  const countWord = (w: string): number => {
-    let n = wordCache.get(w);
+/** Paragraphs: separated by a blank line (normalised text), or by any run of whitespace with two line breaks. */
+function paragraphs(text: string): Array<[number, number]> {
+  const paraRe = /\n[^\S\n]*\n\s*/g;
+  let pStart = 0;
+  const out: Array<[number, number]> = [];
+  let pm: RegExpExecArray | null;
+  while ((pm = paraRe.exec(text)) !== null) {
+    pushTrimmed(text, pStart, pm.index, out, 0);
+    pStart = pm.index + pm[0].length;
+  }
+  pushTrimmed(text, pStart, text.length, out, 0);
+  return out;
+}
+
+/**
+ * Cuts sentences into units that packing can work with: each at most chunkSize tokens, split at
+ * line breaks, then words, then characters, each unit remembering how strong a break ends it.
+ */
+class UnitSplitter {
+  readonly units: Unit[] = [];
+  readonly maxUnitChars: number;
+  /** Pieces of an overlong word are small (half the overlap), so that packing and overlap work on them too. */
+  readonly #pieceBudget: number;
+  readonly #wordCache = new Map<string, number>();
+
+  constructor(
+    private readonly text: string,
+    private readonly tokenizer: ChunkTokenizer,
+    private readonly chunkSize: number,
+    overlap: number,
+  ) {
+    this.maxUnitChars = chunkSize * MAX_CHARS_PER_TOKEN;
+    this.#pieceBudget = overlap >= 8 ? Math.floor(overlap / 2) : Math.min(chunkSize, 8);
+  }
+
+  readonly count = (s: string): number => this.tokenizer.tokenize(s).ids.length;
+
+  readonly countWord = (w: string): number => {
+    let n = this.#wordCache.get(w);
     if (n === undefined) {
-      if (wordCache.size > 200_000) wordCache.clear();
-      n = count(w);
-      wordCache.set(w, n);
+      if (this.#wordCache.size > 200_000) this.#wordCache.clear();
+      n = this.count(w);
+      this.#wordCache.set(w, n);
     }
     return n;
   };
 
-  const units: Unit[] = [];
-
-  /* Pieces of an overlong word are small (half the overlap), so that packing and overlap work on them too. */
-  const pieceBudget = overlap >= 8 ? Math.floor(overlap / 2) : Math.min(chunkSize, 8);
-
-  /**
-   * Splits text[a, b) (one word, or any run without spaces) by characters into pieces of at most
-   * pieceBudget tokens. The piece length follows the run's token density (from a sample, then
-   * from each piece), so each piece is tokenized about once; a piece over budget is cut down by
-   * binary search.
-   */
-  const splitChars = (a: number, b: number, brkLast: number): void => {
-    const maxPiece = pieceBudget * MAX_CHARS_PER_TOKEN;
-    const lengthFor = (chars: number, tokens: number): number =>
-      Math.max(1, Math.min(maxPiece, tokens === 0 ? maxPiece : Math.floor((chars / tokens) * pieceBudget * 0.9)));
-    const sample = Math.min(b - a, maxPiece * 4);
-    let step = lengthFor(sample, count(text.slice(a, a + sample)));
-    while (a < b) {
-      let hi = Math.min(b, a + step);
-      if (hi < b && isHighSurrogate(text.charCodeAt(hi - 1))) hi++;
-      let n = count(text.slice(a, hi));
-      if (n > pieceBudget) {
-        let lo = a + 1; // invariant: text[a, lo) fits (assumed for one character), text[a, hi) does not
-        while (hi - lo > 1) {
-          const mid = (lo + hi) >>> 1;
-          if (count(text.slice(a, mid)) <= pieceBudget) lo = mid;
-          else hi = mid;
-        }
-        hi = lo;
-        if (isHighSurrogate(text.charCodeAt(hi - 1)) && hi - 1 > a) hi--; // not inside a surrogate pair
-        n = count(text.slice(a, hi));
+  /** One sentence (or line): a unit, or split finer. */
+  addPiece(a: number, b: number, brk: number, canSplitLines: boolean): void {
+    const { text } = this;
+    if (b - a <= this.maxUnitChars) {
+      const n = this.count(text.slice(a, b));
+      if (n <= this.chunkSize) {
+        this.units.push({ start: a, end: b, tokens: n, brk });
+        return;
       }
-      units.push({ start: a, end: hi, tokens: n, brk: hi === b ? brkLast : WORD });
-      step = lengthFor(hi - a, n);
-      a = hi;
     }
-  };
+    if (canSplitLines && text.slice(a, b).includes('\n')) {
+      const lines: Array<[number, number]> = [];
+      pushLines(text, a, b, lines);
+      lines.forEach(([la, lb], k) => this.addPiece(la, lb, k === lines.length - 1 ? brk : CLAUSE, false));
+      return;
+    }
+    this.#splitWords(a, b, brk);
+  }
 
   /** Splits text[a, b) at whitespace into words (tokens assumed additive across whitespace; chunks are checked anyway). */
-  const splitWords = (a: number, b: number, brkLast: number): void => {
+  #splitWords(a: number, b: number, brkLast: number): void {
+    const { text } = this;
     const re = /\S+/g;
     const seg = text.slice(a, b);
     let m: RegExpExecArray | null;
@@ -236,51 +264,46 @@ function* chunkSteps(text: string, tokenizer: ChunkTokenizer, opts: ChunkOptions
       const last = k === words.length - 1;
       const brk = last ? brkLast : /[,;:)]$/.test(text.slice(we - 1, we)) ? CLAUSE : WORD;
       const w = text.slice(ws, we);
-      const n = w.length > maxUnitChars ? Infinity : countWord(w);
-      if (n <= chunkSize) units.push({ start: ws, end: we, tokens: n, brk });
-      else splitChars(ws, we, brk);
+      const n = w.length > this.maxUnitChars ? Infinity : this.countWord(w);
+      if (n <= this.chunkSize) this.units.push({ start: ws, end: we, tokens: n, brk });
+      else this.#splitChars(ws, we, brk);
     });
-  };
+  }
 
-  /** One sentence (or line): a unit, or split finer. */
-  const addPiece = (a: number, b: number, brk: number, canSplitLines: boolean): void => {
-    if (b - a <= maxUnitChars) {
-      const n = count(text.slice(a, b));
-      if (n <= chunkSize) {
-        units.push({ start: a, end: b, tokens: n, brk });
-        return;
+  /**
+   * Splits text[a, b) (one word, or any run without spaces) by characters into pieces of at most
+   * the piece budget in tokens. The piece length follows the run's token density (from a sample,
+   * then from each piece), so each piece is tokenized about once; a piece over budget is cut down
+   * by binary search.
+   */
+  #splitChars(a: number, b: number, brkLast: number): void {
+    const { text, count } = this;
+    const budget = this.#pieceBudget;
+    const maxPiece = budget * MAX_CHARS_PER_TOKEN;
+    const lengthFor = (chars: number, tokens: number): number =>
+      Math.max(1, Math.min(maxPiece, tokens === 0 ? maxPiece : Math.floor((chars / tokens) * budget * 0.9)));
+    const sample = Math.min(b - a, maxPiece * 4);
+    let step = lengthFor(sample, count(text.slice(a, a + sample)));
+    while (a < b) {
+      let hi = Math.min(b, a + step);
+      if (hi < b && isHighSurrogate(text.charCodeAt(hi - 1))) hi++;
+      let n = count(text.slice(a, hi));
+      if (n > budget) {
+        let lo = a + 1; // invariant: text[a, lo) fits (assumed for one character), text[a, hi) does not
+        while (hi - lo > 1) {
+          const mid = (lo + hi) >>> 1;
+          if (count(text.slice(a, mid)) <= budget) lo = mid;
+          else hi = mid;
+        }
+        hi = lo;
+        if (isHighSurrogate(text.charCodeAt(hi - 1)) && hi - 1 > a) hi--; // not inside a surrogate pair
+        n = count(text.slice(a, hi));
       }
-    }
-    if (canSplitLines && text.slice(a, b).includes('\n')) {
-      const lines: Array<[number, number]> = [];
-      pushLines(text, a, b, lines);
-      lines.forEach(([la, lb], k) => addPiece(la, lb, k === lines.length - 1 ? brk : CLAUSE, false));
-      return;
-    }
-    splitWords(a, b, brk);
-  };
-
-  // Paragraphs: separated by a blank line (normalised text) — or by any run of whitespace with two line breaks.
-  const paraRe = /\n[^\S\n]*\n\s*/g;
-  let pStart = 0;
-  const paragraphs: Array<[number, number]> = [];
-  let pm: RegExpExecArray | null;
-  while ((pm = paraRe.exec(text)) !== null) {
-    pushTrimmed(text, pStart, pm.index, paragraphs, 0);
-    pStart = pm.index + pm[0].length;
-  }
-  pushTrimmed(text, pStart, text.length, paragraphs, 0);
-
-  for (const [a, b] of paragraphs) {
-    const sents = sentences(text, a, b, hard);
-    for (let k = 0; k < sents.length; k++) {
-      if (due()) yield;
-      const [sa, sb] = sents[k];
-      addPiece(sa, sb, k === sents.length - 1 ? PARAGRAPH : text[sb] === '\n' ? LINE_END : SENTENCE, true);
+      this.units.push({ start: a, end: hi, tokens: n, brk: hi === b ? brkLast : WORD });
+      step = lengthFor(hi - a, n);
+      a = hi;
     }
   }
-
-  return yield* packUnits(text, units, { chunkSize, overlap, maxUnitChars, count, countWord, due });
 }
 
 /** What packing units into chunks needs from chunkSteps. */

@@ -71,7 +71,8 @@ const task = (file: string, copyTo: string | undefined, opts: { yieldTo?: YieldS
  * page cache in 4 KiB pages, while one written in large blocks gets 2 MiB folios (Linux ≥ 6.16
  * on ext4; XFS earlier), which a memory map then maps with one page-table entry per 2 MiB
  * ("FilePmdMapped" in /proc/<pid>/smaps). Random reads of a mapped graph then miss the TLB far
- * less: graph walks at 1M rows took ~20% less time (docs/PERFORMANCE.md). Elsewhere the copy
+ * less: graph walks at 1M rows took ~20% less time (bench/vectors.bench.ts --n 1000000, which
+ * reports the server's file mappings in 2 MiB pages beside the search latencies). Elsewhere the copy
  * is just a copy.
  *
  * `yieldTo`: whenever its search count moved since the last block (or since this call, for the
@@ -89,7 +90,8 @@ const task = (file: string, copyTo: string | undefined, opts: { yieldTo?: YieldS
  *   fresh page first faults on the host (0.4 ms a write into reused memory). A kernel built
  *   without preemption (`Dynamic Preempt: none`, as here) lets a search thread woken on that core
  *   wait out the write: in the seconds after a 1M bulk load, five of the six slowest searches
- *   had waited ~6 ms for their second thread to start (docs/PERFORMANCE.md).
+ *   had waited ~6 ms for their second thread to start (bench/vectors.bench.ts --n 1000000, the
+ *   searches timed right after its ingest).
  */
 export async function copyFileDigested(from: string, to: string, opts: { yieldTo?: YieldSignal; restMs?: number } = {}): Promise<FileDigest> {
   const [r] = await runTasks([task(from, to, opts)]);

@@ -1,10 +1,8 @@
 /**
- * What running a sentence-transformers ONNX graph takes besides the graph, shared by the model
- * (embedding/model.ts) and the search thread's draft encoder (index/graph-search.worker.ts), so
- * both feed and pool alike: the int64 inputs a graph declares, and mean pooling with L2
- * normalisation. A leaf module: index/ may not import from embedding/.
+ * What running a sentence-transformers ONNX graph takes besides the graph (embedding/model.ts):
+ * the int64 inputs a graph declares, and mean pooling with L2 normalisation.
  */
-import type { InferenceSession, Tensor } from 'onnxruntime-node';
+import type { Tensor } from 'onnxruntime-node';
 
 /** A BERT-style encoder's inputs, each batch × sequence int64 values. */
 export interface EncoderInputs {
@@ -45,17 +43,4 @@ export function meanPoolNormalize(data: Float32Array, batch: number, seq: number
     out.push(v);
   }
   return out;
-}
-
-/**
- * One text's vector from its token ids (specials included, no padding) through `session`, or null
- * when the graph does not give `dimension`-wide token vectors or the pooled vector has no length.
- */
-export async function encodeTokenIds(TensorClass: typeof Tensor, session: InferenceSession, dimension: number, ids: Int32Array): Promise<Float32Array | null> {
-  const n = ids.length;
-  const inputs = { input_ids: BigInt64Array.from(ids, (x) => BigInt(x)), attention_mask: new BigInt64Array(n).fill(1n), token_type_ids: new BigInt64Array(n) };
-  const out = (await session.run(encoderFeeds(TensorClass, new Set(session.inputNames), inputs, [1, n]))).last_hidden_state;
-  if (!out || out.dims.length !== 3 || out.dims[1] !== n || out.dims[2] !== dimension) return null;
-  const [v] = meanPoolNormalize(out.data as Float32Array, 1, n, dimension, [n]);
-  return v.some((x) => x !== 0) && v.every(Number.isFinite) ? v : null;
 }

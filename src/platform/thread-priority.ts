@@ -3,7 +3,8 @@
  * CPU priority to nice 19 when they start, so the scheduler prefers the search threads and the
  * background work still gets every idle cycle. It is not enough on its own: on two cores a search
  * walks its graphs on both, and a busy third thread slowed searches at 1M by ~1-2 ms at p50
- * whether it ran at nice 19 or SCHED_IDLE (docs/PERFORMANCE.md), so both passes also rest while
+ * whether it ran at nice 19 or SCHED_IDLE (a spinning process beside bench/vectors.bench.ts
+ * --n 1000000: p50 5.4-6.4 against 6.6-7.6 ms), so both passes also rest while
  * searches run (db-warmer.ts, file-digest.ts).
  *
  * Linux only: a thread's own id is read from /proc/thread-self, and setpriority(2) on a thread id

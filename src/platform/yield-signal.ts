@@ -2,7 +2,7 @@
  * How background passes (the database warm-up, graph copies and hashes) learn that searches are
  * running, so they rest: counters in shared memory that their threads read between slices. On
  * two cores a search walks its graphs on both, and a busy third thread slows it whatever that
- * thread's priority (docs/PERFORMANCE.md).
+ * thread's priority (at 1M rows ~1-2 ms at p50 at nice 19 or SCHED_IDLE alike: thread-priority.ts).
  *
  * The counters cross to a worker as `shared` (an Int32Array over a SharedArrayBuffer), and the
  * worker wraps them again (`new YieldSignal(shared)`): a class instance would arrive without its slots.

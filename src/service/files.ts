@@ -9,6 +9,7 @@ import { validateChunkOptions } from '../ingest/chunk.ts';
 import { ExtractPool } from '../ingest/extract/pool.ts';
 import { prepareFile, sanitizeFileName } from '../ingest/ingest.ts';
 import type { FileRecord, KeyspaceInfo, MetadataRecord, VectorRow } from '../storage/api.ts';
+import { dimensionError, dimensionMismatch } from '../storage/vector-dimension.ts';
 import { authorizeKeyspace, reachableKeyspaces, requirePermission, type Caller } from './caller.ts';
 import type { Deps } from './deps.ts';
 import { forOwner } from './owner-lock.ts';
@@ -123,10 +124,9 @@ export async function checkUpload(deps: Deps, caller: Caller, input: Omit<Upload
   const existing = await deps.storage.getTable(keyspace, tableName);
   const model = input.model_name ?? existing?.model ?? deps.config.defaultModel;
   const embedder = deps.models.get(model, '/body/model_name'); // unknown_model (400, lists the valid ones) or not_ready (503)
+  const modelPath = input.model_name !== undefined ? '/body/model_name' : '/body/table';
   if (existing && existing.dimension !== embedder.dimension) {
-    throw new ServiceError('dimension_mismatch', `Model "${model}" gives ${embedder.dimension} dimensions; table "${tableName}" holds ${existing.dimension}.`, {
-      errors: [{ path: input.model_name !== undefined ? '/body/model_name' : '/body/table', message: `table holds ${existing.dimension} dimensions, model gives ${embedder.dimension}` }],
-    });
+    throw dimensionMismatch([dimensionError(modelPath, embedder.dimension, existing.dimension)], existing.dimension, embedder.dimension);
   }
   const { chunkSize, overlap } = validateChunkOptions({ chunkSize: input.chunk_size, overlap: input.chunk_overlap }, embedder.maxTokens - 2);
   if (existing === null) await checkTableQuota(deps, keyspace);
@@ -204,7 +204,8 @@ export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput,
     // Made only now, so that a failed upload leaves no empty table behind.
     const table = await deps.storage.createTable({ keyspace, name: tableName, dimension: embedder.dimension, metric: 'cosine', model }, { ifNotExists: true });
     if (table.dimension !== embedder.dimension) {
-      throw new ServiceError('dimension_mismatch', `Model "${model}" gives ${embedder.dimension} dimensions; table "${tableName}" holds ${table.dimension}.`);
+      const path = input.model_name !== undefined ? '/body/model_name' : '/body/table';
+      throw dimensionMismatch([dimensionError(path, embedder.dimension, table.dimension)], table.dimension, embedder.dimension);
     }
     await deps.storage.replaceFile(file, bytes, rows, record);
   });

@@ -3,7 +3,7 @@
  * the lexical list, or both) → fuse → MMR → rerank → the first `limit`. Each stage runs only when
  * asked for; a plain semantic search is the one storage call it always was, scores unchanged.
  */
-import type { DraftQuery, Filter, Metric, Storage, StoredMatch } from '../storage/api.ts';
+import type { Filter, Metric, SearchQuery, Storage, StoredMatch } from '../storage/api.ts';
 import { fuse, type Fusion } from './fusion.ts';
 import { mmr } from './mmr.ts';
 import { RerankFailed, type Reranker } from './rerank.ts';
@@ -20,9 +20,11 @@ export interface Retrieval {
   keyspace: string;
   table: string;
   mode: SearchMode;
-  /** The semantic side's query vector (semantic and hybrid). */
+  /**
+   * The semantic side's query vector (semantic and hybrid), or the model's promise of it: a
+   * hybrid search's lexical list is asked for before it is awaited. Storage gets the vector.
+   */
   vector: Float32Array | Promise<Float32Array> | null;
-  draft?: DraftQuery;
   /** The lexical side's words (lexical and hybrid), and what the reranker is asked. */
   text: string | null;
   metric: Metric;
@@ -53,7 +55,7 @@ export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieve
   const { keyspace, table } = r;
   const plain = r.mode === 'semantic' && r.mmr === undefined && !r.reranker;
   if (plain) {
-    const found = await storage.search(keyspace, table, semanticQuery(r, r.limit, r.includeVector));
+    const found = await storage.search(keyspace, table, await semanticQuery(r, r.limit, r.includeVector));
     return { matches: found };
   }
   // How many rows the later stages choose from.
@@ -66,11 +68,14 @@ export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieve
 
   let ranked: RetrievedMatch[];
   if (r.mode === 'semantic') {
-    ranked = (await storage.search(keyspace, table, semanticQuery(r, depth, withVectors))).map((m) => ({ ...m, scores: { semantic: m.score, lexical: null } }));
+    ranked = (await storage.search(keyspace, table, await semanticQuery(r, depth, withVectors))).map((m) => ({ ...m, scores: { semantic: m.score, lexical: null } }));
   } else if (r.mode === 'lexical') {
     ranked = (await lexical(storage, r, depth, withVectors)).map((m) => ({ ...m, scores: { semantic: null, lexical: m.score } }));
   } else {
-    const [sem, lex] = await Promise.all([storage.search(keyspace, table, semanticQuery(r, depth, withVectors)), lexical(storage, r, depth, withVectors)]);
+    const lexList = lexical(storage, r, depth, withVectors);
+    lexList.catch(() => undefined); // awaited below; meanwhile the model's failure may come first
+    const sem = await storage.search(keyspace, table, await semanticQuery(r, depth, withVectors));
+    const lex = await lexList;
     const rows = new Map<string, StoredMatch>();
     for (const m of lex) rows.set(m.key, m);
     for (const m of sem) rows.set(m.key, m);
@@ -103,8 +108,9 @@ export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieve
   return note === undefined ? { matches } : { matches, note };
 }
 
-function semanticQuery(r: Retrieval, limit: number, includeVector: boolean) {
-  return { vector: r.vector!, draft: r.draft, metric: r.metric, candidates: r.candidates, limit, filter: r.filter, includeVector };
+/** The one place a text query's model call is awaited: storage is given the vector itself. */
+async function semanticQuery(r: Retrieval, limit: number, includeVector: boolean): Promise<SearchQuery> {
+  return { vector: await r.vector!, metric: r.metric, candidates: r.candidates, limit, filter: r.filter, includeVector };
 }
 
 const lexical = (storage: Storage, r: Retrieval, limit: number, includeVector: boolean): Promise<StoredMatch[]> =>

@@ -1,7 +1,8 @@
-import { invalidFields, ServiceError, type CodedFieldError } from '../errors.ts';
+import { invalidFields, type CodedFieldError } from '../errors.ts';
 import { validateFilter } from '../index/filter.ts';
 import type { Metric } from '../index/metric.ts';
 import type { Filter, Metadata, StoredMatch } from '../storage/api.ts';
+import { dimensionError, dimensionMismatch } from '../storage/vector-dimension.ts';
 import type { Deps } from './deps.ts';
 import { DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_RRF_K, type Fusion } from './fusion.ts';
 import { MAX_LIST_ROWS, MAX_RERANK_DOCUMENTS, retrieve, SEARCH_MODES, type RetrievedMatch, type SearchMode } from './retrieve.ts';
@@ -149,23 +150,15 @@ export async function search(deps: Deps, input: SearchInput): Promise<SearchOutp
   // The model's dimension is known before it runs: a table of another one costs no model call.
   const dimension = r.vector?.length ?? r.embedder?.dimension ?? table.dimension;
   if (dimension !== table.dimension) {
-    throw new ServiceError(
-      'dimension_mismatch',
-      `The query vector has ${dimension} dimensions; table "${table.name}" holds ${table.dimension}.`,
-      { errors: [{ path: r.vector ? `/body/${r.field}` : '/body/model_name', message: `gives ${dimension} dimensions, table has ${table.dimension}` }] },
-    );
+    throw dimensionMismatch([dimensionError(r.vector ? `/body/${r.field}` : '/body/model_name', dimension, table.dimension)], table.dimension, dimension);
   }
-  // A text query's vector is passed while the model computes it, with a draft storage may start
-  // its graph walks from meanwhile (SearchQuery.draft); the scores are the exact vector's.
+  // A text query's vector is awaited in retrieve(), after a hybrid search's lexical list is asked for.
   const vector = r.embedder ? r.embedder.embed([input.query!]).then((v) => v[0]) : r.vector;
-  // Storage may fail before it awaits the vector; a failed model call then has no other listener.
-  if (vector instanceof Promise) vector.catch(() => undefined);
   const found = await retrieve(deps.storage, {
     keyspace: input.keyspace,
     table: input.table,
     mode: r.mode,
     vector,
-    draft: r.embedder?.draftFor(input.query!) ?? undefined,
     text: input.query ?? null,
     metric: r.metric,
     candidates: r.initialTopK,

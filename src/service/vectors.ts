@@ -5,6 +5,7 @@ import type { Filter, Metadata, TableInfo, VectorRow } from '../storage/api.ts';
 import type { Limits } from '../config/config.ts';
 import type { Deps } from './deps.ts';
 import { forOwner } from './owner-lock.ts';
+import { checkDimension, dimensionError, dimensionExtra, dimensionMismatch } from '../storage/vector-dimension.ts';
 import { checkTableQuota, checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists, requireTable } from './tables.ts';
 import { checkTtl, clockOf, effectiveTtl, expiresAtIso, expiryAt } from './ttl.ts';
@@ -79,25 +80,25 @@ async function writeRecords(
   // A named model must exist even when every record brings its vector.
   const modelKnown = checkModelName(deps.models, modelName, '/body/model_name', errors);
   const parsed = records.map((r, i) => parseRecord(r, form === 'single' ? '/body' : `${basePath}/${i}`, form === 'bare', errors, limits));
-  const refuse = () => invalidFields(errors, validNames(deps.models));
+  const firstBad: { actual?: number } = {};
+  const refuse = (expected: number | null) =>
+    invalidFields(errors, { ...validNames(deps.models), ...(expected !== null && firstBad.actual !== undefined ? { dimension_mismatch: dimensionExtra(expected, firstBad.actual) } : {}) });
 
   let ks;
   try {
     ks = await requireKeyspaceExists(deps.storage, keyspace);
   } catch (e) {
-    throw errors.length ? refuse() : e;
+    throw errors.length ? refuse(null) : e;
   }
   const existing = await deps.storage.getTable(keyspace, tableName);
   const toEmbed = parsed.filter((p) => p.vectorPath === null);
   const model = modelName ?? existing?.model ?? deps.config.defaultModel;
   const dimension = existing?.dimension ?? parsed.find((p) => p.vector)?.vector!.length ?? (modelKnown ? deps.models.dimension(model) : null);
   if (dimension !== null) {
-    checkAgainstTable(parsed, tableName, dimension, existing?.metric ?? 'cosine', errors);
-    if (modelKnown && toEmbed.length > 0 && deps.models.dimension(model) !== dimension) {
-      errors.push({ path: '/body/model_name', message: `model "${model}" gives ${deps.models.dimension(model)} dimensions; table holds ${dimension}`, code: 'dimension_mismatch' });
-    }
+    checkAgainstTable(parsed, dimension, existing?.metric ?? 'cosine', errors, firstBad);
+    if (modelKnown && toEmbed.length > 0) checkDimension({ length: deps.models.dimension(model) }, dimension, '/body/model_name', errors, firstBad);
   }
-  if (errors.length || dimension === null) throw refuse();
+  if (errors.length || dimension === null) throw refuse(dimension);
 
   const embedder = toEmbed.length > 0 ? deps.models.get(model, '/body/model_name') : null;
   const checkLimits = async (table: TableInfo | null): Promise<void> => {
@@ -120,8 +121,9 @@ async function writeRecords(
       { ifNotExists: true },
     );
     if (table.dimension !== dimension) {
-      // Another writer made the table first with another dimension.
-      throw new ServiceError('dimension_mismatch', `Table "${tableName}" holds ${table.dimension} dimensions; these vectors have ${dimension}.`);
+      // Another writer made the table first with another dimension: every vector is of this one.
+      const paths = [...new Set(parsed.map((p) => p.vectorPath ?? '/body/model_name'))];
+      throw dimensionMismatch(paths.map((path) => dimensionError(path, dimension, table.dimension)), table.dimension, dimension);
     }
     // The table's default matters only to records the write gives no TTL.
     const needsDefault = requestTtl === undefined && parsed.some((p) => p.ttl === undefined);
@@ -153,12 +155,11 @@ function parseRecord(r: VectorRecordInput, path: string, bare: boolean, errors: 
 }
 
 /** The checks that need the table: each given vector's dimension, and no zero vector under cosine. */
-function checkAgainstTable(parsed: Parsed[], tableName: string, dimension: number, metric: string, errors: CodedFieldError[]): void {
+function checkAgainstTable(parsed: Parsed[], dimension: number, metric: string, errors: CodedFieldError[], firstBad: { actual?: number }): void {
   for (const p of parsed) {
     if (!p.vector) continue;
-    if (p.vector.length !== dimension) {
-      errors.push({ path: p.vectorPath!, message: `has ${p.vector.length} dimensions; table "${tableName}" holds ${dimension}`, code: 'dimension_mismatch' });
-    } else if (metric === 'cosine' && isZero(p.vector)) {
+    if (!checkDimension(p.vector, dimension, p.vectorPath!, errors, firstBad)) continue;
+    if (metric === 'cosine' && isZero(p.vector)) {
       errors.push({ path: p.vectorPath!, message: 'a zero vector has no cosine similarity' });
     }
   }

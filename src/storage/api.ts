@@ -6,10 +6,9 @@
  *
  * The shared contract suite in storage/contract.case.ts is the definition of "done" for a backend.
  */
-import type { DraftQuery } from '../index/graph-worker.ts';
 import type { Metric } from '../index/metric.ts';
 
-export type { DraftQuery, Metric };
+export type { Metric };
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type Metadata = { [k: string]: Json };
@@ -71,17 +70,8 @@ export const MAX_TTL_SECONDS = 10 * 365 * 24 * 3600;
 export type Filter = { [k: string]: Json };
 
 export interface SearchQuery {
-  /**
-   * The query vector, or its promise: a text query's model call may still be running when the
-   * search starts, so that stage 1 can begin from `draft` meanwhile (where a backend can).
-   */
-  vector: Float32Array | Promise<Float32Array>;
-  /**
-   * Where `vector` comes from, for a backend that can encode it approximately itself (see
-   * Storage.addDraftEncoder): the encoder's name and the text's token ids. Only which candidates
-   * stage 1 considers may depend on it; every score comes from `vector`.
-   */
-  draft?: DraftQuery;
+  /** The query vector, of the table's dimension with finite values (the service checked both). */
+  vector: Float32Array;
   metric: Metric;
   /** Stage 1: how many candidates to retrieve. */
   candidates: number;
@@ -285,13 +275,6 @@ export interface Storage extends CatalogStore, VectorStore, MetadataStore, Accou
   ping(): Promise<boolean>;
   /** Per-table ANN index progress, where the backend keeps its own index (embedded). */
   indexStatus?(): { keyspace: string; table: string; rows: number; indexed: number; pending: number }[];
-  /**
-   * Offers a draft encoder: an ONNX graph of a model's architecture, smaller than the model (int8),
-   * from token ids to token vectors, for SearchQuery.draft (embedded: run on the search thread,
-   * see index/graph-worker.ts). `probe` is token ids it is checked on; `onLoad` is told null
-   * once it is in use, or why it is not. Backends without a use for one leave this out.
-   */
-  addDraftEncoder?(name: string, file: string, dimension: number, probe: Int32Array, onLoad?: (error: string | null) => void): void;
   /**
    * Copies a consistent point-in-time image of everything stored into the empty directory `dir`
    * while writes go on (embedded: SQLite's online backup and the stored files it names; derived

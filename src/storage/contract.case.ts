@@ -137,6 +137,27 @@ export function storageContract(name: string, open: OpenStorage, clock: TestCloc
         }
       });
 
+      it('answers wrong dimensions alike: dimension_mismatch with {expected, actual}, every bad row named', async () => {
+        const rows = [v(1, 1, 1, 1), Float32Array.of(1, 2, 3), v(1, 0, 0, 0), Float32Array.of(1, 2, 3, 4, 5)].map((vector, i) => ({ key: `d${i}`, vector, metadata: {}, text: null }));
+        await assert.rejects(storage.upsertVectors('vec', 't', rows), (e: unknown) => {
+          const { code, extra, errors } = e as { code: string; extra?: unknown; errors?: unknown };
+          assert.deepEqual({ code, extra, errors }, {
+            code: 'dimension_mismatch',
+            extra: { expected: 4, actual: 3 },
+            errors: [
+              { path: '/1/vector', message: 'has 3 dimensions; the table holds 4' },
+              { path: '/3/vector', message: 'has 5 dimensions; the table holds 4' },
+            ],
+          });
+          return true;
+        });
+        await assert.rejects(storage.search('vec', 't', { vector: Float32Array.of(1, 2), metric: 'cosine', candidates: 5, limit: 5 }), (e: unknown) => {
+          const { code, extra, errors } = e as { code: string; extra?: unknown; errors?: unknown };
+          assert.deepEqual({ code, extra, errors }, { code: 'dimension_mismatch', extra: { expected: 4, actual: 2 }, errors: [{ path: '/vector', message: 'has 2 dimensions; the table holds 4' }] });
+          return true;
+        });
+      });
+
       it('writes nothing from a batch with a wrong dimension', async () => {
         const before = await storage.countVectors('vec', 't');
         await rejectsWithCode(

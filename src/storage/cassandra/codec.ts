@@ -1,6 +1,6 @@
 /** Values between the Storage contract and CQL columns: vectors, JSON metadata, timestamps. */
 import cassandra from 'cassandra-driver';
-import { type FieldError, ServiceError, invalid } from '../../errors.ts';
+import { type FieldError, ServiceError } from '../../errors.ts';
 import type { Metadata, Metric } from '../api.ts';
 
 const { types } = cassandra;
@@ -58,40 +58,15 @@ export function indexable(v: Float32Array, metric: Metric): boolean {
 }
 
 /**
- * Checks a vector before it reaches Cassandra, whose own failures here are generic server errors:
- * the table's dimension, finite components, and no zero vector under cosine.
- * Returns the field errors; a dimension error is reported separately (it has its own code).
+ * What only Cassandra's vector index refuses (with a generic server error), checked before a
+ * write: a norm its float32 arithmetic overflows, and under cosine a (near-)zero vector. The
+ * service has checked the dimension and that every value is finite.
  */
-export function checkVector(v: unknown, dimension: number, metric: Metric, path: string): { dimension?: FieldError; errors: FieldError[] } {
-  if (!(v instanceof Float32Array)) return { errors: [{ path, message: 'must be a Float32Array' }] };
-  if (v.length !== dimension) {
-    return { dimension: { path, message: `has ${v.length} dimensions; the table holds ${dimension}` }, errors: [] };
-  }
-  for (let i = 0; i < v.length; i++) {
-    if (!Number.isFinite(v[i])) return { errors: [{ path: `${path}/${i}`, message: 'must be a finite number' }] };
-  }
-  if (!indexable(v, metric)) {
-    const n = float32NormSq(v);
-    return {
-      errors: [
-        n > MAX_NORM_SQ
-          ? { path, message: 'its components are too large for the vector index (squared norm above 1e19)' }
-          : { path, message: 'a zero (or near-zero) vector has no direction: it cannot be stored in a cosine table' },
-      ],
-    };
-  }
-  return { errors: [] };
-}
-
-/** Throws dimension_mismatch (when only dimensions are wrong) or validation_failed. */
-export function throwVectorErrors(dimension: number, dimErrors: FieldError[], errors: FieldError[]): void {
-  if (errors.length > 0) throw invalid([...dimErrors, ...errors]);
-  if (dimErrors.length > 0) {
-    throw new ServiceError('dimension_mismatch', `The table holds ${dimension} dimensions: ${dimErrors.map((e) => `${e.path} ${e.message}`).join('; ')}.`, {
-      errors: dimErrors,
-      extra: { expected: dimension },
-    });
-  }
+export function checkIndexable(v: Float32Array, metric: Metric, path: string): FieldError | null {
+  if (indexable(v, metric)) return null;
+  return float32NormSq(v) > MAX_NORM_SQ
+    ? { path, message: 'its components are too large for the vector index (squared norm above 1e19)' }
+    : { path, message: 'a zero (or near-zero) vector has no direction: it cannot be stored in a cosine table' };
 }
 
 /** Chunks of at most `size` items. */

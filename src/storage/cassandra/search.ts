@@ -24,11 +24,11 @@
  * the ANN stage fetches the most it may (1,000 candidates) and filters those, so a selective
  * filter can return fewer than `limit` matches.
  */
-import { invalid, ServiceError } from '../../errors.ts';
 import { compareScores, exactScore } from '../../index/metric.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import { TopK } from '../../index/topk.ts';
 import type { Metadata, SearchQuery, StoredMatch, TableInfo } from '../api.ts';
+import { requireQueryDimension } from '../vector-dimension.ts';
 import { chunks, fromCqlVector, fromMetadataText, indexable, toCqlVector } from './codec.ts';
 import { countRows, requireTable } from './catalog.ts';
 import { type Ctx, dataTable } from './context.ts';
@@ -47,26 +47,14 @@ interface Candidate {
 
 export type SearchPlan = 'exact' | 'ann';
 
-/** A query whose vector has arrived. */
-type VectorQuery = SearchQuery & { vector: Float32Array };
-
 export async function search(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]> {
   return (await searchWithPlan(ctx, keyspace, table, q)).matches;
 }
 
 /** As search, also telling which stage 1 ran (for tests and diagnostics). */
-export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, query: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
+export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
   const t = await requireTable(ctx, keyspace, table);
-  // A draft (SearchQuery.draft) is of no use here: Cassandra's index needs the vector itself.
-  const q: VectorQuery = { ...query, vector: await query.vector };
-  if (!(q.vector instanceof Float32Array)) throw invalid([{ path: '/vector', message: 'must be a Float32Array' }]);
-  if (q.vector.length !== t.dimension) {
-    throw new ServiceError('dimension_mismatch', `The query has ${q.vector.length} dimensions; table "${table}" holds ${t.dimension}.`, {
-      errors: [{ path: '/vector', message: `has ${q.vector.length} dimensions; the table holds ${t.dimension}` }],
-      extra: { expected: t.dimension },
-    });
-  }
-  if (!q.vector.every(Number.isFinite)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
+  requireQueryDimension(q.vector, t.dimension);
   const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
   if (!(limit > 0)) return { plan: 'exact', matches: [] };
   const match = q.filter && Object.keys(q.filter).length > 0 ? compile(q.filter) : null;
@@ -101,7 +89,7 @@ const byScoreThenKey = (metric: SearchQuery['metric']) => {
   return (a: Candidate, b: Candidate): number => cmp(a, b) || compareCodePoints(a.key, b.key);
 };
 
-async function exactScan(ctx: Ctx, t: TableInfo, q: VectorQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
+async function exactScan(ctx: Ctx, t: TableInfo, q: SearchQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
   for await (const page of ctx.session.pages(`SELECT ${cols} FROM ${dataTable(ctx, t.keyspace, t.name)}`, [], {
@@ -118,7 +106,7 @@ async function exactScan(ctx: Ctx, t: TableInfo, q: VectorQuery, limit: number, 
   return top.sorted();
 }
 
-async function ann(ctx: Ctx, t: TableInfo, q: VectorQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
+async function ann(ctx: Ctx, t: TableInfo, q: SearchQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
   const n = match ? ANN_MAX_LIMIT : Math.min(ANN_MAX_LIMIT, Math.max(limit * OVERFETCH, Math.min(q.candidates, ANN_MAX_LIMIT)));
   const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
   const rs = await ctx.session.execute(

@@ -34,7 +34,8 @@ import cassandra from 'cassandra-driver';
 import { type FieldError, invalid } from '../../errors.ts';
 import { compileFilter } from '../../index/filter.ts';
 import { type Filter, MAX_TTL_SECONDS, type TableInfo, type VectorRow } from '../api.ts';
-import { checkVector, chunks, fromCqlVector, fromMetadataText, throwVectorErrors, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
+import { requireRowDimensions } from '../vector-dimension.ts';
+import { checkIndexable, chunks, fromCqlVector, fromMetadataText, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
 import { countRows, requireTable } from './catalog.ts';
 import { type Ctx, dataTable, physicalKeyspace } from './context.ts';
 import type { ErrorContext } from './driver-errors.ts';
@@ -54,18 +55,18 @@ export async function upsertVectors(ctx: Ctx, keyspace: string, table: string, r
   await writeRows(ctx, t, validateRows(t, rows));
 }
 
-/** Checks every row against the table (throws dimension_mismatch / validation_failed); last row of a key wins. */
+/**
+ * Checks rows against the table (throws dimension_mismatch, or validation_failed for what the
+ * vector index refuses: codec.ts checkIndexable); the service checked the rest. Last row of a key wins.
+ */
 export function validateRows(t: TableInfo, rows: VectorRow[], basePath = ''): VectorRow[] {
-  const dimErrors: FieldError[] = [];
+  requireRowDimensions(rows, t.dimension, basePath);
   const errors: FieldError[] = [];
   rows.forEach((r, i) => {
-    if (typeof r?.key !== 'string' || r.key.length === 0) errors.push({ path: `${basePath}/${i}/key`, message: 'must be a non-empty string' });
-    const c = checkVector(r?.vector, t.dimension, t.metric, `${basePath}/${i}/vector`);
-    if (c.dimension) dimErrors.push(c.dimension);
-    errors.push(...c.errors);
-    if (r?.text !== null && r?.text !== undefined && typeof r.text !== 'string') errors.push({ path: `${basePath}/${i}/text`, message: 'must be a string or null' });
+    const e = checkIndexable(r.vector, t.metric, `${basePath}/${i}/vector`);
+    if (e) errors.push(e);
   });
-  throwVectorErrors(t.dimension, dimErrors, errors);
+  if (errors.length > 0) throw invalid(errors);
   const byKey = new Map<string, VectorRow>();
   for (const r of rows) {
     byKey.delete(r.key);

@@ -4,7 +4,7 @@
  *
  * Why: the database is read through SQLite's memory map (`mmap_size`), and a page that some
  * mapping has faulted in counts as mapped memory. Kernels reclaim idle unmapped page cache first;
- * on the machine behind docs/PERFORMANCE.md a DAMON `pageout` scheme takes *only* unmapped file
+ * on the VMs the benches ran on, a DAMON `pageout` scheme takes *only* unmapped file
  * pages idle for ~60 s, so a row read with plain `pread` a minute ago costs a ~100 µs disk read
  * again, and a search that re-scores 100 random rows waited ~10 ms. Touching every page once
  * through a map (like the graphs' prefault) keeps them.

@@ -77,9 +77,8 @@ export interface EmbeddedStorage extends Storage {
   flushIndexes(): Promise<void>;
   /** Reads the searched tables through the database's memory map now (see db-warmer.ts); joins a pass under way. */
   warmDatabase(): Promise<WarmPass>;
-  /** How many searches took each path since opening. */
-  /** Searches by stage-1 path; `drafted`: of the ANN ones, those begun from a draft (SearchQuery.draft). */
-  searchCounts(): { exact: number; ann: number; filtered: number; drafted: number };
+  /** Searches by stage-1 path since opening. */
+  searchCounts(): { exact: number; ann: number; filtered: number };
   /** Runs a pass of the expiry sweep now (it also runs on its own timer); answers how many rows and records went. */
   sweepExpired(): Promise<number>;
   /** How long opening took, how many rows its tables hold, and how many were re-read from the database. */
@@ -211,7 +210,6 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     lexicalSearch: (ks, t, q) => run(() => vectors.lexicalSearch(ks, t, q)),
     getDefaultTtl: (ks, t) => run(() => catalog.getDefaultTtl(ks, t)),
     setDefaultTtl: (ks, t, seconds) => run(() => catalog.setDefaultTtl(ks, t, seconds)),
-    ...(worker ? { addDraftEncoder: worker.addDraft.bind(worker) } : {}),
 
     upsertMetadata: (records) => run(() => metadata.upsert(records)),
     getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
@@ -249,7 +247,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     whenIndexed: () => keeper.whenIndexed(),
     indexStatus: () => keeper.status(),
     warmDatabase: () => warmer.warm(),
-    searchCounts: () => ({ ...vectors.searches, drafted: worker?.draftSearches ?? 0 }),
+    searchCounts: () => ({ ...vectors.searches }),
     flushIndexes: () => keeper.saveDirty(),
     sweepExpired: () => runAsync(() => sweep.run()),
     snapshot: (dir, onProgress) =>

@@ -2,12 +2,13 @@
  * Vector rows: durable writes to SQLite, then the in-memory matrix and the ANN queue; searches
  * over the matrix (exact) or the ANN index (stage 1) with exact re-scoring from the database (stage 2).
  */
-import { invalid, ServiceError, type FieldError } from '../../errors.ts';
+import { invalid } from '../../errors.ts';
 import { exactSearchMatrix, rescore, type Scored } from '../../index/exact.ts';
 import { filterToSql, validateFilter } from '../../index/filter.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { Metric } from '../../index/metric.ts';
 import type { Filter, LexicalQuery, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
+import { requireQueryDimension, requireRowDimensions } from '../vector-dimension.ts';
 import type { Catalog } from './catalog.ts';
 import { ExpiryTracker, LIVE, NONE_EXPIRED, expiryField } from './expiry.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
@@ -38,14 +39,6 @@ export interface VectorSettings {
   now: () => number;
   /** Searches some sealed graphs on a second thread (null: all on this one). */
   worker: GraphWorker | null;
-}
-
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && !ArrayBuffer.isView(v);
-
-function checkFinite(v: Float32Array): boolean {
-  for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) return false;
-  return true;
 }
 
 export class Vectors {
@@ -99,32 +92,12 @@ export class Vectors {
     });
   }
 
+  /** Rows as the service checked them (keys, finite values, metadata); the dimension is checked again here. */
   upsert(keyspace: string, table: string, rows: VectorRow[]): void {
     const t = this.#catalog.require(keyspace, table);
-    const d = t.meta.dimension;
-    const errors: FieldError[] = [];
-    const vectors: Float32Array[] = [];
-    rows.forEach((r, i) => {
-      if (r.vector == null || typeof (r.vector as ArrayLike<number>).length !== 'number') {
-        errors.push({ path: `/vectors/${i}/vector`, message: 'must be an array of numbers' });
-        vectors.push(new Float32Array(d));
-        return;
-      }
-      const v = r.vector instanceof Float32Array ? r.vector : Float32Array.from(r.vector as ArrayLike<number>);
-      if (v.length !== d) {
-        throw new ServiceError('dimension_mismatch', `vector ${i} has dimension ${v.length}; table ${keyspace}.${table} has dimension ${d}`, {
-          extra: { expected: d, actual: v.length, index: i },
-        });
-      }
-      vectors.push(v);
-      if (typeof r.key !== 'string' || r.key === '') errors.push({ path: `/vectors/${i}/key`, message: 'must be a non-empty string' });
-      if (!checkFinite(v)) errors.push({ path: `/vectors/${i}/vector`, message: 'must hold finite numbers only' });
-      if (r.metadata != null && !isPlainObject(r.metadata)) errors.push({ path: `/vectors/${i}/metadata`, message: 'must be an object' });
-      if (r.text != null && typeof r.text !== 'string') errors.push({ path: `/vectors/${i}/text`, message: 'must be a string or null' });
-      if (r.expiresAt != null && !Number.isSafeInteger(r.expiresAt)) errors.push({ path: `/vectors/${i}/expiresAt`, message: 'must be an integer (ms since the epoch) or null' });
-    });
-    if (errors.length > 0) throw invalid(errors);
+    requireRowDimensions(rows, t.meta.dimension);
     if (rows.length === 0) return;
+    const vectors = rows.map((r) => r.vector);
 
     const seq = this.#seq.value + 1;
     const ids = this.#db.tx(() => {
@@ -207,18 +180,8 @@ export class Vectors {
    */
   replaceRows(keyspace: string, table: string, rows: VectorRow[], within: () => string[]): void {
     const t = this.#catalog.require(keyspace, table);
-    const d = t.meta.dimension;
-    const vectors = rows.map((r, i) => {
-      const v = r.vector instanceof Float32Array ? r.vector : Float32Array.from(r.vector as ArrayLike<number>);
-      if (v.length !== d) {
-        throw new ServiceError('dimension_mismatch', `vector ${i} has dimension ${v.length}; table ${keyspace}.${table} has dimension ${d}`, {
-          extra: { expected: d, actual: v.length, index: i },
-        });
-      }
-      if (typeof r.key !== 'string' || r.key === '') throw invalid([{ path: `/vectors/${i}/key`, message: 'must be a non-empty string' }]);
-      if (!checkFinite(v)) throw invalid([{ path: `/vectors/${i}/vector`, message: 'must hold finite numbers only' }]);
-      return v;
-    });
+    requireRowDimensions(rows, t.meta.dimension, '/rows');
+    const vectors = rows.map((r) => r.vector);
     const seq = this.#seq.value + 1;
     const del = this.#db.stmt('DELETE FROM vectors WHERE table_id = ? AND key = ? RETURNING id');
     const { removed, ids } = this.#db.tx(() => {
@@ -256,21 +219,13 @@ export class Vectors {
     const t = this.#catalog.require(keyspace, table);
     const metric = q.metric ?? t.meta.metric;
     const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
-    // Stage 1 may begin before the vector exists, from the draft (SegmentedAnn.searchAsync); the
-    // table's state decides whether the graphs are used, and the vector is checked when it comes.
-    let started: Promise<number[]> | null = null;
-    if (q.vector instanceof Promise && q.draft !== undefined && this.#worker && limit >= 1 && q.filter === undefined && this.#annUsable(t, q.candidates, metric)) {
-      const exact = q.vector.then((v) => this.#checkQuery(v, t, keyspace, table));
-      started = t.ann!.searchAsync(exact, q.candidates, this.#worker, q.draft);
-      started.catch(() => undefined); // the same failure reaches the caller through `query` below
-    }
-    const query = this.#checkQuery(await q.vector, t, keyspace, table);
+    requireQueryDimension(q.vector, t.meta.dimension);
+    const query = q.vector;
     if (!(limit >= 1)) return [];
     this.#keeper.searched();
 
-    // A stage 1 already started stands: the table's state was checked when it began.
-    if (q.filter === undefined && !isZeroCosine(metric, query) && (started !== null || this.#annUsable(t, q.candidates, metric))) {
-      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.includeVector === true, started);
+    if (q.filter === undefined && !isZeroCosine(metric, query) && this.#annUsable(t, q.candidates, metric)) {
+      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.includeVector === true);
       if (found !== null) return found;
     }
     let best: Scored[];
@@ -292,7 +247,7 @@ export class Vectors {
    * from the candidates, so the walk is asked for that many more (up to the share where a scan
    * wins); null when even that leaves fewer than `limit` live rows: the caller then scans.
    */
-  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, withVector: boolean, started: Promise<number[]> | null): Promise<StoredMatch[] | null> {
+  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, withVector: boolean): Promise<StoredMatch[] | null> {
     const ann = t.ann!;
     const expired = this.#expired(t);
     const maxK = Math.max(candidates, Math.floor(t.matrix.size * ANN_MAX_CANDIDATE_SHARE));
@@ -303,7 +258,7 @@ export class Vectors {
     // many (a mass expiry would otherwise make every walk the largest); a short page walks again.
     const share = t.matrix.size / Math.max(1, t.matrix.size - expired.size);
     let k = expired.size === 0 ? candidates : Math.min(candidates + expired.size, Math.ceil(candidates * share * 1.25), maxK);
-    let fromAnn = started !== null && k === candidates ? await started : await walk(k);
+    let fromAnn = await walk(k);
     for (;;) {
       const found = this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, withVector, expired);
       if (found.length >= limit || t.matrix.size - expired.size < limit) return found;
@@ -325,18 +280,6 @@ export class Vectors {
     return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
-  #checkQuery(vector: Float32Array | ArrayLike<number>, t: TableState, keyspace: string, table: string): Float32Array {
-    const d = t.meta.dimension;
-    const query = vector instanceof Float32Array ? vector : Float32Array.from(vector);
-    if (query.length !== d) {
-      throw new ServiceError('dimension_mismatch', `the query vector has dimension ${query.length}; table ${keyspace}.${table} has dimension ${d}`, {
-        extra: { expected: d, actual: query.length },
-      });
-    }
-    if (!checkFinite(query)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
-    return query;
-  }
-
   /** Whether the graphs answer stage 1 for this table and query shape (the query itself aside). */
   #annUsable(t: TableState, candidates: number, metric: string): boolean {
     const n = t.matrix.size;
@@ -353,7 +296,8 @@ export class Vectors {
    * Stage 2: exact float64 scores of the candidates from their full-precision rows (stale, deleted
    * or foreign ids drop out), then the answer fields of the best. From the database rather than
    * the vector file: its pages are memory-mapped and kept so (db-warmer.ts), while a vector-file
-   * page idle for a minute may be back on disk, and 100 such reads took ~10 ms (docs/PERFORMANCE.md).
+   * page idle for a minute may be back on disk, and 100 such reads took ~10 ms (the settled
+   * searches of bench/vectors.bench.ts, a minute after a restart, before db-warmer.ts existed).
    * Only the payloads are read: whether an id is a live row of this table is the matrix's to say
    * (it changes in the same synchronous turn as each commit), and the join to `vectors` for its
    * table_id cost a third more (0.51 against 0.35 ms for 100 rows at 1M).
