@@ -13,6 +13,7 @@
  * matrix and dropped from the graphs.
  */
 import { SegmentedAnn } from '../../index/ann-segments.ts';
+import { QuantisedTail } from '../../index/quantised-tail.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
@@ -65,6 +66,13 @@ const T = UPKEEP_TIMINGS;
 /** A sealed segment with this share of dead rows is retired: its live rows are re-indexed. */
 const RETIRE_DEAD_SHARE = 0.3;
 
+/**
+ * Most rows a table's quantised tail holds (~100 MB of int8 copies at 384-d). Past it (a rebuild
+ * of a big table, a graph far behind a load) the tail is dropped and pending rows are scanned in
+ * float32 as before; it is filled again once the pending rows are down to a quarter of this.
+ */
+export const TAIL_MAX_ROWS = 262_144;
+
 export interface TableMeta {
   id: number;
   keyspace: string;
@@ -86,6 +94,10 @@ export class TableState {
   #ann: SegmentedAnn | null = null;
   /** rowId -> seq of its oldest change not yet in `ann`, in seq order. */
   #pending = new Map<number, number>();
+  /** int8 copies of the pending rows, for a fast scan (cosine tables only; see quantised-tail.ts). */
+  readonly #tail: QuantisedTail | null;
+  /** The pending rows outgrew TAIL_MAX_ROWS: the tail is empty until refillTail(). */
+  #tailDropped = false;
   /** Changes to `ann` since it was last saved. */
   #changes = 0;
   #savedSeq = -1;
@@ -102,6 +114,37 @@ export class TableState {
   constructor(meta: TableMeta, matrix: VectorMatrix) {
     this.meta = meta;
     this.matrix = matrix;
+    this.#tail = meta.metric === 'cosine' ? new QuantisedTail(meta.dimension) : null;
+  }
+
+  /** The quantised copies of exactly the pending rows, or null when it does not hold them all. */
+  get tail(): QuantisedTail | null {
+    return this.#tail !== null && !this.#tailDropped && this.#tail.size === this.#pending.size ? this.#tail : null;
+  }
+
+  /** Refills a dropped tail once few enough rows wait (one pass over them); true when it did. */
+  refillTail(): boolean {
+    if (this.#tail === null || !this.#tailDropped || this.#pending.size > TAIL_MAX_ROWS / 4) return false;
+    this.#tailDropped = false;
+    for (const id of this.#pending.keys()) this.#toTail(id);
+    return true;
+  }
+
+  #toTail(rowId: number): void {
+    const tail = this.#tail;
+    if (tail === null || this.#tailDropped) return;
+    if (tail.size >= TAIL_MAX_ROWS && !tail.has(rowId)) {
+      tail.clear();
+      this.#tailDropped = true;
+      return;
+    }
+    const v = this.matrix.get(rowId);
+    if (v !== undefined) tail.set(rowId, v);
+  }
+
+  #resetTail(): void {
+    this.#tail?.clear();
+    this.#tailDropped = false;
   }
 
   /** The ANN index (null: none yet, or dropped for a rebuild); behind by the pending rows. */
@@ -150,13 +193,19 @@ export class TableState {
     return currentSeq;
   }
 
-  /** Queues rows for the index at `seq` (a row already waiting keeps its older place and seq). */
+  /**
+   * Queues rows for the index at `seq` (a row already waiting keeps its older place and seq, and
+   * its tail copy takes the new vector). The rows must be in the matrix already.
+   */
   queue(rowIds: Iterable<number>, seq: number): void {
-    for (const id of rowIds) if (!this.#pending.has(id)) this.#pending.set(id, seq);
+    for (const id of rowIds) {
+      if (!this.#pending.has(id)) this.#pending.set(id, seq);
+      this.#toTail(id);
+    }
   }
 
   unqueue(rowIds: Iterable<number>): void {
-    for (const id of rowIds) this.#pending.delete(id);
+    for (const id of rowIds) if (this.#pending.delete(id)) this.#tail?.delete(id);
   }
 
   /** The first `n` waiting rows, oldest first (still queued). */
@@ -180,13 +229,15 @@ export class TableState {
     this.#ann = ann;
     this.#savedSeq = seq;
     this.#pending = new Map();
+    this.#resetTail();
   }
 
   /** Drops the index and queues `rows` (every live row, in seq order) to build it again. */
   rebuildFrom(rows: Iterable<{ id: number; seq: number }>): void {
     this.#ann = null;
     this.#pending = new Map();
-    for (const r of rows) this.#pending.set(r.id, r.seq);
+    this.#resetTail();
+    for (const r of rows) this.queue([r.id], r.seq);
   }
 
   /** Marks the one rebuild an inconsistency may cause: false when it already had it. */
@@ -467,6 +518,7 @@ export class IndexKeeper {
     const ids = t.nextPending(Math.min(this.#batch, room));
     for (const block of t.matrix.gather(ids, ids.length)) ann.add(block.rowIds, block.vectors);
     t.unqueue(ids);
+    t.refillTail();
     this.#retire(t);
     this.#changed(t, ids.length);
     if (ann.deltaSize >= this.#opts.segmentRows) {

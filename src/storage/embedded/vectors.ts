@@ -20,8 +20,18 @@ import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
  * 1,000 in ~8 ms, 10,000 in ~70 ms.
  */
 const ANN_MAX_CANDIDATE_SHARE = 1 / 64;
-/** Above this share of rows waiting for the index, scanning everything beats gathering them. */
+/**
+ * Above this share of rows waiting for the index, scanning everything beats gathering them (a
+ * table whose quantised tail holds them scans that instead, whatever their share).
+ */
 const ANN_MAX_PENDING_SHARE = 1 / 8;
+
+/**
+ * Candidates the quantised tail proposes for stage 2, for `limit` answers: int8 rounding only
+ * swaps near-ties, so a margin of twice the answers (16 at least) re-scored exactly finds the
+ * float32 best (quantised-tail.test.ts checks it on clustered rows).
+ */
+const tailCandidates = (limit: number): number => limit + Math.max(16, limit);
 
 /** The global change sequence, kept in memory and written in every vector transaction. */
 export class SeqCounter {
@@ -214,7 +224,7 @@ export class Vectors {
     // Stage 1 may begin before the vector exists, from the draft (SegmentedAnn.searchAsync); the
     // table's state decides whether the graphs are used, and the vector is checked when it comes.
     let started: Promise<number[]> | null = null;
-    if (q.vector instanceof Promise && q.draft !== undefined && this.#worker && limit >= 1 && q.filter === undefined && this.#annUsable(t, q.candidates, metric)) {
+    if (q.vector instanceof Promise && q.draft !== undefined && this.#worker && limit >= 1 && q.filter === undefined && t.ann !== null && this.#annUsable(t, q.candidates, metric)) {
       const exact = q.vector.then((v) => this.#checkQuery(v, t, keyspace, table));
       started = t.ann!.searchAsync(exact, q.candidates, this.#worker, q.draft);
       started.catch(() => undefined); // the same failure reaches the caller through `query` below
@@ -227,9 +237,10 @@ export class Vectors {
     if (q.filter === undefined && !isZeroCosine(metric, query) && (started !== null || this.#annUsable(t, q.candidates, metric))) {
       // Stage 1: the graphs' candidates (walked on both threads, see SegmentedAnn.searchAsync),
       // plus the exact best of rows they do not hold yet.
-      const ann = t.ann!;
-      const fromAnn = started !== null ? await started : this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
-      const fromPending = t.pendingCount > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds()).map((s) => s.rowId) : [];
+      // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
+      const ann = t.ann;
+      const fromAnn = started !== null ? await started : ann === null ? [] : this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
+      const fromPending = t.pendingCount === 0 ? [] : t.tail ? t.tail.search(query, tailCandidates(limit)) : exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds()).map((s) => s.rowId);
       this.searches.ann++;
       return this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, q.includeVector === true);
     }
@@ -269,15 +280,15 @@ export class Vectors {
     return query;
   }
 
-  /** Whether the graphs answer stage 1 for this table and query shape (the query itself aside). */
+  /** Whether the graphs, with the quantised tail for rows they lack, answer stage 1 for this table and query shape (the query itself aside). */
   #annUsable(t: TableState, candidates: number, metric: string): boolean {
     const n = t.matrix.size;
     return (
-      this.#keeper.ready(t) &&
+      (this.#keeper.ready(t) || (t.tail !== null && t.restoring === null && t.pendingCount === n)) &&
       metric === t.meta.metric &&
       n >= this.#settings.exactBelowRows &&
       candidates < n * ANN_MAX_CANDIDATE_SHARE &&
-      t.pendingCount < n * ANN_MAX_PENDING_SHARE
+      (t.pendingCount < n * ANN_MAX_PENDING_SHARE || t.tail !== null)
     );
   }
 
