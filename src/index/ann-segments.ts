@@ -34,6 +34,8 @@ let nextUid = 1;
 /** Search effort per graph (candidates explored): see search(). */
 const MAX_EFFORT = 256;
 const MIN_EFFORT = 128;
+/** The most a search may ask each graph to explore (`ef`): ~40 ms a walk at 250k rows. */
+export const MAX_SEARCH_EFFORT = 4_096;
 
 interface Segment {
   graph: AnnIndex;
@@ -139,10 +141,10 @@ export class SegmentedAnn {
    * graph is searched with effort 256 / sqrt(graphs), at least 128 (usearch widens its search to
    * the number of results asked for): a lone graph gets the effort a 250k-row graph needs for
    * recall ~1.0, four get 128 each (0.98 each, see ANN_PARAMS), so the total grows slower than
-   * the number of graphs.
+   * the number of graphs. `ef`, when given, is each graph's effort instead (see #effort).
    */
-  search(query: Float32Array, k: number): number[] {
-    const effort = this.#effort(k);
+  search(query: Float32Array, k: number, ef?: number): number[] {
+    const effort = this.#effort(k, ef);
     const found: Found[] = [];
     for (const s of this.#sealed) collect(found, s.graph.searchScored(query, effort), s.dead);
     collect(found, this.#delta.searchScored(query, effort), null);
@@ -162,12 +164,12 @@ export class SegmentedAnn {
    * joins in with the exact one when it arrives; the graphs' candidates are then partly the
    * draft's, which stage 2 re-scores exactly like any others.
    */
-  async searchAsync(query: Float32Array | Promise<Float32Array>, k: number, worker: GraphWorker, draft?: DraftQuery): Promise<number[]> {
+  async searchAsync(query: Float32Array | Promise<Float32Array>, k: number, worker: GraphWorker, draft?: DraftQuery, ef?: number): Promise<number[]> {
     this.shareWith(worker);
     // Only graphs the worker has read through, and never while it syncs: a search would queue behind that.
     const shared = worker.syncing ? [] : this.#sealed.filter((s) => s.path !== null && s.graph.viewed && worker.isReady(s.uid));
-    if (shared.length < 2 || !worker.alive) return this.search(await query, k);
-    const effort = this.#effort(k);
+    if (shared.length < 2 || !worker.alive) return this.search(await query, k, ef);
+    const effort = this.#effort(k, ef);
     const claims = newGraphClaims();
     const ids = shared.map((s) => s.uid);
     const early = query instanceof Promise && draft !== undefined && worker.pending === 0 && worker.hasDraft(draft.encoder);
@@ -202,17 +204,15 @@ export class SegmentedAnn {
   }
 
   /**
-   * How many results to ask each graph for. usearch walks with max(expansion_search, results), so
-   * asking for more than `k` only pays when the effort exceeds expansion_search (fewer than four
-   * graphs); otherwise the extra results change nothing but cost time: at 1M rows (four graphs
-   * at effort 256 each, measured when graphs had connectivity 16) asking for 256 instead of 100 took the walks from p50
-   * 2.6 to 4.2 ms, same answers (a throwaway probe calling the store's search in process on a
-   * kept 1M bench directory).
+   * How many results to ask each graph for, which is how wide usearch walks it (the graphs'
+   * expansion_search is only a floor, MIN_WALK): the search's `ef` when given, else the effort
+   * for the number of graphs (search()); never fewer than the `k` candidates wanted.
    */
-  #effort(k: number): number {
+  #effort(k: number, ef?: number): number {
+    if (ef !== undefined) return Math.max(k, ANN_PARAMS.expansionSearch, Math.min(MAX_SEARCH_EFFORT, Math.floor(ef)));
     const graphs = this.#sealed.length + (this.#delta.size > 0 ? 1 : 0);
     const effort = Math.min(MAX_EFFORT, Math.max(MIN_EFFORT, Math.round(MAX_EFFORT / Math.sqrt(Math.max(1, graphs)))));
-    return effort > ANN_PARAMS.expansionSearch ? Math.max(k, effort) : k;
+    return Math.max(k, effort);
   }
 
   /** Tells the worker which of this table's files to have open, when that changed (ahead of searches: it maps them then). */

@@ -226,7 +226,7 @@ export class Vectors {
     let started: Promise<number[]> | null = null;
     if (q.vector instanceof Promise && q.draft !== undefined && this.#worker && limit >= 1 && q.filter === undefined && t.ann !== null && this.#annUsable(t, q.candidates, metric)) {
       const exact = q.vector.then((v) => this.#checkQuery(v, t, keyspace, table));
-      started = t.ann!.searchAsync(exact, q.candidates, this.#worker, q.draft);
+      started = t.ann!.searchAsync(exact, q.candidates, this.#worker, q.draft, q.ef);
       started.catch(() => undefined); // the same failure reaches the caller through `query` below
     }
     const query = this.#checkQuery(await q.vector, t, keyspace, table);
@@ -239,7 +239,7 @@ export class Vectors {
       // plus the exact best of rows they do not hold yet.
       // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
       const ann = t.ann;
-      const fromAnn = started !== null ? await started : ann === null ? [] : this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker) : ann.search(query, q.candidates);
+      const fromAnn = started !== null ? await started : ann === null ? [] : this.#worker ? await ann.searchAsync(query, q.candidates, this.#worker, undefined, q.ef) : ann.search(query, q.candidates, q.ef);
       const fromPending = t.pendingCount === 0 ? [] : t.tail ? t.tail.search(query, tailCandidates(limit)) : exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds()).map((s) => s.rowId);
       this.searches.ann++;
       return this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, q.includeVector === true);
