@@ -1,7 +1,7 @@
 /**
  * The service against Chroma's own server on the same vectors, in one run.
  *
- *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--efs 16,32,64,128,256,512] [--skip-chroma]
+ *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--curve 10:16,20:64,...] [--skip-chroma]
  *
  * Chroma: chromadb from PyPI (pinned below) in a venv under .bench-data/ that this script creates
  * on first use, started as `chroma run` with a cosine collection and its HNSW defaults, called
@@ -15,7 +15,8 @@
  * no row left waiting for its graphs; Chroma indexes as it writes, so acknowledged), QPS and
  * p50/p99 at concurrency 1 and 16 right after the writes are acknowledged and settled (indexed,
  * then 5 s idle, fresh queries), recall@10 against an exact scan, and the server's VmRSS; then
- * the service's recall-latency curve over `ef` (initial_top_k 10, so ef alone sets each walk).
+ * the service's recall-latency curve over pairs of initial_top_k (candidates re-scored exactly)
+ * and ef (how wide each graph walk is; never narrower than initial_top_k).
  * The machine is shared: read the ratios, not the absolute figures.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -35,14 +36,15 @@ const { values: args } = parseArgs({
     n: { type: 'string', default: '100000' },
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '200' },
-    efs: { type: 'string', default: '16,32,64,128,256,512' },
+    curve: { type: 'string', default: '10:16,10:64,20:64,20:128,50:64,50:128,100:128,100:256,100:512' },
     'skip-chroma': { type: 'boolean', default: false },
   },
 });
 const N = Number(args.n);
 const DIM = Number(args.dim);
 const QUERIES = Number(args.queries);
-const EFS = args.efs.split(',').map(Number);
+/** The recall-latency curve's points: initial_top_k and ef. */
+const CURVE = args.curve.split(',').map((p) => p.split(':').map(Number) as [number, number]);
 const BATCH = 1_000;
 const WRITERS = 2;
 const CHROMA_VERSION = '1.5.9';
@@ -136,11 +138,12 @@ async function runService(centres: Float32Array[], after: Float32Array[], settle
       recallSettled: recallOf(settled1.ids, truthSettled),
       rssMb: await rssMb(server.child.pid!, 'VmRSS'),
     };
-    // The recall-latency curve: initial_top_k 10, so each graph walk is as wide as ef says.
+    // The recall-latency curve: recall@10 depends on how many candidates are re-scored exactly
+    // (the graphs rank by their int8 copies, which swaps near-ties) and on how wide each walk is.
     const curveCount = Math.min(settled.length, 100);
-    for (const ef of EFS) {
-      const r = await timed(curveCount, 1, search(settled, { initial_top_k: 10, ef }));
-      row(`service, settled, ef ${ef} (initial_top_k 10), concurrency 1`, `recall@10 ${recallOf(r.ids, truthSettled.slice(0, curveCount)).toFixed(3)}, ${fmt(r)}`);
+    for (const [k, ef] of CURVE) {
+      const r = await timed(curveCount, 1, search(settled, { initial_top_k: k, ef }));
+      row(`service, settled, initial_top_k ${k}, ef ${ef}, concurrency 1`, `recall@10 ${recallOf(r.ids, truthSettled.slice(0, curveCount)).toFixed(3)}, ${fmt(r)}`);
     }
     return side;
   } finally {

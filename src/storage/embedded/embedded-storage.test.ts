@@ -414,6 +414,30 @@ describe('embedded storage', () => {
     }
   });
 
+  it('indexes a bulk load as it comes once its tail passes keepUpRows, so less is left for after it', async () => {
+    const d = 32;
+    const vectors = clustered(12_000, d, 31, 50);
+    const leftAfterLoad = async (name: string, keepUpRows: number): Promise<number> => {
+      const s = await openEmbeddedStorage({ dataDir: path.join(dir, name), index: { ...indexOpts(500), keepUpRows } });
+      try {
+        await s.createKeyspace({ name: 'ks', owner: null });
+        await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'cosine', model: null });
+        for (let i = 0; i < vectors.length; i += 300) {
+          await s.upsertVectors('ks', 't', rowsOf(vectors.slice(i, i + 300)).map((r, j) => ({ ...r, key: `k${i + j}` })));
+          // A client's next batch arrives a moment after the answer: the indexer may take turns meanwhile.
+          await new Promise((r) => setTimeout(r, 2));
+        }
+        return s.indexStatus()[0].pending;
+      } finally {
+        await s.close();
+      }
+    };
+    const lagging = await leftAfterLoad('keepup-off', 1e9);
+    const keeping = await leftAfterLoad('keepup-on', 500);
+    console.log(`# 12k x ${d} in batches of 300: ${keeping} rows left unindexed keeping up past 500, ${lagging} without`);
+    assert.ok(keeping < lagging * 0.85, `left unindexed after the load: ${keeping} keeping up against ${lagging} not`);
+  });
+
   it('keeps the segment sealed at the end of a bulk load in memory while searches come, and saves and maps it once they pause or its deadline passes', async () => {
     const d = 16;
     const rows = rowsOf(clustered(3000, d, 9, 30));

@@ -29,6 +29,22 @@ export const UPKEEP_TIMINGS = Object.freeze({
    * pause as long as it), so acknowledging writes comes first and the index catches up when they stop.
    */
   busyIndexShare: 0.5,
+  /**
+   * Past this many rows waiting in a table that has a quantised tail, indexing takes a growing
+   * share of the time even while writes arrive (up to keepUpShare at twice this), so a bulk
+   * load's tail stays near this length and a search right after the load scans ~12 MB of int8
+   * copies (384-d) beside the graph walk instead of the whole load. Writes are acknowledged
+   * that much more slowly during a bulk load: the graph inserts are the bigger cost, and they
+   * are paid as the rows come, as Chroma does, rather than after.
+   */
+  keepUpRows: 32_768,
+  keepUpShare: 0.9,
+  /**
+   * The slice length at full keep-up: a write batch holds the event loop for tens of ms once it
+   * starts, so short pauses alone do not give indexing its share; longer slices do (a search
+   * arriving during a bulk load waits up to this long, as it already may behind a write batch).
+   */
+  keepUpSliceMs: 60,
   /** Writes within this many ms make the store "busy". */
   busyWindowMs: 250,
   /**
@@ -318,6 +334,8 @@ export interface UpkeepOptions {
   segmentRows: number;
   /** How long a sealed segment may stay in memory waiting for a quiet moment to be saved and mapped (default UPKEEP_TIMINGS.settleDeadlineMs). */
   settleDeadlineMs?: number;
+  /** The tail length past which indexing keeps up with writes (default UPKEEP_TIMINGS.keepUpRows). */
+  keepUpRows?: number;
   /** The database's id, stored with each index so that one never serves another database. */
   tag: string;
   /** Moved on every search (searched()); copies and hashes of saved graphs wait for gaps while it moves. */
@@ -492,10 +510,26 @@ export class IndexKeeper {
         this.#opts.log?.('ANN indexing failed', e);
       }
     };
-    const busy = performance.now() - this.#lastWrite < T.busyWindowMs;
-    const pause = busy ? (this.#lastSliceMs * (1 - T.busyIndexShare)) / T.busyIndexShare : 0;
+    const share = this.#busy() ? this.#busyShare() : 1;
+    const pause = (this.#lastSliceMs * (1 - share)) / share;
     if (pause >= 1) setTimeout(run, pause);
     else setImmediate(run);
+  }
+
+  #busy(): boolean {
+    return performance.now() - this.#lastWrite < T.busyWindowMs;
+  }
+
+  /** How far the longest tail is past keepUpRows: 0 (within it) to 1 (twice as long or more). */
+  #keepUp(): number {
+    let waiting = 0;
+    for (const t of this.#tables.values()) if (t.tail !== null && this.#needsIndex(t)) waiting = Math.max(waiting, t.pendingCount);
+    return Math.min(1, Math.max(0, waiting / (this.#opts.keepUpRows ?? T.keepUpRows) - 1));
+  }
+
+  /** The share of the time indexing takes while writes arrive. */
+  #busyShare(): number {
+    return T.busyIndexShare + this.#keepUp() * (T.keepUpShare - T.busyIndexShare);
   }
 
   /** Indexes one slice of one table (tables take turns), then yields to the event loop. */
@@ -530,7 +564,9 @@ export class IndexKeeper {
 
     const took = Math.max(0.1, performance.now() - started);
     this.#lastSliceMs = took;
-    this.#batch = Math.max(16, Math.min(16_384, Math.round((this.#batch * T.sliceMs) / took)));
+    // Longer slices only while writes arrive: once they stop, searches get the loop back at once.
+    const target = this.#busy() ? T.sliceMs + this.#keepUp() * (T.keepUpSliceMs - T.sliceMs) : T.sliceMs;
+    this.#batch = Math.max(16, Math.min(16_384, Math.round((this.#batch * target) / took)));
     if (t.pendingCount === 0) this.#checkConsistent(t);
     this.#schedule();
   }
