@@ -186,7 +186,12 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     getTable: (ks, name) => run(() => catalog.getTable(ks, name)),
     listTables: (ks) => run(() => catalog.listTables(ks)),
 
-    upsertVectors: (ks, t, rows) => run(() => vectors.upsert(ks, t, rows)),
+    // A bulk load waits for the graphs before it commits while its table's tail is long (IndexKeeper.roomFor).
+    upsertVectors: (ks, t, rows) =>
+      runAsync(async () => {
+        await keeper.roomFor(catalog.require(ks, t));
+        return run(() => vectors.upsert(ks, t, rows));
+      }),
     getVector: (ks, t, key) => run(() => vectors.get(ks, t, key)),
     deleteVectors: (ks, t, keys) => run(() => vectors.deleteKeys(ks, t, keys)),
     deleteByFilter: (ks, t, filter) => run(() => vectors.deleteByFilter(ks, t, filter)),

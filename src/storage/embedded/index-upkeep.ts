@@ -31,13 +31,14 @@ export const UPKEEP_TIMINGS = Object.freeze({
   busyIndexShare: 0.5,
   /**
    * Past this many rows waiting in a table that has a quantised tail, indexing takes a growing
-   * share of the time even while writes arrive (up to keepUpShare at twice this), so a bulk
-   * load's tail stays near this length and a search right after the load scans ~12 MB of int8
-   * copies (384-d) beside the graph walk instead of the whole load. Writes are acknowledged
-   * that much more slowly during a bulk load: the graph inserts are the bigger cost, and they
-   * are paid as the rows come, as Chroma does, rather than after.
+   * share of the time even while writes arrive (up to keepUpShare at twice this), and at twice
+   * this a write to the table waits, before it commits, until the graphs have taken rows below
+   * that again (IndexKeeper.roomFor). So a bulk load's tail stays under ~16k rows, and a search
+   * right after the load scans ~6 MB of int8 copies (384-d) beside the graph walk instead of
+   * the whole load. A bulk load is acknowledged at the pace of the graph inserts: they are the
+   * bigger cost, paid as the rows come, as Chroma does, rather than after.
    */
-  keepUpRows: 32_768,
+  keepUpRows: 8_192,
   keepUpShare: 0.9,
   /**
    * The slice length at full keep-up: a write batch holds the event loop for tens of ms once it
@@ -350,6 +351,8 @@ export class IndexKeeper {
   readonly #src: IndexSource;
   readonly #tables = new Map<number, TableState>();
   #waiters: (() => void)[] = [];
+  /** Writes waiting for their table's tail to shrink (roomFor). */
+  #roomWaiters: { t: TableState; resolve: () => void }[] = [];
   #scheduled = false;
   #closed = false;
   #timer: NodeJS.Timeout | null = null;
@@ -479,6 +482,7 @@ export class IndexKeeper {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#wake();
+    this.#releaseRoom();
     await Promise.all([...this.#tables.values()].map((t) => t.restoring));
     await Promise.all([...this.#tables.values()].map((t) => t.saving));
     await this.saveDirty();
@@ -508,6 +512,8 @@ export class IndexKeeper {
         this.#slice();
       } catch (e) {
         this.#opts.log?.('ANN indexing failed', e);
+        // Writes waiting for the graphs must not wait on a failure: they go, and the next ones retry.
+        for (const w of this.#roomWaiters.splice(0)) w.resolve();
       }
     };
     const share = this.#busy() ? this.#busyShare() : 1;
@@ -537,6 +543,7 @@ export class IndexKeeper {
     if (this.#closed) return;
     const tables = [...this.#tables.values()].filter((t) => this.#needsIndex(t));
     if (tables.length === 0) {
+      this.#releaseRoom();
       if (this.#idle()) this.#wake();
       this.#warm();
       return;
@@ -553,6 +560,7 @@ export class IndexKeeper {
     for (const block of t.matrix.gather(ids, ids.length)) ann.add(block.rowIds, block.vectors);
     t.unqueue(ids);
     t.refillTail();
+    this.#releaseRoom();
     this.#retire(t);
     this.#changed(t, ids.length);
     if (ann.deltaSize >= this.#opts.segmentRows) {
@@ -569,6 +577,34 @@ export class IndexKeeper {
     this.#batch = Math.max(16, Math.min(16_384, Math.round((this.#batch * target) / took)));
     if (t.pendingCount === 0) this.#checkConsistent(t);
     this.#schedule();
+  }
+
+  /**
+   * Resolves once `t` has room for more rows: at once unless the rows waiting for its graphs
+   * reached twice keepUpRows (tables with a quantised tail only: the others' writes never wait).
+   * A write awaits this before it commits, so nothing acknowledged waits on it.
+   */
+  roomFor(t: TableState): Promise<void> {
+    if (this.#roomy(t)) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#roomWaiters.push({ t, resolve });
+      this.#schedule();
+    });
+  }
+
+  #roomy(t: TableState): boolean {
+    return this.#closed || t.tail === null || !this.#needsIndex(t) || t.pendingCount < 2 * (this.#opts.keepUpRows ?? T.keepUpRows);
+  }
+
+  /** Lets the writes waiting in roomFor() go whose table has room now. */
+  #releaseRoom(): void {
+    if (this.#roomWaiters.length === 0) return;
+    const still: { t: TableState; resolve: () => void }[] = [];
+    for (const w of this.#roomWaiters) {
+      if (this.#roomy(w.t)) w.resolve();
+      else still.push(w);
+    }
+    this.#roomWaiters = still;
   }
 
   /** A search ran: warm-up and settling wait for a quiet moment, and copies of saved graphs slow down. */
