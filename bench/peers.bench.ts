@@ -29,7 +29,7 @@ import { parseArgs } from 'node:util';
 import { exactSearch, MetricKind } from 'usearch';
 import { jsonCaller, startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { fmt, ingest, makeCentres, makeVectors, pct, rssMb, writeVector, type Timed } from './workload.ts';
+import { fmt, inBatches, ingest, makeCentres, makeVectors, pct, rssMb, writeVector, type Timed } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -55,20 +55,29 @@ const KS = 'default_keyspace';
 const TABLE = 'peers';
 
 type Call = RunningServer['call'];
-interface Side {
-  ackSeconds: number;
-  searchableSeconds: number;
-  pendingAtAck: number | null;
+/** The same queries for both servers: right after the load and settled, with their exact answers. */
+interface Queries {
+  after: Float32Array[];
+  settled: Float32Array[];
+  truthAfter: string[][];
+  truthSettled: string[][];
+}
+interface Searches {
   after1: Timed;
   after16: Timed;
   recallAfter: number;
   settled1: Timed;
   settled16: Timed;
   recallSettled: number;
+}
+interface Side extends Searches {
+  ackSeconds: number;
+  searchableSeconds: number;
+  pendingAtAck: number | null;
   rssMb: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Times `search(i)` over queries 0..count-1 from `concurrency` clients; returns the ids each answered. */
 async function timed(count: number, concurrency: number, search: (i: number) => Promise<string[]>): Promise<Timed & { ids: string[][] }> {
@@ -89,6 +98,16 @@ async function timed(count: number, concurrency: number, search: (i: number) => 
   return { qps: count / ((performance.now() - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), ids };
 }
 
+/** Right after the load at concurrency 1 and 16, then `settle()`, then settled on fresh queries. */
+async function searchPhases(q: Queries, search: (qs: Float32Array[]) => (i: number) => Promise<string[]>, settle: () => Promise<void>): Promise<Searches> {
+  const after1 = await timed(q.after.length, 1, search(q.after));
+  const after16 = await timed(q.after.length, 16, search(q.after));
+  await settle();
+  const settled1 = await timed(q.settled.length, 1, search(q.settled));
+  const settled16 = await timed(q.settled.length, 16, search(q.settled));
+  return { after1, after16, recallAfter: recallOf(after1.ids, q.truthAfter), settled1, settled16, recallSettled: recallOf(settled1.ids, q.truthSettled) };
+}
+
 function recallOf(got: string[][], truth: string[][]): number {
   let hit = 0;
   got.forEach((g, i) => {
@@ -106,7 +125,7 @@ function exactTruth(all: Float32Array, queries: Float32Array[]): string[][] {
   });
 }
 
-async function runService(centres: Float32Array[], after: Float32Array[], settled: Float32Array[], truthAfter: string[][], truthSettled: string[][], row: (a: string, b: string) => void): Promise<Side> {
+async function runService(centres: Float32Array[], q: Queries, row: (a: string, b: string) => void): Promise<Side> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-peers-'));
   const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000);
   try {
@@ -119,31 +138,19 @@ async function runService(centres: Float32Array[], after: Float32Array[], settle
       if (r.status !== 200) throw new Error(`search: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
       return r.body.matches.map((m: { key: string }) => m.key);
     };
-    const after1 = await timed(after.length, 1, search(after));
-    const after16 = await timed(after.length, 16, search(after));
-    while ((await pending(server)) > 0) await sleep(200);
-    const searchableSeconds = (performance.now() - t0) / 1000;
-    await sleep(5_000);
-    const settled1 = await timed(settled.length, 1, search(settled));
-    const settled16 = await timed(settled.length, 16, search(settled));
-    const side: Side = {
-      ackSeconds,
-      searchableSeconds,
-      pendingAtAck,
-      after1,
-      after16,
-      recallAfter: recallOf(after1.ids, truthAfter),
-      settled1,
-      settled16,
-      recallSettled: recallOf(settled1.ids, truthSettled),
-      rssMb: await rssMb(server.child.pid!, 'VmRSS'),
-    };
+    let searchableSeconds = 0;
+    const searches = await searchPhases(q, search, async () => {
+      while ((await pending(server)) > 0) await sleep(200);
+      searchableSeconds = (performance.now() - t0) / 1000;
+      await sleep(5_000);
+    });
+    const side: Side = { ackSeconds, searchableSeconds, pendingAtAck, ...searches, rssMb: await rssMb(server.child.pid!, 'VmRSS') };
     // The recall-latency curve: recall@10 depends on how many candidates are re-scored exactly
     // (the graphs rank by their int8 copies, which swaps near-ties) and on how wide each walk is.
-    const curveCount = Math.min(settled.length, 100);
+    const curveCount = Math.min(q.settled.length, 100);
     for (const [k, ef] of CURVE) {
-      const r = await timed(curveCount, 1, search(settled, { initial_top_k: k, ef }));
-      row(`service, settled, initial_top_k ${k}, ef ${ef}, concurrency 1`, `recall@10 ${recallOf(r.ids, truthSettled.slice(0, curveCount)).toFixed(3)}, ${fmt(r)}`);
+      const r = await timed(curveCount, 1, search(q.settled, { initial_top_k: k, ef }));
+      row(`service, settled, initial_top_k ${k}, ef ${ef}, concurrency 1`, `recall@10 ${recallOf(r.ids, q.truthSettled.slice(0, curveCount)).toFixed(3)}, ${fmt(r)}`);
     }
     return side;
   } finally {
@@ -188,7 +195,7 @@ async function startChroma(dir: string): Promise<{ child: ChildProcess; call: Ca
   }
 }
 
-async function runChroma(centres: Float32Array[], after: Float32Array[], settled: Float32Array[], truthAfter: string[][], truthSettled: string[][]): Promise<Side> {
+async function runChroma(centres: Float32Array[], q: Queries): Promise<Side> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'chroma-peers-'));
   const { child, call } = await startChroma(dir);
   const base = '/api/v2/tenants/default_tenant/databases/default_database/collections';
@@ -196,44 +203,21 @@ async function runChroma(centres: Float32Array[], after: Float32Array[], settled
     const created = await call('POST', base, { name: 'peers', configuration: { hnsw: { space: 'cosine' } } });
     if (created.status !== 200) throw new Error(JSON.stringify(created.body));
     const id = created.body.id as string;
-    let next = 0;
     const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: WRITERS }, async () => {
-        while (next < N) {
-          const start = next;
-          const count = Math.min(BATCH, N - start);
-          next += count;
-          const vs = makeVectors(start, count, DIM, centres);
-          const body = { ids: vs.map((_, i) => `v${start + i}`), embeddings: vs.map((v) => Array.from(v)), metadatas: vs.map((_, i) => ({ i: start + i })) };
-          const r = await call('POST', `${base}/${id}/add`, body);
-          if (r.status !== 200 && r.status !== 201) throw new Error(`chroma add at ${start}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
-        }
-      }),
-    );
+    await inBatches(N, BATCH, WRITERS, async (start, count) => {
+      const vs = makeVectors(start, count, DIM, centres);
+      const body = { ids: vs.map((_, i) => `v${start + i}`), embeddings: vs.map((v) => Array.from(v)), metadatas: vs.map((_, i) => ({ i: start + i })) };
+      const r = await call('POST', `${base}/${id}/add`, body);
+      if (r.status !== 200 && r.status !== 201) throw new Error(`chroma add at ${start}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    });
     const ackSeconds = (performance.now() - t0) / 1000;
     const search = (qs: Float32Array[]) => async (i: number) => {
       const r = await call('POST', `${base}/${id}/query`, { query_embeddings: [Array.from(qs[i])], n_results: 10, include: ['distances'] });
       if (r.status !== 200) throw new Error(`chroma query: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
       return r.body.ids[0] as string[];
     };
-    const after1 = await timed(after.length, 1, search(after));
-    const after16 = await timed(after.length, 16, search(after));
-    await sleep(5_000);
-    const settled1 = await timed(settled.length, 1, search(settled));
-    const settled16 = await timed(settled.length, 16, search(settled));
-    return {
-      ackSeconds,
-      searchableSeconds: ackSeconds,
-      pendingAtAck: null,
-      after1,
-      after16,
-      recallAfter: recallOf(after1.ids, truthAfter),
-      settled1,
-      settled16,
-      recallSettled: recallOf(settled1.ids, truthSettled),
-      rssMb: await rssMb(child.pid!, 'VmRSS'),
-    };
+    const searches = await searchPhases(q, search, () => sleep(5_000));
+    return { ackSeconds, searchableSeconds: ackSeconds, pendingAtAck: null, ...searches, rssMb: await rssMb(child.pid!, 'VmRSS') };
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
@@ -255,12 +239,11 @@ async function main() {
   for (let i = 0; i < N; i++) writeVector(i, centres, all, i * DIM);
   const after = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
   const settled = makeVectors(N + 3_000_000, QUERIES, DIM, centres);
-  const truthAfter = exactTruth(all, after);
-  const truthSettled = exactTruth(all, settled);
+  const q: Queries = { after, settled, truthAfter: exactTruth(all, after), truthSettled: exactTruth(all, settled) };
 
-  const vss = await runService(centres, after, settled, truthAfter, truthSettled, row);
+  const vss = await runService(centres, q, row);
   row('machine check after the service (client, one thread)', fmtCheck(machine.check()));
-  const chroma = args['skip-chroma'] ? null : await runChroma(centres, after, settled, truthAfter, truthSettled);
+  const chroma = args['skip-chroma'] ? null : await runChroma(centres, q);
   if (chroma) row('machine check after Chroma (client, one thread)', fmtCheck(machine.check()));
 
   const side = (name: string, s: Side) => {
