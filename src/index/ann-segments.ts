@@ -31,9 +31,12 @@ import { METRICS, type Metric } from './metric.ts';
 const FORMAT = 'vss-ann-segments-1';
 /** Identifies a segment to a worker thread across all tables of the process. */
 let nextUid = 1;
-/** Search effort per graph (candidates explored): see search(). */
-const MAX_EFFORT = 256;
-const MIN_EFFORT = 128;
+/**
+ * Search effort per graph (candidates explored) when a search gives no `ef`: the least that kept
+ * recall@10 >= 0.98 with 100 candidates re-scored, at 100k rows (one graph: 0.996 at 128, 1.000
+ * at 256, bench/peers.bench.ts's curve in docs/PERFORMANCE.md) and at 1M (four graphs: 0.98-0.99).
+ */
+const DEFAULT_EFFORT = 128;
 /** The most a search may ask each graph to explore (`ef`): ~40 ms a walk at 250k rows. */
 export const MAX_SEARCH_EFFORT = 4_096;
 
@@ -138,10 +141,7 @@ export class SegmentedAnn {
 
   /**
    * Row ids of about the `k` nearest live rows, nearest first by the graphs' own distances. Each
-   * graph is searched with effort 256 / sqrt(graphs), at least 128 (usearch widens its search to
-   * the number of results asked for): a lone graph gets the effort a 250k-row graph needs for
-   * recall ~1.0, four get 128 each (0.98 each, see ANN_PARAMS), so the total grows slower than
-   * the number of graphs. `ef`, when given, is each graph's effort instead (see #effort).
+   * graph is walked with effort `ef`, or DEFAULT_EFFORT, and never narrower than `k` (see #effort).
    */
   search(query: Float32Array, k: number, ef?: number): number[] {
     const effort = this.#effort(k, ef);
@@ -205,14 +205,12 @@ export class SegmentedAnn {
 
   /**
    * How many results to ask each graph for, which is how wide usearch walks it (the graphs'
-   * expansion_search is only a floor, MIN_WALK): the search's `ef` when given, else the effort
-   * for the number of graphs (search()); never fewer than the `k` candidates wanted.
+   * expansion_search is only a floor, MIN_WALK): the search's `ef` when given, else
+   * DEFAULT_EFFORT; never fewer than the `k` candidates wanted.
    */
   #effort(k: number, ef?: number): number {
-    if (ef !== undefined) return Math.max(k, ANN_PARAMS.expansionSearch, Math.min(MAX_SEARCH_EFFORT, Math.floor(ef)));
-    const graphs = this.#sealed.length + (this.#delta.size > 0 ? 1 : 0);
-    const effort = Math.min(MAX_EFFORT, Math.max(MIN_EFFORT, Math.round(MAX_EFFORT / Math.sqrt(Math.max(1, graphs)))));
-    return Math.max(k, effort);
+    const effort = ef === undefined ? DEFAULT_EFFORT : Math.min(MAX_SEARCH_EFFORT, Math.floor(ef));
+    return Math.max(k, ANN_PARAMS.expansionSearch, effort);
   }
 
   /** Tells the worker which of this table's files to have open, when that changed (ahead of searches: it maps them then). */
