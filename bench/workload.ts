@@ -73,25 +73,31 @@ export interface Workload {
   encoding: WireEncoding;
 }
 
-/** Sends every vector in batches from two writers; resolves when all are acknowledged. */
-export async function ingest(server: RunningServer, w: Workload, centres: Float32Array[], progress?: (sent: number, seconds: number) => void) {
-  const concurrency = 2;
-  const { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE, encoding } = w;
+/** Hands out rows 0..n-1 in batches to `writers` concurrent senders; resolves when every `send` has. */
+export async function inBatches(n: number, batch: number, writers: number, send: (start: number, count: number) => Promise<void>): Promise<void> {
   let next = 0;
-  const t0 = performance.now();
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < N) {
+    Array.from({ length: writers }, async () => {
+      while (next < n) {
         const start = next;
-        const count = Math.min(BATCH, N - start);
+        const count = Math.min(batch, n - start);
         next += count;
-        const vectors = makeVectors(start, count, DIM, centres).map((v, i) => ({ key: `v${start + i}`, ...vectorField(v, encoding), metadata: { i: start + i } }));
-        const res = await server.call('POST', '/v1/vector/batch', { keyspace: KS, table: TABLE, vectors });
-        if (res.status !== 200) throw new Error(`batch at ${start}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-        progress?.(next, (performance.now() - t0) / 1000);
+        await send(start, count);
       }
     }),
   );
+}
+
+/** Sends every vector in batches from two writers; resolves when all are acknowledged. */
+export async function ingest(server: RunningServer, w: Workload, centres: Float32Array[], progress?: (sent: number, seconds: number) => void) {
+  const { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE, encoding } = w;
+  const t0 = performance.now();
+  await inBatches(N, BATCH, 2, async (start, count) => {
+    const vectors = makeVectors(start, count, DIM, centres).map((v, i) => ({ key: `v${start + i}`, ...vectorField(v, encoding), metadata: { i: start + i } }));
+    const res = await server.call('POST', '/v1/vector/batch', { keyspace: KS, table: TABLE, vectors });
+    if (res.status !== 200) throw new Error(`batch at ${start}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    progress?.(start + count, (performance.now() - t0) / 1000);
+  });
   return { ackSeconds: (performance.now() - t0) / 1000, t0 };
 }
 

@@ -44,13 +44,11 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
       reject(new Error(`server exited with ${code} before listening:\n${out}`));
     });
   });
-  const key = env.VSS_ADMIN_KEY;
-  const agent = new http.Agent({ keepAlive: true });
   const server: RunningServer = {
     url,
     child,
     output: () => out,
-    call: (method, route, body, k = key) => request(agent, url + route, method, body, k),
+    call: jsonCaller(url, env.VSS_ADMIN_KEY),
     async kill(signal) {
       child.kill(signal);
       return exited;
@@ -65,6 +63,12 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
     await new Promise((r) => setTimeout(r, 50));
   }
   return server;
+}
+
+/** JSON calls to `url` over one keep-alive agent, with `key` as x-api-key unless a call gives its own (a bench times a peer's server through this too). */
+export function jsonCaller(url: string, key?: string): RunningServer['call'] {
+  const agent = new http.Agent({ keepAlive: true });
+  return (method, route, body, k = key) => request(agent, url + route, method, body, k);
 }
 
 /**

@@ -7,6 +7,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { BATCH_LIMIT } from './schema-limits.ts';
 import { DEFAULT_LIMITS } from '../config/config.ts';
 import { MAX_CONDITIONS } from '../index/filter.ts';
+import { MAX_SEARCH_EFFORT } from '../index/ann-segments.ts';
 import { LEXICAL_TOKENIZERS, MAX_TTL_SECONDS, type Filter, type Metadata } from '../storage/api.ts';
 
 export const NAME_PATTERN = '^[a-z][a-z0-9_]{0,47}$';
@@ -64,6 +65,9 @@ export const SearchBody = Type.Object(
     metric: Type.Optional(Type.String({ description: 'cosine (alias "cosine similarity"), dot_product (dot), euclidean (l2)' })),
     initial_top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULT_LIMITS.maxInitialTopK, description: 'Stage-1 candidates (default 1,000,000)' })),
     final_top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: DEFAULT_LIMITS.maxFinalTopK, description: 'Matches returned (default 5)' })),
+    ef: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_SEARCH_EFFORT, description: 'Graph search effort: candidates each graph walk explores (default chosen per table for recall@10 >= 0.98); embedded storage only' }),
+    ),
     filter: Type.Optional(FilterObject),
     include_vector: Type.Optional(Type.Boolean()),
     mode: Type.Optional(

@@ -81,6 +81,22 @@ describe('POST /v1/search/ exactness (vectors, fake embedder: no meaning checked
     }
   });
 
+  it('takes an ef (graph effort) and answers the same exact matches whatever its value, when the table is scanned exactly', async () => {
+    const rand = rng(4242);
+    const rows = Array.from({ length: 50 }, (_, i) => ({ key: `e${i}`, vector: Array.from({ length: 8 }, rand) }));
+    let res = await t.call('POST', '/v1/keyspaces/table/create', { keyspace: 'default_keyspace', table: 'effort', dimension: 8, metric: 'cosine' });
+    assert.equal(res.statusCode, 200, res.body);
+    res = await t.call('POST', '/v1/vector/batch', { keyspace: 'default_keyspace', table: 'effort', vectors: rows });
+    assert.equal(res.statusCode, 200, res.body);
+    const q = Array.from({ length: 8 }, rand);
+    const want = bruteForce('cosine', q, rows).slice(0, 5).map((m) => m.key);
+    for (const ef of [1, 64, 4096]) {
+      res = await t.call('POST', '/v1/search/', { keyspace: 'default_keyspace', table: 'effort', vector: q, ef, initial_top_k: 10, final_top_k: 5 });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.deepEqual(res.json().matches.map((m: { key: string }) => m.key), want);
+    }
+  });
+
   it('echoes every resolved default', async () => {
     const res = await t.call('POST', '/v1/search/', { query: 'anything', keyspace: 'default_keyspace', table: 'vector' });
     assert.equal(res.statusCode, 200, res.body);
@@ -137,6 +153,10 @@ describe('POST /v1/search/ exactness (vectors, fake embedder: no meaning checked
       ['final_top_k > initial_top_k', { ...base, query: 'a', initial_top_k: 3, final_top_k: 4 }, 400, 'validation_failed', '/body/final_top_k'],
       ['final_top_k over the limit', { ...base, query: 'a', final_top_k: 1001 }, 400, 'validation_failed', '/body/final_top_k'],
       ['initial_top_k not an integer', { ...base, query: 'a', initial_top_k: 'ten' }, 400, 'validation_failed', '/body/initial_top_k'],
+      ['ef of 0', { ...base, query: 'a', ef: 0 }, 400, 'validation_failed', '/body/ef'],
+      ['ef over its bound', { ...base, query: 'a', ef: 4097 }, 400, 'validation_failed', '/body/ef'],
+      ['ef not an integer', { ...base, query: 'a', ef: 12.5 }, 400, 'validation_failed', '/body/ef'],
+      ['ef with a lexical search', { ...base, query: 'a', mode: 'lexical', ef: 64 }, 400, 'validation_failed', '/body/ef'],
       ['unknown metric', { ...base, query: 'a', metric: 'manhattan' }, 400, 'unknown_metric', '/body/metric'],
       ['unknown model', { ...base, query: 'a', model_name: 'gpt-9' }, 400, 'unknown_model'],
       ['unknown field', { ...base, query: 'a', topk: 3 }, 400, 'validation_failed', '/body/topk'],

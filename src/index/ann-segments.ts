@@ -31,9 +31,14 @@ import { METRICS, type Metric } from './metric.ts';
 const FORMAT = 'vss-ann-segments-1';
 /** Identifies a segment to a worker thread across all tables of the process. */
 let nextUid = 1;
-/** Search effort per graph (candidates explored): see search(). */
-const MAX_EFFORT = 256;
-const MIN_EFFORT = 128;
+/**
+ * Search effort per graph (candidates explored) when a search gives no `ef`: the least that kept
+ * recall@10 >= 0.98 with 100 candidates re-scored, at 100k rows (one graph: 0.996 at 128, 1.000
+ * at 256, bench/peers.bench.ts's curve in docs/PERFORMANCE.md) and at 1M (four graphs: 0.98-0.99).
+ */
+const DEFAULT_EFFORT = 128;
+/** The most a search may ask each graph to explore (`ef`): ~40 ms a walk at 250k rows. */
+export const MAX_SEARCH_EFFORT = 4_096;
 
 interface Segment {
   graph: AnnIndex;
@@ -136,13 +141,10 @@ export class SegmentedAnn {
 
   /**
    * Row ids of about the `k` nearest live rows, nearest first by the graphs' own distances. Each
-   * graph is searched with effort 256 / sqrt(graphs), at least 128 (usearch widens its search to
-   * the number of results asked for): a lone graph gets the effort a 250k-row graph needs for
-   * recall ~1.0, four get 128 each (0.98 each, see ANN_PARAMS), so the total grows slower than
-   * the number of graphs.
+   * graph is walked with effort `ef`, or DEFAULT_EFFORT, and never narrower than `k` (see #effort).
    */
-  search(query: Float32Array, k: number): number[] {
-    const effort = this.#effort(k);
+  search(query: Float32Array, k: number, ef?: number): number[] {
+    const effort = this.#effort(k, ef);
     const found: Found[] = [];
     for (const s of this.#sealed) collect(found, s.graph.searchScored(query, effort), s.dead);
     collect(found, this.#delta.searchScored(query, effort), null);
@@ -157,12 +159,12 @@ export class SegmentedAnn {
    * the HTTP, SQL and re-scoring work, so taking the worker's share as well lowered throughput
    * (1M rows, concurrency 16: 139 against 201 QPS in bench/vectors.bench.ts).
    */
-  async searchAsync(query: Float32Array, k: number, worker: GraphWorker): Promise<number[]> {
+  async searchAsync(query: Float32Array, k: number, worker: GraphWorker, ef?: number): Promise<number[]> {
     this.shareWith(worker);
     // Only graphs the worker has read through, and never while it syncs: a search would queue behind that.
     const shared = worker.syncing ? [] : this.#sealed.filter((s) => s.path !== null && s.graph.viewed && worker.isReady(s.uid));
-    if (shared.length < 2 || !worker.alive) return this.search(query, k);
-    const effort = this.#effort(k);
+    if (shared.length < 2 || !worker.alive) return this.search(query, k, ef);
+    const effort = this.#effort(k, ef);
     const claims = newGraphClaims();
     const pending = worker.search(shared.map((s) => s.uid), query, effort, claims);
     return this.#walkShared(query, effort, k, shared, claims, pending, worker);
@@ -194,17 +196,13 @@ export class SegmentedAnn {
   }
 
   /**
-   * How many results to ask each graph for. usearch walks with max(expansion_search, results), so
-   * asking for more than `k` only pays when the effort exceeds expansion_search (fewer than four
-   * graphs); otherwise the extra results change nothing but cost time: at 1M rows (four graphs
-   * at effort 256 each, measured when graphs had connectivity 16) asking for 256 instead of 100 took the walks from p50
-   * 2.6 to 4.2 ms, same answers (a throwaway probe calling the store's search in process on a
-   * kept 1M bench directory).
+   * How many results to ask each graph for, which is how wide usearch walks it (the graphs'
+   * expansion_search is only a floor, MIN_WALK): the search's `ef` when given, else
+   * DEFAULT_EFFORT; never fewer than the `k` candidates wanted.
    */
-  #effort(k: number): number {
-    const graphs = this.#sealed.length + (this.#delta.size > 0 ? 1 : 0);
-    const effort = Math.min(MAX_EFFORT, Math.max(MIN_EFFORT, Math.round(MAX_EFFORT / Math.sqrt(Math.max(1, graphs)))));
-    return effort > ANN_PARAMS.expansionSearch ? Math.max(k, effort) : k;
+  #effort(k: number, ef?: number): number {
+    const effort = ef === undefined ? DEFAULT_EFFORT : Math.min(MAX_SEARCH_EFFORT, Math.floor(ef));
+    return Math.max(k, ANN_PARAMS.expansionSearch, effort);
   }
 
   /** Tells the worker which of this table's files to have open, when that changed (ahead of searches: it maps them then). */

@@ -7,6 +7,13 @@ import { usearchMetric } from './exact.ts';
 import type { Metric } from './metric.ts';
 
 /**
+ * The narrowest walk of any search: usearch walks with max(expansion_search, results asked), so
+ * a graph's expansion_search is only this floor and SegmentedAnn asks for as many results as the
+ * walk should be wide (its effort, or a search's own `ef`).
+ */
+export const MIN_WALK = 16;
+
+/**
  * Graph parameters. usearch searches with max(expansion_search, k), so asking for more than
  * expansion_search candidates widens the search by itself: SegmentedAnn does that to spend more
  * effort per graph when a table has fewer graphs. Measured on clustered data with heavy noise
@@ -24,7 +31,7 @@ import type { Metric } from './metric.ts';
  * Bigger graphs search worse at the same effort (one 1M-row graph of the first kind: 0.86 at
  * 512), which is why a table's index is several 250k-row segments (ann-segments.ts).
  */
-export const ANN_PARAMS = Object.freeze({ connectivity: 32, expansionAdd: 96, expansionSearch: 128 });
+export const ANN_PARAMS = Object.freeze({ connectivity: 32, expansionAdd: 96, expansionSearch: MIN_WALK });
 
 /**
  * The scalar kind of a graph's row copies for a table of `metric`. Measured on a 250k-row graph of

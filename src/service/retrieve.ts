@@ -30,6 +30,8 @@ export interface Retrieval {
   metric: Metric;
   /** Candidates per list (initial_top_k). */
   candidates: number;
+  /** Stage 1's graph effort (ef), where the backend has one. */
+  ef?: number;
   /** Matches returned (final_top_k). */
   limit: number;
   filter?: Filter;
@@ -110,7 +112,7 @@ export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieve
 
 /** The one place a text query's model call is awaited: storage is given the vector itself. */
 async function semanticQuery(r: Retrieval, limit: number, includeVector: boolean): Promise<SearchQuery> {
-  return { vector: await r.vector!, metric: r.metric, candidates: r.candidates, limit, filter: r.filter, includeVector };
+  return { vector: await r.vector!, metric: r.metric, candidates: r.candidates, ef: r.ef, limit, filter: r.filter, includeVector };
 }
 
 const lexical = (storage: Storage, r: Retrieval, limit: number, includeVector: boolean): Promise<StoredMatch[]> =>

@@ -1,5 +1,6 @@
 import { invalidFields, type CodedFieldError } from '../errors.ts';
 import { validateFilter } from '../index/filter.ts';
+import { MAX_SEARCH_EFFORT } from '../index/ann-segments.ts';
 import type { Metric } from '../index/metric.ts';
 import type { Filter, Metadata, StoredMatch } from '../storage/api.ts';
 import { dimensionError, dimensionMismatch } from '../storage/vector-dimension.ts';
@@ -21,6 +22,8 @@ export interface SearchInput {
   metric?: string;
   initial_top_k?: number;
   final_top_k?: number;
+  /** Graph search effort (see SearchQuery.ef); the backend's default when absent. */
+  ef?: number;
   filter?: Filter;
   include_vector?: boolean;
   /** semantic (default), lexical (BM25 over the rows' text) or hybrid (both lists fused). */
@@ -96,6 +99,10 @@ function resolve(deps: Deps, input: SearchInput) {
     errors.push({ path: '/body/final_top_k', message: `must not exceed initial_top_k (${initialTopK})` });
   }
   if (input.filter !== undefined) errors.push(...validateFilter(input.filter, '/body/filter'));
+  if (input.ef !== undefined) {
+    if (!(Number.isInteger(input.ef) && input.ef >= 1 && input.ef <= MAX_SEARCH_EFFORT)) errors.push({ path: '/body/ef', message: `must be an integer from 1 to ${MAX_SEARCH_EFFORT}` });
+    else if (mode === 'lexical') errors.push({ path: '/body/ef', message: 'applies to semantic and hybrid search only' });
+  }
   const fusion = checkFusion(input.fusion, mode, errors);
   const mmr = checkMmr(input.mmr, initialTopK, finalTopK, errors);
   if (input.rerank === true) {
@@ -162,6 +169,7 @@ export async function search(deps: Deps, input: SearchInput): Promise<SearchOutp
     text: input.query ?? null,
     metric: r.metric,
     candidates: r.initialTopK,
+    ef: input.ef,
     limit: r.finalTopK,
     filter: input.filter,
     includeVector: input.include_vector === true,

@@ -77,6 +77,12 @@ export interface SearchQuery {
   candidates: number;
   /** Stage 2: how many exact-rescored matches to return. */
   limit: number;
+  /**
+   * Stage 1's effort where the backend walks a graph: how many candidates each walk explores
+   * (embedded: usearch's expansion, at least `candidates`). A backend without such a knob ignores it
+   * (Cassandra's SAI takes none per query).
+   */
+  ef?: number;
   filter?: Filter;
   includeVector?: boolean;
 }

@@ -379,6 +379,66 @@ describe('embedded storage', () => {
     }
   });
 
+  it('searches the rows of a bulk write the graphs do not hold yet by their quantised copies (cosine), with exact answers', async () => {
+    const dataDir = path.join(dir, 'tail');
+    const d = 48;
+    const vectors = clustered(8_000, d, 21, 50);
+    const s = await openEmbeddedStorage({ dataDir, index: indexOpts(1000) });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      for (const metric of ['cosine', 'euclidean'] as const) await s.createTable({ keyspace: 'ks', name: metric, dimension: d, metric, model: null });
+      for (const metric of ['cosine', 'euclidean'] as const) await s.upsertVectors('ks', metric, rowsOf(vectors));
+      // Nearly all rows still wait for the graphs: far above the share at which pending rows used to force a full float32 scan.
+      for (const st of s.indexStatus()) assert.ok(st.pending > vectors.length / 2, `${st.table}: ${st.pending} pending`);
+      const queries = clustered(30, d, 99, 50);
+      const c0 = s.searchCounts();
+      const got = await Promise.all(queries.map((vector) => s.search('ks', 'cosine', { vector, metric: 'cosine', candidates: 100, limit: 10 })));
+      const c1 = s.searchCounts();
+      assert.equal(c1.ann - c0.ann, queries.length, 'the graphs plus the tail answered');
+      await s.search('ks', 'euclidean', { vector: queries[0], metric: 'euclidean', candidates: 100, limit: 10 });
+      assert.equal(s.searchCounts().exact - c1.exact, 1, 'no quantised tail for Euclidean rows: a full exact scan');
+      const exact = await Promise.all(queries.map((vector) => s.search('ks', 'cosine', { vector, metric: 'cosine', candidates: 8_000, limit: 10 })));
+      let shared = 0;
+      got.forEach((g, i) => {
+        const want = new Map(exact[i].map((m) => [m.key, m.score]));
+        for (const m of g) if (want.has(m.key) && Math.abs(want.get(m.key)! - m.score) < 1e-9) shared++;
+      });
+      assert.ok(shared / (queries.length * 10) >= 0.99, `agreement with exact ${shared / (queries.length * 10)}`);
+      // A deleted row leaves the tail at once; an overwritten one is found by its new vector.
+      await s.deleteVectors('ks', 'cosine', ['k7']);
+      assert.notEqual((await s.search('ks', 'cosine', { vector: vectors[7], metric: 'cosine', candidates: 100, limit: 1 }))[0].key, 'k7');
+      await s.upsertVectors('ks', 'cosine', [{ key: 'k8', vector: queries[0], metadata: {}, text: null }]);
+      assert.equal((await s.search('ks', 'cosine', { vector: queries[0], metric: 'cosine', candidates: 100, limit: 1 }))[0].key, 'k8');
+      await s.whenIndexed();
+      assert.equal(s.indexStatus()[0].pending, 0);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('makes a bulk load wait for the graphs before it commits once its tail reaches twice keepUpRows, so little is left unindexed when it is acknowledged', async () => {
+    const d = 32;
+    const vectors = clustered(6_000, d, 31, 50);
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'keepup'), index: { ...indexOpts(500), keepUpRows: 400 } });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 'cosine', dimension: d, metric: 'cosine', model: null });
+      let most = 0;
+      for (let i = 0; i < vectors.length; i += 300) {
+        // Back to back: without the wait, nothing would give the indexer a turn (thousands left waiting).
+        await s.upsertVectors('ks', 'cosine', rowsOf(vectors.slice(i, i + 300)).map((r, j) => ({ ...r, key: `k${i + j}` })));
+        most = Math.max(most, s.indexStatus()[0].pending);
+      }
+      // Each write found fewer than 800 rows waiting before it added its 300.
+      assert.ok(most < 800 + 300, `most rows waiting after a write: ${most}`);
+      assert.ok(most >= 800, `the writes ran ahead up to the bound: ${most}`);
+      const got = await s.search('ks', 'cosine', { vector: vectors[4321], metric: 'cosine', candidates: 50, limit: 1 });
+      assert.equal(got[0].key, 'k4321');
+    } finally {
+      await s.close();
+    }
+  });
+
   it('keeps the segment sealed at the end of a bulk load in memory while searches come, and saves and maps it once they pause or its deadline passes', async () => {
     const d = 16;
     const rows = rowsOf(clustered(3000, d, 9, 30));

@@ -34,7 +34,7 @@ import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 export interface EmbeddedOptions {
   dataDir: string;
   /** `gapPatienceMs`: how long copies and hashes of saved graphs wait for a gap in the searches (see yield-signal.ts). */
-  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number; gapPatienceMs?: number };
+  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number; keepUpRows?: number; gapPatienceMs?: number };
   /** Search half of a table's sealed graphs on a worker thread (default true). */
   searchWorker?: boolean;
   /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */
@@ -200,7 +200,12 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     // Counted by vectors.ts, which leaves out rows expired but not yet swept.
     listTables: (ks) => run(() => catalog.listTables(ks).map((t) => ({ ...t, rowCount: vectors.count(ks, t.name) }))),
 
-    upsertVectors: (ks, t, rows) => run(() => vectors.upsert(ks, t, rows)),
+    // A bulk load waits for the graphs before it commits while its table's tail is long (IndexKeeper.roomFor).
+    upsertVectors: (ks, t, rows) =>
+      runAsync(async () => {
+        await keeper.roomFor(catalog.require(ks, t));
+        return run(() => vectors.upsert(ks, t, rows));
+      }),
     getVector: (ks, t, key) => run(() => vectors.get(ks, t, key)),
     deleteVectors: (ks, t, keys) => run(() => vectors.deleteKeys(ks, t, keys)),
     deleteByFilter: (ks, t, filter) => run(() => vectors.deleteByFilter(ks, t, filter)),

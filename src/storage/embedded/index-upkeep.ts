@@ -13,6 +13,7 @@
  * matrix and dropped from the graphs.
  */
 import { SegmentedAnn } from '../../index/ann-segments.ts';
+import { QuantisedTail } from '../../index/quantised-tail.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { VectorMatrix } from '../../index/matrix.ts';
 import type { Metric } from '../../index/metric.ts';
@@ -28,6 +29,23 @@ export const UPKEEP_TIMINGS = Object.freeze({
    * pause as long as it), so acknowledging writes comes first and the index catches up when they stop.
    */
   busyIndexShare: 0.5,
+  /**
+   * Past this many rows waiting in a table that has a quantised tail, indexing takes a growing
+   * share of the time even while writes arrive (up to keepUpShare at twice this), and at twice
+   * this a write to the table waits, before it commits, until the graphs have taken rows below
+   * that again (IndexKeeper.roomFor). So a bulk load's tail stays under ~16k rows, and a search
+   * right after the load scans ~6 MB of int8 copies (384-d) beside the graph walk instead of
+   * the whole load. A bulk load is acknowledged at the pace of the graph inserts: they are the
+   * bigger cost, paid as the rows come, as Chroma does, rather than after.
+   */
+  keepUpRows: 8_192,
+  keepUpShare: 0.9,
+  /**
+   * The slice length at full keep-up: a write batch holds the event loop for tens of ms once it
+   * starts, so short pauses alone do not give indexing its share; longer slices do (a search
+   * arriving during a bulk load waits up to this long, as it already may behind a write batch).
+   */
+  keepUpSliceMs: 60,
   /** Writes within this many ms make the store "busy". */
   busyWindowMs: 250,
   /**
@@ -65,6 +83,13 @@ const T = UPKEEP_TIMINGS;
 /** A sealed segment with this share of dead rows is retired: its live rows are re-indexed. */
 const RETIRE_DEAD_SHARE = 0.3;
 
+/**
+ * Most rows a table's quantised tail holds (~100 MB of int8 copies at 384-d). Past it (a rebuild
+ * of a big table, a graph far behind a load) the tail is dropped and pending rows are scanned in
+ * float32 as before; it is filled again once the pending rows are down to a quarter of this.
+ */
+export const TAIL_MAX_ROWS = 262_144;
+
 export interface TableMeta {
   id: number;
   keyspace: string;
@@ -86,6 +111,10 @@ export class TableState {
   #ann: SegmentedAnn | null = null;
   /** rowId -> seq of its oldest change not yet in `ann`, in seq order. */
   #pending = new Map<number, number>();
+  /** int8 copies of the pending rows, for a fast scan (cosine tables only; see quantised-tail.ts). */
+  readonly #tail: QuantisedTail | null;
+  /** The pending rows outgrew TAIL_MAX_ROWS: the tail is empty until refillTail(). */
+  #tailDropped = false;
   /** Changes to `ann` since it was last saved. */
   #changes = 0;
   #savedSeq = -1;
@@ -102,6 +131,37 @@ export class TableState {
   constructor(meta: TableMeta, matrix: VectorMatrix) {
     this.meta = meta;
     this.matrix = matrix;
+    this.#tail = meta.metric === 'cosine' ? new QuantisedTail(meta.dimension) : null;
+  }
+
+  /** The quantised copies of exactly the pending rows, or null when it does not hold them all. */
+  get tail(): QuantisedTail | null {
+    return this.#tail !== null && !this.#tailDropped && this.#tail.size === this.#pending.size ? this.#tail : null;
+  }
+
+  /** Refills a dropped tail once few enough rows wait (one pass over them); true when it did. */
+  refillTail(): boolean {
+    if (this.#tail === null || !this.#tailDropped || this.#pending.size > TAIL_MAX_ROWS / 4) return false;
+    this.#tailDropped = false;
+    for (const id of this.#pending.keys()) this.#toTail(id);
+    return true;
+  }
+
+  #toTail(rowId: number): void {
+    const tail = this.#tail;
+    if (tail === null || this.#tailDropped) return;
+    if (tail.size >= TAIL_MAX_ROWS && !tail.has(rowId)) {
+      tail.clear();
+      this.#tailDropped = true;
+      return;
+    }
+    const v = this.matrix.get(rowId);
+    if (v !== undefined) tail.set(rowId, v);
+  }
+
+  #resetTail(): void {
+    this.#tail?.clear();
+    this.#tailDropped = false;
   }
 
   /** The ANN index (null: none yet, or dropped for a rebuild); behind by the pending rows. */
@@ -150,13 +210,19 @@ export class TableState {
     return currentSeq;
   }
 
-  /** Queues rows for the index at `seq` (a row already waiting keeps its older place and seq). */
+  /**
+   * Queues rows for the index at `seq` (a row already waiting keeps its older place and seq, and
+   * its tail copy takes the new vector). The rows must be in the matrix already.
+   */
   queue(rowIds: Iterable<number>, seq: number): void {
-    for (const id of rowIds) if (!this.#pending.has(id)) this.#pending.set(id, seq);
+    for (const id of rowIds) {
+      if (!this.#pending.has(id)) this.#pending.set(id, seq);
+      this.#toTail(id);
+    }
   }
 
   unqueue(rowIds: Iterable<number>): void {
-    for (const id of rowIds) this.#pending.delete(id);
+    for (const id of rowIds) if (this.#pending.delete(id)) this.#tail?.delete(id);
   }
 
   /** The first `n` waiting rows, oldest first (still queued). */
@@ -180,13 +246,15 @@ export class TableState {
     this.#ann = ann;
     this.#savedSeq = seq;
     this.#pending = new Map();
+    this.#resetTail();
   }
 
   /** Drops the index and queues `rows` (every live row, in seq order) to build it again. */
   rebuildFrom(rows: Iterable<{ id: number; seq: number }>): void {
     this.#ann = null;
     this.#pending = new Map();
-    for (const r of rows) this.#pending.set(r.id, r.seq);
+    this.#resetTail();
+    for (const r of rows) this.queue([r.id], r.seq);
   }
 
   /** Marks the one rebuild an inconsistency may cause: false when it already had it. */
@@ -267,6 +335,8 @@ export interface UpkeepOptions {
   segmentRows: number;
   /** How long a sealed segment may stay in memory waiting for a quiet moment to be saved and mapped (default UPKEEP_TIMINGS.settleDeadlineMs). */
   settleDeadlineMs?: number;
+  /** The tail length past which indexing keeps up with writes (default UPKEEP_TIMINGS.keepUpRows). */
+  keepUpRows?: number;
   /** The database's id, stored with each index so that one never serves another database. */
   tag: string;
   /** Moved on every search (searched()); copies and hashes of saved graphs wait for gaps while it moves. */
@@ -281,6 +351,8 @@ export class IndexKeeper {
   readonly #src: IndexSource;
   readonly #tables = new Map<number, TableState>();
   #waiters: (() => void)[] = [];
+  /** Writes waiting for their table's tail to shrink (roomFor). */
+  #roomWaiters: { t: TableState; resolve: () => void }[] = [];
   #scheduled = false;
   #closed = false;
   #timer: NodeJS.Timeout | null = null;
@@ -410,6 +482,7 @@ export class IndexKeeper {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#wake();
+    this.#releaseRoom();
     await Promise.all([...this.#tables.values()].map((t) => t.restoring));
     await Promise.all([...this.#tables.values()].map((t) => t.saving));
     await this.saveDirty();
@@ -439,12 +512,30 @@ export class IndexKeeper {
         this.#slice();
       } catch (e) {
         this.#opts.log?.('ANN indexing failed', e);
+        // Writes waiting for the graphs must not wait on a failure: they go, and the next ones retry.
+        for (const w of this.#roomWaiters.splice(0)) w.resolve();
       }
     };
-    const busy = performance.now() - this.#lastWrite < T.busyWindowMs;
-    const pause = busy ? (this.#lastSliceMs * (1 - T.busyIndexShare)) / T.busyIndexShare : 0;
+    const share = this.#busy() ? this.#busyShare() : 1;
+    const pause = (this.#lastSliceMs * (1 - share)) / share;
     if (pause >= 1) setTimeout(run, pause);
     else setImmediate(run);
+  }
+
+  #busy(): boolean {
+    return performance.now() - this.#lastWrite < T.busyWindowMs;
+  }
+
+  /** How far the longest tail is past keepUpRows: 0 (within it) to 1 (twice as long or more). */
+  #keepUp(): number {
+    let waiting = 0;
+    for (const t of this.#tables.values()) if (t.tail !== null && this.#needsIndex(t)) waiting = Math.max(waiting, t.pendingCount);
+    return Math.min(1, Math.max(0, waiting / (this.#opts.keepUpRows ?? T.keepUpRows) - 1));
+  }
+
+  /** The share of the time indexing takes while writes arrive. */
+  #busyShare(): number {
+    return T.busyIndexShare + this.#keepUp() * (T.keepUpShare - T.busyIndexShare);
   }
 
   /** Indexes one slice of one table (tables take turns), then yields to the event loop. */
@@ -452,6 +543,7 @@ export class IndexKeeper {
     if (this.#closed) return;
     const tables = [...this.#tables.values()].filter((t) => this.#needsIndex(t));
     if (tables.length === 0) {
+      this.#releaseRoom();
       if (this.#idle()) this.#wake();
       this.#warm();
       return;
@@ -467,6 +559,8 @@ export class IndexKeeper {
     const ids = t.nextPending(Math.min(this.#batch, room));
     for (const block of t.matrix.gather(ids, ids.length)) ann.add(block.rowIds, block.vectors);
     t.unqueue(ids);
+    t.refillTail();
+    this.#releaseRoom();
     this.#retire(t);
     this.#changed(t, ids.length);
     if (ann.deltaSize >= this.#opts.segmentRows) {
@@ -478,9 +572,39 @@ export class IndexKeeper {
 
     const took = Math.max(0.1, performance.now() - started);
     this.#lastSliceMs = took;
-    this.#batch = Math.max(16, Math.min(16_384, Math.round((this.#batch * T.sliceMs) / took)));
+    // Longer slices only while writes arrive: once they stop, searches get the loop back at once.
+    const target = this.#busy() ? T.sliceMs + this.#keepUp() * (T.keepUpSliceMs - T.sliceMs) : T.sliceMs;
+    this.#batch = Math.max(16, Math.min(16_384, Math.round((this.#batch * target) / took)));
     if (t.pendingCount === 0) this.#checkConsistent(t);
     this.#schedule();
+  }
+
+  /**
+   * Resolves once `t` has room for more rows: at once unless the rows waiting for its graphs
+   * reached twice keepUpRows (tables with a quantised tail only: the others' writes never wait).
+   * A write awaits this before it commits, so nothing acknowledged waits on it.
+   */
+  roomFor(t: TableState): Promise<void> {
+    if (this.#roomy(t)) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#roomWaiters.push({ t, resolve });
+      this.#schedule();
+    });
+  }
+
+  #roomy(t: TableState): boolean {
+    return this.#closed || t.tail === null || !this.#needsIndex(t) || t.pendingCount < 2 * (this.#opts.keepUpRows ?? T.keepUpRows);
+  }
+
+  /** Lets the writes waiting in roomFor() go whose table has room now. */
+  #releaseRoom(): void {
+    if (this.#roomWaiters.length === 0) return;
+    const still: { t: TableState; resolve: () => void }[] = [];
+    for (const w of this.#roomWaiters) {
+      if (this.#roomy(w.t)) w.resolve();
+      else still.push(w);
+    }
+    this.#roomWaiters = still;
   }
 
   /** A search ran: warm-up and settling wait for a quiet moment, and copies of saved graphs slow down. */

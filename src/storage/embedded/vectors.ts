@@ -22,8 +22,18 @@ import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
  * 1,000 in ~8 ms, 10,000 in ~70 ms.
  */
 const ANN_MAX_CANDIDATE_SHARE = 1 / 64;
-/** Above this share of rows waiting for the index, scanning everything beats gathering them. */
+/**
+ * Above this share of rows waiting for the index, scanning everything beats gathering them (a
+ * table whose quantised tail holds them scans that instead, whatever their share).
+ */
 const ANN_MAX_PENDING_SHARE = 1 / 8;
+
+/**
+ * Candidates the quantised tail proposes for stage 2, for `limit` answers: int8 rounding only
+ * swaps near-ties, so a margin of twice the answers (16 at least) re-scored exactly finds the
+ * float32 best (quantised-tail.test.ts checks it on clustered rows).
+ */
+const tailCandidates = (limit: number): number => limit + Math.max(16, limit);
 
 /** The global change sequence, kept in memory and written in every vector transaction. */
 export class SeqCounter {
@@ -225,7 +235,7 @@ export class Vectors {
     this.#keeper.searched();
 
     if (q.filter === undefined && !isZeroCosine(metric, query) && this.#annUsable(t, q.candidates, metric)) {
-      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.includeVector === true);
+      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.includeVector === true, q.ef);
       if (found !== null) return found;
     }
     let best: Scored[];
@@ -247,12 +257,15 @@ export class Vectors {
    * from the candidates, so the walk is asked for that many more (up to the share where a scan
    * wins); null when even that leaves fewer than `limit` live rows: the caller then scans.
    */
-  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, withVector: boolean): Promise<StoredMatch[] | null> {
-    const ann = t.ann!;
+  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, withVector: boolean, ef: number | undefined): Promise<StoredMatch[] | null> {
+    // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
+    const ann = t.ann;
     const expired = this.#expired(t);
     const maxK = Math.max(candidates, Math.floor(t.matrix.size * ANN_MAX_CANDIDATE_SHARE));
-    const walk = (k: number): Promise<number[]> | number[] => (this.#worker ? ann.searchAsync(query, k, this.#worker) : ann.search(query, k));
-    const fromPending = t.pendingCount > 0 ? exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds(), expired).map((s) => s.rowId) : [];
+    const walk = (k: number): Promise<number[]> | number[] => (ann === null ? [] : this.#worker ? ann.searchAsync(query, k, this.#worker, ef) : ann.search(query, k, ef));
+    // Rows the graphs do not hold yet: the quantised tail's best (re-scored exactly below), or an exact scan.
+    const fromPending =
+      t.pendingCount === 0 ? [] : t.tail ? t.tail.search(query, tailCandidates(limit + Math.min(expired.size, candidates))) : exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds(), expired).map((s) => s.rowId);
     this.searches.ann++;
     // Enough to hold `candidates` live rows: surely with a few expired ones, by their share with
     // many (a mass expiry would otherwise make every walk the largest); a short page walks again.
@@ -280,15 +293,15 @@ export class Vectors {
     return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
-  /** Whether the graphs answer stage 1 for this table and query shape (the query itself aside). */
+  /** Whether the graphs, with the quantised tail for rows they lack, answer stage 1 for this table and query shape (the query itself aside). */
   #annUsable(t: TableState, candidates: number, metric: string): boolean {
     const n = t.matrix.size;
     return (
-      this.#keeper.ready(t) &&
+      (this.#keeper.ready(t) || (t.tail !== null && t.restoring === null && t.pendingCount === n)) &&
       metric === t.meta.metric &&
       n >= this.#settings.exactBelowRows &&
       candidates < n * ANN_MAX_CANDIDATE_SHARE &&
-      t.pendingCount < n * ANN_MAX_PENDING_SHARE
+      (t.pendingCount < n * ANN_MAX_PENDING_SHARE || t.tail !== null)
     );
   }
 
