@@ -3,7 +3,9 @@
  * embedded → Cassandra → embedded (the Cassandra hop with VSS_TEST_CASSANDRA=1, as the other
  * Cassandra tests; without it embedded → embedded), compared row by row, record by record, file by
  * file and by search answers, with no model call during the imports (the fake model counts its
- * calls). A cut-off export is refused before anything is written. Fake embedder: no meaning claimed.
+ * calls). Expiries travel too (a table's default TTL, rows' and records' own); the Cassandra hop
+ * keeps them to the second (its TTLs are whole seconds), so they are compared within 5 s.
+ * A cut-off export is refused before anything is written. Fake embedder: no meaning claimed.
  */
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
@@ -38,10 +40,12 @@ async function cli(url: string, args: string[], key = ADMIN_KEY): Promise<{ code
   return { code, out, err };
 }
 
-/** Everything a keyspace holds, in a stable order, as plain values. */
+/** Everything a keyspace holds, in a stable order, as plain values; expiries (ms) apart, by row and record. */
 async function contents(t: TestApp) {
   const s = t.deps.storage;
   const tables = (await s.listTables(KS)).map((x) => ({ name: x.name, dimension: x.dimension, metric: x.metric, model: x.model, lexical: x.lexical, rows: x.rowCount })).sort((a, b) => a.name.localeCompare(b.name));
+  const defaultTtls = Object.fromEntries(await Promise.all(tables.map(async (x) => [x.name, await s.getDefaultTtl(KS, x.name)] as const)));
+  const expiries: Record<string, number | null> = {};
   const rows: Record<string, { key: string; vector: number[]; text: string | null; metadata: unknown }[]> = {};
   const records: Record<string, MetadataRecord[]> = {};
   for (const table of tables) {
@@ -53,6 +57,7 @@ async function contents(t: TestApp) {
       cursor = page.cursor;
     } while (cursor !== null);
     rows[table.name] = all.map((r) => ({ key: r.key, vector: Array.from(r.vector), text: r.text, metadata: r.metadata })).sort((a, b) => (a.key < b.key ? -1 : 1));
+    for (const r of all) expiries[`row ${table.name}/${r.key}`] = r.expiresAt ?? null;
     const recs: MetadataRecord[] = [];
     cursor = null;
     do {
@@ -60,14 +65,29 @@ async function contents(t: TestApp) {
       recs.push(...page.records);
       cursor = page.cursor;
     } while (cursor !== null);
-    records[table.name] = recs.sort((a, b) => (a.source_file < b.source_file ? -1 : 1));
+    for (const r of recs) expiries[`record ${table.name}/${r.source_file}`] = r.expires_at ?? null;
+    records[table.name] = recs.map(({ expires_at: _e, ...r }) => r).sort((a, b) => (a.source_file < b.source_file ? -1 : 1));
   }
   const files = [];
   for (const f of await s.listFiles([KS])) {
     const { createdAt, ...rest } = f;
     files.push({ ...rest, createdAt, content: (await s.readFileContent(KS, f.table, f.name))!.toString('base64') });
   }
-  return { tables, rows, records, files };
+  return { tables, defaultTtls, rows, records, files, expiries };
+}
+
+type Contents = Awaited<ReturnType<typeof contents>>;
+
+/** The same keyspace: equal in everything, expiries within 5 s (and never where never). */
+function assertSameContents(got: Contents, want: Contents, where: string): void {
+  const { expiries: e1, ...rest1 } = got;
+  const { expiries: e2, ...rest2 } = want;
+  assert.deepEqual(rest1, rest2, where);
+  assert.deepEqual(Object.keys(e1).sort(), Object.keys(e2).sort(), where);
+  for (const [k, v] of Object.entries(e2)) {
+    if (v === null) assert.equal(e1[k], null, `${where}: ${k} never expires`);
+    else assert.ok(e1[k] !== null && Math.abs(e1[k]! - v) <= 5000, `${where}: ${k} expires at ${e1[k]} against ${v}`);
+  }
 }
 
 type Match = { key: string; score: number };
@@ -107,7 +127,7 @@ describe(`moving a keyspace: embedded → ${CASSANDRA ? 'Cassandra' : 'embedded'
     const a = await listening('embedded');
     apps.push(a.t);
     assert.equal((await a.t.call('POST', '/v1/keyspaces/create', { keyspace: KS })).statusCode, 200);
-    assert.equal((await a.t.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: 'notes', dimension: DIM, metric: 'euclidean', lexical: { tokenizer: 'trigram' } })).statusCode, 200);
+    assert.equal((await a.t.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: 'notes', dimension: DIM, metric: 'euclidean', lexical: { tokenizer: 'trigram' }, default_ttl_seconds: 86_400 })).statusCode, 200);
     for (const table of ['docs', 'notes']) {
       for (let i = 0; i < 600; i += 200) {
         const vectors = Array.from({ length: 200 }, (_, j) => ({
@@ -115,11 +135,13 @@ describe(`moving a keyspace: embedded → ${CASSANDRA ? 'Cassandra' : 'embedded'
           vector: randomVector(),
           ...((i + j) % 7 === 0 ? {} : { text: randomText() }),
           metadata: { group: (i + j) % 4, nested: { tag: `t${(i + j) % 3}` }, ...((i + j) % 50 === 0 ? { source_file: `source-${i + j}.txt` } : {}) },
+          // Own TTLs on some rows, "never" (over the notes table's default) on others.
+          ...((i + j) % 5 === 1 ? { ttl_seconds: 3600 + i + j } : (i + j) % 5 === 2 ? { ttl_seconds: null } : {}),
         }));
         assert.equal((await a.t.call('POST', '/v1/vector/batch', { keyspace: KS, table, vectors })).statusCode, 200);
       }
     }
-    const records = Array.from({ length: 12 }, (_, i) => ({ keyspace: KS, table: 'docs', source_file: `source-${i * 50}.txt`, raw_value: `raw ${i}`, source_type: 'txt', processing_details: JSON.stringify({ i }) }));
+    const records = Array.from({ length: 12 }, (_, i) => ({ keyspace: KS, table: 'docs', source_file: `source-${i * 50}.txt`, raw_value: `raw ${i}`, source_type: 'txt', processing_details: JSON.stringify({ i }), ...(i % 3 === 0 ? { ttl_seconds: 7200 } : {}) }));
     assert.equal((await a.t.call('POST', '/v1/metadata/batch', { records })).statusCode, 200);
     for (const [name, content] of [['harbour.md', '# Harbour\n\nThe lantern on the granite pier was lit at dusk.'], ['orchard.txt', 'Copper pans hung in the orchard kitchen. '.repeat(200)]]) {
       const form = multipart([{ name: 'keyspace', value: KS }, { name: 'table', value: 'docs' }, { name: 'file', filename: name, content }]);
@@ -127,6 +149,10 @@ describe(`moving a keyspace: embedded → ${CASSANDRA ? 'Cassandra' : 'embedded'
     }
     const source = await contents(a.t);
     assert.equal(source.files.length, 2);
+    assert.equal(source.defaultTtls.notes, 86_400);
+    assert.equal(source.defaultTtls.docs, null);
+    const expiring = Object.values(source.expiries).filter((v) => v !== null).length;
+    assert.ok(expiring > 300 && expiring < Object.keys(source.expiries).length, `${expiring} of the rows and records expire`);
     assert.ok(source.files.every((f) => f.chunks > 0));
 
     // embedded → the middle server
@@ -144,11 +170,7 @@ describe(`moving a keyspace: embedded → ${CASSANDRA ? 'Cassandra' : 'embedded'
       assert.equal(snap.statusCode, 501);
       assert.equal(snap.json().code, 'not_supported');
     }
-    const middle = await contents(b.t);
-    assert.deepEqual(middle.rows, source.rows);
-    assert.deepEqual(middle.records, source.records);
-    assert.deepEqual(middle.files, source.files);
-    assert.deepEqual(middle.tables, source.tables);
+    assertSameContents(await contents(b.t), source, 'the middle server');
 
     // the middle server → embedded again
     const second = path.join(work, 'second.jsonl');
@@ -159,7 +181,7 @@ describe(`moving a keyspace: embedded → ${CASSANDRA ? 'Cassandra' : 'embedded'
     const i2 = await cli(c.url, ['import', second]);
     assert.equal(i2.code, 0, i2.err);
     assert.equal(c.t.fakeModel!.calls.length, 0, 'the import called no model');
-    assert.deepEqual(await contents(c.t), source);
+    assertSameContents(await contents(c.t), source, 'back on embedded');
 
     for (const [i, body] of searches(120).entries()) {
       const want = (await a.t.call('POST', '/v1/search/', body)).json();
@@ -212,6 +234,6 @@ describe(`moving a keyspace: embedded → ${CASSANDRA ? 'Cassandra' : 'embedded'
     assert.equal(r4.code, 0, r4.err);
     assert.equal(JSON.parse(r4.out).resumedFrom, state.done);
     assert.equal(small.t.fakeModel!.calls.length, 0);
-    assert.deepEqual(await contents(small.t), await contents(a));
+    assertSameContents(await contents(small.t), await contents(a), 'resumed');
   });
 });

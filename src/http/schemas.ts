@@ -294,6 +294,7 @@ const ExportRowFields = {
   metadata: MetadataObject,
   expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time', maxLength: 64 }), Type.Null()], { description: 'When the row expires; null: never' })),
 };
+const ExportExpiry = Type.Optional(Type.Union([Type.String({ format: 'date-time', maxLength: 64 }), Type.Null()], { description: 'When the record expires; null: never' }));
 const ExportTableItem = Type.Object(
   {
     type: Type.Literal('table'),
@@ -315,6 +316,7 @@ const ExportMetadataItem = Type.Object(
     raw_value: Type.String({ maxLength: DEFAULT_LIMITS.textBytes * 16 }),
     source_type: Type.String({ maxLength: 256 }),
     processing_details: Type.String({ maxLength: 65536 }),
+    expires_at: ExportExpiry,
   },
   { additionalProperties: false },
 );
@@ -329,7 +331,7 @@ const ExportFileItem = Type.Object(
     created_at: Type.String({ minLength: 1, maxLength: 64 }),
     content_base64: Type.String({ format: BASE64_FORMAT, maxLength: base64Length(4096 * 2 ** 20), description: 'The stored bytes, standard base64' }),
     record: Type.Object(
-      { raw_value: ExportMetadataItem.properties.raw_value, source_type: ExportMetadataItem.properties.source_type, processing_details: ExportMetadataItem.properties.processing_details },
+      { raw_value: ExportMetadataItem.properties.raw_value, source_type: ExportMetadataItem.properties.source_type, processing_details: ExportMetadataItem.properties.processing_details, expires_at: ExportExpiry },
       { additionalProperties: false },
     ),
     chunks: Type.Array(Type.Object(ExportRowFields, { additionalProperties: false }), { maxItems: 1_000_000, description: 'The chunk rows `<name>#<i>`, in order' }),

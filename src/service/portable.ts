@@ -16,6 +16,7 @@ import { writeMetadataBatch } from './metadata.ts';
 import { forOwner } from './owner-lock.ts';
 import { checkFileQuota, checkVectorQuota } from './quota.ts';
 import { requireKeyspaceExists, requireTable } from './tables.ts';
+import { clockOf, expiresAtIso } from './ttl.ts';
 import { checkMetadata, checkText, isZero, vectorOf } from './validate.ts';
 import { writeBatch } from './vectors.ts';
 
@@ -53,6 +54,8 @@ export interface MetadataItem {
   raw_value: string;
   source_type: string;
   processing_details: string;
+  /** When the record expires (ISO 8601); null or absent: never. */
+  expires_at?: string | null;
 }
 
 export interface FileItem {
@@ -64,13 +67,15 @@ export interface FileItem {
   sha256: string;
   created_at: string;
   content_base64: string;
-  record: { raw_value: string; source_type: string; processing_details: string };
+  record: { raw_value: string; source_type: string; processing_details: string; expires_at?: string | null };
   chunks: Omit<RowItem, 'type' | 'table'>[];
 }
 
 export type ImportItem = TableItem | RowItem | MetadataItem | FileItem;
 
-const rowFields = (r: VectorRow) => ({ key: r.key, vector_base64: encodeFloat32Base64(r.vector), text: r.text, metadata: r.metadata });
+const expiry = (ms: number | null | undefined): { expires_at?: string } => (ms == null ? {} : { expires_at: expiresAtIso(ms)! });
+
+const rowFields = (r: VectorRow) => ({ key: r.key, vector_base64: encodeFloat32Base64(r.vector), text: r.text, metadata: r.metadata, ...expiry(r.expiresAt) });
 
 const tableItem = (t: TableInfo): TableItem => ({ type: 'table', table: t.name, dimension: t.dimension, metric: t.metric, model: t.model, lexical: { tokenizer: t.lexical.tokenizer } });
 
@@ -90,7 +95,7 @@ export async function exportKeyspace(deps: Deps, input: { keyspace: string; tabl
     yield line({ format: EXPORT_FORMAT, version: EXPORT_VERSION, created_at: new Date().toISOString(), keyspace: input.keyspace, storage: storage.kind, tables: tables.map((t) => t.name) });
     const files = await storage.listFiles([input.keyspace]);
     for (const t of tables) {
-      yield line(tableItem(t));
+      yield line({ ...tableItem(t), default_ttl_seconds: await storage.getDefaultTtl(t.keyspace, t.name) });
       counts.tables++;
       const own = files.filter((f) => f.table === t.name);
       const chunkKeys = new Set<string>();
@@ -123,7 +128,25 @@ export async function exportKeyspace(deps: Deps, input: { keyspace: string; tabl
   })();
 }
 
-const metadataItem = (r: MetadataRecord): MetadataItem => ({ type: 'metadata', table: r.table, source_file: r.source_file, raw_value: r.raw_value, source_type: r.source_type, processing_details: r.processing_details });
+const metadataItem = (r: MetadataRecord): MetadataItem => ({
+  type: 'metadata',
+  table: r.table,
+  source_file: r.source_file,
+  raw_value: r.raw_value,
+  source_type: r.source_type,
+  processing_details: r.processing_details,
+  ...expiry(r.expires_at),
+});
+
+/**
+ * An exported expiry as the TTL a write takes now: null (never) when absent, 0 when already
+ * past (the item is left out: it would be invisible at once).
+ */
+function ttlNow(expiresAt: string | null | undefined, now: number): number | null {
+  if (expiresAt === undefined || expiresAt === null) return null;
+  const ms = Date.parse(expiresAt);
+  return Number.isFinite(ms) ? Math.max(0, Math.ceil((ms - now) / 1000)) : null;
+}
 
 async function fileItem(deps: Deps, f: FileRecord): Promise<FileItem | null> {
   const content = await deps.storage.readFileContent(f.keyspace, f.table, f.name);
@@ -143,7 +166,7 @@ async function fileItem(deps: Deps, f: FileRecord): Promise<FileItem | null> {
     sha256: f.sha256,
     created_at: f.createdAt,
     content_base64: content.toString('base64'),
-    record: { raw_value: record?.raw_value ?? '', source_type: record?.source_type ?? '', processing_details: record?.processing_details ?? '' },
+    record: { raw_value: record?.raw_value ?? '', source_type: record?.source_type ?? '', processing_details: record?.processing_details ?? '', ...expiry(record?.expires_at) },
     chunks,
   };
 }
@@ -184,14 +207,21 @@ export async function importItems(deps: Deps, input: { keyspace: string; items: 
       while (j < items.length && j - i < deps.config.limits.batchItems && items[j].type === item.type && items[j].table === item.table) j++;
       const at = Array.from({ length: j - i }, (_, n) => i + n);
       if (item.type === 'row') {
-        const rows = items.slice(i, j) as RowItem[];
-        await relocated(at, '/body/vectors', () =>
-          writeBatch(deps, { keyspace, table: item.table, vectors: rows.map((r) => ({ key: r.key, vector_base64: r.vector_base64, ...(r.text === null ? {} : { text: r.text }), metadata: r.metadata })) }),
-        );
+        const now = clockOf(deps)();
+        const rows = (items.slice(i, j) as RowItem[]).map((r, n) => ({ r, at: at[n], ttl: ttlNow(r.expires_at, now) })).filter((x) => x.ttl !== 0);
+        if (rows.length > 0) {
+          await relocated(
+            rows.map((x) => x.at),
+            '/body/vectors',
+            () => writeBatch(deps, { keyspace, table: item.table, vectors: rows.map(({ r, ttl }) => ({ key: r.key, vector_base64: r.vector_base64, ...(r.text === null ? {} : { text: r.text }), metadata: r.metadata, ttl_seconds: ttl })) }),
+          );
+        }
         counts.rows += rows.length;
       } else {
-        const records = (items.slice(i, j) as MetadataItem[]).map(({ type: _type, ...r }) => ({ ...r, keyspace }));
-        await relocated(at, '/body/records', () => writeMetadataBatch(deps, records, '/body/records'));
+        const now = clockOf(deps)();
+        const kept = (items.slice(i, j) as MetadataItem[]).map(({ type: _type, expires_at, ...r }, n) => ({ at: at[n], record: { ...r, keyspace, ttl_seconds: ttlNow(expires_at, now) } })).filter((x) => x.record.ttl_seconds !== 0);
+        const records = kept.map((x) => x.record);
+        if (records.length > 0) await relocated(kept.map((x) => x.at), '/body/records', () => writeMetadataBatch(deps, records, '/body/records'));
         counts.metadata += records.length;
       }
       i = j;
@@ -217,7 +247,7 @@ async function importTable(deps: Deps, keyspace: string, item: TableItem, path: 
   if (existing === null) {
     // A model this server does not have is not kept: its texts could not be embedded here.
     const known = item.model !== null && deps.models.has(item.model);
-    await createTable(deps, { keyspace, table: item.table, dimension: item.dimension, metric: item.metric, ...(known ? { model_name: item.model! } : {}), lexical: item.lexical });
+    await createTable(deps, { keyspace, table: item.table, dimension: item.dimension, metric: item.metric, ...(known ? { model_name: item.model! } : {}), lexical: item.lexical, default_ttl_seconds: item.default_ttl_seconds ?? null });
     return;
   }
   const errors: FieldError[] = [];
@@ -245,11 +275,12 @@ async function importFile(deps: Deps, keyspace: string, item: FileItem, path: st
     const { vector } = vectorOf(c, at, errors, limits);
     if (vector !== null && vector.length !== table.dimension) errors.push({ path: `${at}/vector_base64`, message: `has ${vector.length} dimensions; table "${table.name}" holds ${table.dimension}` });
     else if (vector !== null && table.metric === 'cosine' && isZero(vector)) errors.push({ path: `${at}/vector_base64`, message: 'a zero vector has no cosine similarity' });
-    return { key: c.key, vector: vector ?? new Float32Array(0), metadata: c.metadata ?? {}, text: c.text ?? null };
+    return { key: c.key, vector: vector ?? new Float32Array(0), metadata: c.metadata ?? {}, text: c.text ?? null, expiresAt: msOf(c.expires_at) };
   });
   if (errors.length > 0) throw new ServiceError('validation_failed', describeFields(errors), { errors });
   const file: FileRecord = { keyspace, table: item.table, name: item.name, size: item.size, sha256: item.sha256, type: item.file_type, chunks: rows.length, createdAt: item.created_at };
-  const record: MetadataRecord = { keyspace, table: item.table, source_file: item.name, ...item.record };
+  const { expires_at: recordExpiry, ...recordFields } = item.record;
+  const record: MetadataRecord = { keyspace, table: item.table, source_file: item.name, ...recordFields, ...(msOf(recordExpiry) !== null ? { expires_at: msOf(recordExpiry) } : {}) };
   const ks = await requireKeyspaceExists(deps.storage, keyspace);
   await forOwner(deps.storage, ks.owner, async () => {
     const current = await deps.storage.getFile(keyspace, item.table, item.name);
@@ -257,4 +288,10 @@ async function importFile(deps: Deps, keyspace: string, item: FileItem, path: st
     await checkVectorQuota(deps, ks.owner, rows.length - (current?.chunks ?? 0));
     await deps.storage.replaceFile(file, content!, rows, record);
   });
+}
+
+/** An exported ISO 8601 expiry as ms since the epoch (null: never, or not a date). */
+function msOf(iso: string | null | undefined): number | null {
+  const ms = iso == null ? NaN : Date.parse(iso);
+  return Number.isFinite(ms) ? ms : null;
 }
