@@ -10,7 +10,7 @@ import formats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { invalid, MAX_FIELD_ERRORS, type FieldError } from '../errors.ts';
 import { isStandardBase64, STANDARD_BASE64 } from '../platform/float32-base64.ts';
-import { BASE64_FORMAT } from './schemas.ts';
+import { BASE64_FORMAT } from './schemas/index.ts';
 
 /** Nodes (array elements, object members) of a failed value the all-errors pass looks at. */
 const ERROR_PASS_NODES = 20_000;

@@ -3,7 +3,7 @@ import { generateKey, listKeys, revokeKey, rotateKey } from '../../service/apike
 import type { Deps } from '../../service/deps.ts';
 import { addConnection, createUser, currentUser, getUser, listUsers } from '../../service/users.ts';
 import { callerOf } from '../auth.ts';
-import { AccountIdParams, ConnectionBody, KeyGenerateBody, KeyIdBody, KeyListQuery, UserCreateBody } from '../schemas.ts';
+import { AccountIdParams, ConnectionBody, KeyGenerateBody, KeyIdBody, KeyListQuery, UserCreateBody } from '../schemas/index.ts';
 
 export const accountRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.post('/v1/user/', {

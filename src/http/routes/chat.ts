@@ -6,7 +6,7 @@ import { chat, type ChatOutput } from '../../service/chat.ts';
 import type { Deps } from '../../service/deps.ts';
 import { LlmSlots } from '../../service/llm-slots.ts';
 import { callerOf } from '../auth.ts';
-import { NAME_PATTERN } from '../schemas.ts';
+import { NAME_PATTERN } from '../schemas/index.ts';
 
 export const ChatBody = Type.Object(
   {

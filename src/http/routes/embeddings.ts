@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Deps } from '../../service/deps.ts';
 import { generate, openaiEmbeddings } from '../../service/embeddings.ts';
-import { EmbeddingsBody, GenerateQuery } from '../schemas.ts';
+import { EmbeddingsBody, GenerateQuery } from '../schemas/index.ts';
 
 export const embeddingRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get('/v1/generate/', {

@@ -24,7 +24,7 @@ import type { Deps } from '../../service/deps.ts';
 import { checkUpload, createExtractPool, deleteFile, downloadFile, listFiles, uploadFile, type UploadInput } from '../../service/files.ts';
 import { UploadSlots } from '../../service/upload-slots.ts';
 import { callerOf } from '../auth.ts';
-import { Keyspace, TableName } from '../schemas.ts';
+import { Keyspace, TableName } from '../schemas/index.ts';
 
 /** Room for the multipart framing and the small fields around the file, in a Content-Length check. */
 const MULTIPART_OVERHEAD = 64 * 1024;

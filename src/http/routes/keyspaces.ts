@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Deps } from '../../service/deps.ts';
 import { autoprovision, createKeyspace, createTable, listKeyspaces } from '../../service/keyspaces.ts';
 import { callerOf } from '../auth.ts';
-import { KeyspaceCreateBody, TableCreateBody } from '../schemas.ts';
+import { KeyspaceCreateBody, TableCreateBody } from '../schemas/index.ts';
 
 export const keyspaceRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.post('/v1/keyspaces/create', {

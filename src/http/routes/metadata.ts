@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Deps } from '../../service/deps.ts';
 import { writeMetadata, writeMetadataBatch } from '../../service/metadata.ts';
-import { MetadataBatchBody, MetadataRecordBody } from '../schemas.ts';
+import { MetadataBatchBody, MetadataRecordBody } from '../schemas/index.ts';
 
 const records = (body: MetadataBatchBody) => (Array.isArray(body) ? body : body.records);
 

@@ -4,7 +4,7 @@ import { DEFAULT_LIMITS } from '../../config/config.ts';
 import type { Deps } from '../../service/deps.ts';
 import { query } from '../../service/query.ts';
 import { callerOf } from '../auth.ts';
-import { NAME_PATTERN } from '../schemas.ts';
+import { NAME_PATTERN } from '../schemas/index.ts';
 
 export const QueryBody = Type.Object(
   {

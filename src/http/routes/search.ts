@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Deps } from '../../service/deps.ts';
 import { search } from '../../service/search.ts';
-import { SearchBody } from '../schemas.ts';
+import { SearchBody } from '../schemas/index.ts';
 
 export const searchRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.post('/v1/search/', {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Deps } from '../../service/deps.ts';
 import { countVectors, deleteVectors, getVector, listVectors, writeBatch, writeVector } from '../../service/vectors.ts';
-import { VectorBatchBody, VectorCountBody, VectorDeleteBody, VectorGetBody, VectorListBody, VectorWriteBody } from '../schemas.ts';
+import { VectorBatchBody, VectorCountBody, VectorDeleteBody, VectorGetBody, VectorListBody, VectorWriteBody } from '../schemas/index.ts';
 
 const bodyKeyspace = (r: { body: unknown }) => [(r.body as { keyspace: string }).keyspace];
 

@@ -4,10 +4,10 @@
  * service/validate.ts.
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import { BATCH_LIMIT } from './schema-limits.ts';
-import { DEFAULT_LIMITS } from '../config/config.ts';
-import { MAX_CONDITIONS } from '../index/filter.ts';
-import { LEXICAL_TOKENIZERS, type Filter, type Metadata } from '../storage/api.ts';
+import { BATCH_LIMIT } from '../schema-limits.ts';
+import { DEFAULT_LIMITS } from '../../config/config.ts';
+import { MAX_CONDITIONS } from '../../index/filter.ts';
+import { LEXICAL_TOKENIZERS, type Filter, type Metadata } from '../../storage/api.ts';
 
 export const NAME_PATTERN = '^[a-z][a-z0-9_]{0,47}$';
 
