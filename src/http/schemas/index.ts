@@ -4,3 +4,4 @@
  * (filter.ts), success answers (answers.ts) and the RFC 9457 problem body (problem.ts).
  */
 export * from './requests.ts';
+export * from './answers.ts';
