@@ -5,8 +5,11 @@
  * segments, invalid UTF-8 in the query string, broken JSON). Used by openapi-fuzz.test.ts (a short
  * seeded run) and bench/fuzz.bench.ts (a long one).
  */
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
 import fc from 'fast-check';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { isStandardBase64 } from '../platform/float32-base64.ts';
 
 type Schema = {
   type?: string | string[];
@@ -118,9 +121,11 @@ interface Parameter {
 interface Operation {
   parameters?: Parameter[];
   requestBody?: { required?: boolean; content: Record<string, { schema?: Schema }> };
+  responses?: Record<string, { content?: Record<string, { schema?: Schema }> }>;
 }
 export interface OpenApiDocument {
   paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, unknown> };
 }
 
 export interface FuzzRequest {
@@ -139,6 +144,44 @@ export interface FuzzOperation {
   /** Requests the document describes, and mutated ones. */
   valid: fc.Arbitrary<FuzzRequest>;
   mutated: fc.Arbitrary<FuzzRequest>;
+  /** Why an answer is not what the document declares for this operation (status, media type, schema), or null. */
+  checkAnswer: (res: LightMyRequestResponse) => string | null;
+}
+
+/**
+ * Checks answers against the document's response schemas: the status must be declared, and a
+ * JSON answer must match the schema of its status and media type (ajv, JSON Schema 2020-12 as
+ * OpenAPI 3.1 says; `$ref`s resolve into the document's components).
+ */
+function answerChecker(doc: OpenApiDocument, op: Operation): (res: LightMyRequestResponse) => string | null {
+  const ajv = answerAjv(doc);
+  const compiled = new Map<string, ValidateFunction>();
+  return (res) => {
+    const declared = op.responses?.[String(res.statusCode)];
+    if (!declared) return `status ${res.statusCode} is not declared (declared: ${Object.keys(op.responses ?? {}).join(', ')})`;
+    const media = String(res.headers['content-type'] ?? '').split(';')[0].trim();
+    if (!/json$/.test(media)) return null;
+    const schema = declared.content?.[media]?.schema;
+    if (!schema) return `${res.statusCode} ${media} is not declared (declared: ${Object.keys(declared.content ?? {}).join(', ')})`;
+    const key = `${res.statusCode} ${media}`;
+    let validate = compiled.get(key);
+    if (!validate) compiled.set(key, (validate = ajv.compile({ ...schema, components: doc.components })));
+    if (validate(JSON.parse(res.body))) return null;
+    return `${key} does not match its schema: ${ajv.errorsText(validate.errors?.slice(0, 5))}; ${res.body.slice(0, 300)}`;
+  };
+}
+
+const answerAjvs = new WeakMap<OpenApiDocument, Ajv2020>();
+function answerAjv(doc: OpenApiDocument): Ajv2020 {
+  let ajv = answerAjvs.get(doc);
+  if (ajv) return ajv;
+  // Not strict: the document's schemas carry OpenAPI's own keywords (example, components).
+  ajv = new Ajv2020({ strict: false, allErrors: true });
+  formats.default(ajv);
+  ajv.addFormat('byte', { type: 'string', validate: isStandardBase64 });
+  ajv.addFormat('binary', true);
+  answerAjvs.set(doc, ajv);
+  return ajv;
 }
 
 /** Percent-encoded sequences that are not UTF-8, bad percent-encoding, and odd segments. */
@@ -226,7 +269,7 @@ export function operationsOf(doc: OpenApiDocument): FuzzOperation[] {
         if (query.length > 0) choices.push(fc.constantFrom(...ODD_SEGMENTS).map((seg) => ({ method: M, url: `${buildUrl(path, p, {})}?${query[0].name}=${seg}&${query[0].name}=${seg}`, valid: false, mutation: 'query value' })));
         return fc.oneof(...choices);
       });
-      out.push({ method: M, path, valid, mutated });
+      out.push({ method: M, path, valid, mutated, checkAnswer: answerChecker(doc, op) });
     }
   }
   return out;
@@ -235,7 +278,7 @@ export function operationsOf(doc: OpenApiDocument): FuzzOperation[] {
 export interface FuzzOutcome {
   request: FuzzRequest;
   status: number;
-  /** Why the answer breaks the rules (a 5xx, a 4xx without a problem body), or null. */
+  /** Why the answer breaks the rules (a 5xx, a 4xx without a problem body, or, to a described request, an answer the document does not declare), or null. */
   fault: string | null;
 }
 
@@ -243,14 +286,14 @@ export interface FuzzOutcome {
 const EXPECTED_5XX: Record<string, string> = { '/v1/docker/': 'runtime_unavailable' };
 
 /** Sends one request through app.inject and judges its answer. */
-export async function send(app: FastifyInstance, path: string, request: FuzzRequest, headers: Record<string, string>): Promise<FuzzOutcome> {
+export async function send(app: FastifyInstance, op: Pick<FuzzOperation, 'path' | 'checkAnswer'>, request: FuzzRequest, headers: Record<string, string>): Promise<FuzzOutcome> {
   const res: LightMyRequestResponse = await app.inject({
     method: request.method as 'GET',
     url: request.url,
     headers: { ...headers, ...(request.payload === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(request.payload === undefined ? {} : { payload: request.payload }),
   });
-  return { request, status: res.statusCode, fault: judge(path, res) };
+  return { request, status: res.statusCode, fault: judge(op.path, res) ?? (request.valid ? op.checkAnswer(res) : null) };
 }
 
 function judge(path: string, res: LightMyRequestResponse): string | null {
