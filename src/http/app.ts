@@ -8,6 +8,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { describeNames } from './openapi-names.ts';
+import { describeServiceChecked } from './openapi-service-checked.ts';
 import { ServiceError } from '../errors.ts';
 import type { Deps } from '../service/deps.ts';
 import { SERVICE_NAME, SERVICE_VERSION } from '../service/system.ts';
@@ -165,7 +166,7 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     },
     // Shared schemas keep their $id as their component name (#/components/schemas/Problem).
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transformObject: (doc) => describeNames('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject, deps.models.names()),
+    transformObject: (doc) => describeNames(describeServiceChecked('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject, { reranker: deps.reranker !== null }), deps.models.names()),
   });
   await app.register(swaggerUi, { routePrefix: '/v1/docs' });
   await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'], failuresPerMinute: { perAddress: deps.config.limits.authFailuresPerMinute, global: deps.config.limits.authFailuresPerMinuteGlobal } });

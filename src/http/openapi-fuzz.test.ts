@@ -10,12 +10,17 @@ const RUNS_PER_OPERATION = 25;
 
 /**
  * Operations where a request the document describes should be served (2xx, or 404 for a name
- * that does not exist), not refused as invalid. The others check what their schema does not say:
- * model and metric names (the registry's, refused as unknown_model / unknown_metric with the
- * valid ones listed), the filter grammar (its answers name the bad operator), a vector's
- * dimension against its table, search's "query or vector", a multipart upload, a Stripe signature.
+ * that does not exist), not refused as invalid. The others check what no schema can say: search's
+ * numeric cross-field rules (final_top_k at most initial_top_k, mmr candidates between them) and
+ * a vector that float32 rounds to zeros, a multipart upload, a Stripe signature, a container runtime.
  */
 const AGREEING = [
+  'POST /v1/vector/write',
+  'POST /v1/vector/batch',
+  'POST /v1/vector/delete',
+  'POST /v1/vector/count',
+  'POST /v1/keyspaces/table/create',
+  'POST /v1/embeddings',
   'GET /v1/user/{account_id}',
   'GET /v1/keys/retrieve',
   'GET /v1/files/',

@@ -31,7 +31,22 @@ type Schema = {
   minItems?: number;
   maxItems?: number;
   maxProperties?: number;
+  minProperties?: number;
+  $ref?: string;
 };
+
+/** The document's components (for `$ref`s) and how deep a recursive `$ref` may still go. */
+interface Context {
+  components: Record<string, Schema>;
+  depth: number;
+}
+/**
+ * Recursive schemas (the filter's $and/$or) are followed this deep; below, the empty object.
+ * Inside them arrays and objects are generated with at most MAX_NESTED_ITEMS members, so that a
+ * filter stays under the service's bound on conditions over the whole tree (which no schema can say).
+ */
+const MAX_REF_DEPTH = 3;
+const MAX_NESTED_ITEMS = 2;
 
 /** Generated sizes stay small: the point is shapes and edges, not volume. */
 const MAX_GENERATED_ITEMS = 6;
@@ -56,26 +71,33 @@ function stringFor(s: Schema): fc.Arbitrary<string> {
 }
 
 /** A fast-check arbitrary for values `schema` accepts (the subset of JSON Schema the document uses). */
-export function arbitraryFor(schema: Schema | boolean | undefined): fc.Arbitrary<unknown> {
+export function arbitraryFor(schema: Schema | boolean | undefined, ctx: Context = { components: {}, depth: 0 }): fc.Arbitrary<unknown> {
   if (schema === undefined || schema === true) return json;
   if (schema === false) return fc.constant(undefined);
   const s = schema;
+  if (s.$ref) {
+    const target = ctx.components[s.$ref.replace('#/components/schemas/', '')];
+    return ctx.depth >= MAX_REF_DEPTH ? fc.constant({}) : arbitraryFor(target, { ...ctx, depth: ctx.depth + 1 });
+  }
   if (s.const !== undefined) return fc.constant(s.const);
   if (s.enum) return fc.constantFrom(...s.enum);
   const union = s.anyOf ?? s.oneOf;
   if (union && s.properties) {
-    // An object whose branches only require members: each branch is the object with its members
-    // required (and, for oneOf, without the members the other branches require).
+    // An object in one of several forms: each branch is the object with the branch's members
+    // required, its narrowed members replacing the object's, those it forbids (false) left out,
+    // and, for oneOf, without the members only the other branches require.
     const { anyOf: _a, oneOf: _o, ...object } = s;
     return fc.oneof(
       ...union.map((u) => {
-        const others = s.oneOf ? s.oneOf.filter((x) => x !== u).flatMap((x) => x.required ?? []) : [];
-        const properties = Object.fromEntries(Object.entries(s.properties!).filter(([k]) => !others.includes(k)));
-        return arbitraryFor({ ...object, properties, required: [...(s.required ?? []), ...(u.required ?? [])] });
+        const own = u.required ?? [];
+        const others = s.oneOf ? s.oneOf.filter((x) => x !== u).flatMap((x) => x.required ?? []).filter((k) => !own.includes(k)) : [];
+        const merged = { ...s.properties, ...u.properties } as Record<string, Schema | boolean>;
+        const properties = Object.fromEntries(Object.entries(merged).filter(([k, v]) => v !== false && !others.includes(k)));
+        return arbitraryFor({ ...object, properties: properties as Record<string, Schema>, required: [...(s.required ?? []), ...own] }, ctx);
       }),
     );
   }
-  if (union) return fc.oneof(...union.map((u) => arbitraryFor(u)));
+  if (union) return fc.oneof(...union.map((u) => arbitraryFor(u, ctx)));
   const type = Array.isArray(s.type) ? s.type[0] : s.type;
   switch (type) {
     case 'null':
@@ -90,23 +112,28 @@ export function arbitraryFor(schema: Schema | boolean | undefined): fc.Arbitrary
       return stringFor(s);
     case 'array': {
       const minLength = s.minItems ?? 0;
-      return fc.array(arbitraryFor(s.items), { minLength, maxLength: Math.max(minLength, Math.min(s.maxItems ?? MAX_GENERATED_ITEMS, MAX_GENERATED_ITEMS)) });
+      const most = ctx.depth > 0 ? MAX_NESTED_ITEMS : MAX_GENERATED_ITEMS;
+      return fc.array(arbitraryFor(s.items, ctx), { minLength, maxLength: Math.max(minLength, Math.min(s.maxItems ?? most, most)) });
     }
     case 'object':
     case undefined: {
-      if (!s.properties && type === undefined) return json;
+      if (!s.properties && !s.patternProperties && type === undefined) return json;
       const props = s.properties ?? {};
       const required = new Set(s.required ?? []);
       const known = fc.record(
-        Object.fromEntries(Object.entries(props).map(([k, v]) => [k, arbitraryFor(v)])),
+        Object.fromEntries(Object.entries(props).map(([k, v]) => [k, arbitraryFor(v, ctx)])),
         { requiredKeys: Object.keys(props).filter((k) => required.has(k)) },
       );
-      const free = s.additionalProperties === false ? null : (s.patternProperties ? Object.values(s.patternProperties)[0] : s.additionalProperties);
-      if (free === null) return known;
-      const extra = fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), arbitraryFor(free === true || free === undefined ? undefined : free), {
-        maxKeys: Math.min(s.maxProperties ?? MAX_GENERATED_ITEMS, MAX_GENERATED_ITEMS),
-      });
-      return fc.tuple(known, extra).map(([k, e]) => ({ ...e, ...k }));
+      const maxKeys = Math.min(s.maxProperties ?? MAX_GENERATED_ITEMS, ctx.depth > 0 ? MAX_NESTED_ITEMS : MAX_GENERATED_ITEMS);
+      // Members named by a pattern (the filter's field paths), or any other member where allowed.
+      const free: [fc.Arbitrary<string>, Schema | undefined][] = Object.entries(s.patternProperties ?? {}).map(([p, v]) => [stringFor({ pattern: p, maxLength: 12 }), v]);
+      if (s.additionalProperties !== false && free.length === 0) {
+        const any = s.additionalProperties === true || s.additionalProperties === undefined ? undefined : s.additionalProperties;
+        free.push([fc.string({ minLength: 1, maxLength: 12 }), any]);
+      }
+      const extras = free.map(([key, v]) => fc.dictionary(key.filter((k) => !(k in props)), arbitraryFor(v, ctx), { maxKeys }));
+      const object = fc.tuple(known, ...extras).map(([k, ...e]) => Object.assign({}, ...e, k) as Record<string, unknown>);
+      return s.minProperties ? object.filter((o) => Object.keys(o).length >= s.minProperties!) : object;
     }
   }
   return json;
@@ -236,10 +263,11 @@ export function operationsOf(doc: OpenApiDocument): FuzzOperation[] {
     for (const [method, op] of Object.entries(ops)) {
       const params = (op.parameters ?? []).filter((p) => p.in === 'path');
       const query = (op.parameters ?? []).filter((p) => p.in === 'query');
-      const pathArb = fc.record(Object.fromEntries(params.map((p) => [p.name, arbitraryFor(p.schema)])));
-      const queryArb = fc.record(Object.fromEntries(query.map((p) => [p.name, arbitraryFor(p.schema)])), { requiredKeys: query.filter((p) => p.required).map((p) => p.name) });
+      const ctx: Context = { components: (doc.components?.schemas ?? {}) as Record<string, Schema>, depth: 0 };
+      const pathArb = fc.record(Object.fromEntries(params.map((p) => [p.name, arbitraryFor(p.schema, ctx)])));
+      const queryArb = fc.record(Object.fromEntries(query.map((p) => [p.name, arbitraryFor(p.schema, ctx)])), { requiredKeys: query.filter((p) => p.required).map((p) => p.name) });
       const bodySchema = op.requestBody?.content['application/json']?.schema;
-      const bodyArb: fc.Arbitrary<unknown> = bodySchema ? arbitraryFor(bodySchema) : fc.constant(undefined);
+      const bodyArb: fc.Arbitrary<unknown> = bodySchema ? arbitraryFor(bodySchema, ctx) : fc.constant(undefined);
       const M = method.toUpperCase();
       const valid = fc.tuple(pathArb, queryArb, bodyArb).map(([p, q, b]): FuzzRequest => ({
         method: M,

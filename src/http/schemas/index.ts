@@ -5,3 +5,4 @@
  */
 export * from './requests.ts';
 export * from './answers.ts';
+export { FILTER_REF, FilterGrammar } from './filter.ts';
