@@ -8,6 +8,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { describeNames } from './openapi-names.ts';
+import { describeServiceChecked } from './openapi-service-checked.ts';
 import { ServiceError } from '../errors.ts';
 import type { Deps } from '../service/deps.ts';
 import { SERVICE_NAME, SERVICE_VERSION } from '../service/system.ts';
@@ -17,6 +18,9 @@ import { clientErrorResponse, sendProblem } from './problem.ts';
 import { registerRateLimit } from './rate-limit.ts';
 import { boundedValidatorCompiler } from './validator.ts';
 import { withBatchLimit } from './schema-limits.ts';
+import { withCommonErrors } from './openapi-responses.ts';
+import { Problem } from './schemas/problem.ts';
+import { registerAnswerCheck } from './answer-check.ts';
 import { queryStringProblem } from './query-string.ts';
 import { registerMetrics } from './metrics-route.ts';
 import { Metrics } from '../observability/metrics.ts';
@@ -42,6 +46,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Prometheus metrics; a fresh registry when absent. */
   metrics?: Metrics;
+  /** Tests: an answer its response schema would change is a 500 naming the difference (answer-check.ts). */
+  checkAnswers?: boolean;
 }
 
 /**
@@ -112,7 +118,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   app.addHook('onRoute', (route) => {
     const schema = route.schema as Record<string, unknown> | undefined;
     if (schema) for (const part of ['body', 'querystring', 'params'] as const) if (schema[part]) schema[part] = withBatchLimit(schema[part], deps.config.limits);
+    withCommonErrors(route);
   });
+  if (opts.checkAnswers) registerAnswerCheck(app);
 
   // Bodies are JSON (and multipart for uploads): anything else is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
@@ -149,6 +157,8 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     return sendProblem(request, reply, new ServiceError('not_found', `No route ${request.method} ${path}.`));
   });
 
+  // Shared by every error response's schema (openapi-responses.ts); listed under components.
+  app.addSchema(Problem);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -156,7 +166,9 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } } },
       security: [{ apiKey: [] }],
     },
-    transformObject: (doc) => describeNames('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject, deps.models.names()),
+    // Shared schemas keep their $id as their component name (#/components/schemas/Problem).
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transformObject: (doc) => describeNames(describeServiceChecked('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject, { reranker: deps.reranker !== null }), deps.models.names()),
   });
   await app.register(swaggerUi, { routePrefix: '/v1/docs' });
   await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'], failuresPerMinute: { perAddress: deps.config.limits.authFailuresPerMinute, global: deps.config.limits.authFailuresPerMinuteGlobal } });

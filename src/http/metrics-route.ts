@@ -3,7 +3,9 @@
  * name every tenant's keyspaces and tables) unless VSS_METRICS_PUBLIC=true.
  */
 import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import type { Metrics } from '../observability/metrics.ts';
+import { answers } from './openapi-responses.ts';
 
 export async function registerMetrics(app: FastifyInstance, metrics: Metrics, opts: { public: boolean }): Promise<void> {
   app.addHook('onResponse', async (request, reply) => {
@@ -13,7 +15,11 @@ export async function registerMetrics(app: FastifyInstance, metrics: Metrics, op
     metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
   });
   app.get('/metrics', {
-    schema: { tags: ['system'], summary: 'Prometheus metrics' },
+    schema: {
+      tags: ['system'],
+      summary: 'Prometheus metrics',
+      response: answers({ 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: Type.String() } } } }, opts.public ? [] : ['unauthenticated', 'forbidden', 'storage_unavailable']),
+    },
     config: { permission: opts.public ? 'public' : 'Admin', rateLimit: false },
     handler: async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   });

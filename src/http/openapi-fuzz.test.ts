@@ -10,12 +10,17 @@ const RUNS_PER_OPERATION = 25;
 
 /**
  * Operations where a request the document describes should be served (2xx, or 404 for a name
- * that does not exist), not refused as invalid. The others check what their schema does not say:
- * model and metric names (the registry's, refused as unknown_model / unknown_metric with the
- * valid ones listed), the filter grammar (its answers name the bad operator), a vector's
- * dimension against its table, search's "query or vector", a multipart upload, a Stripe signature.
+ * that does not exist), not refused as invalid. The others check what no schema can say: search's
+ * numeric cross-field rules (final_top_k at most initial_top_k, mmr candidates between them) and
+ * a vector that float32 rounds to zeros, a multipart upload, a Stripe signature, a container runtime.
  */
 const AGREEING = [
+  'POST /v1/vector/write',
+  'POST /v1/vector/batch',
+  'POST /v1/vector/delete',
+  'POST /v1/vector/count',
+  'POST /v1/keyspaces/table/create',
+  'POST /v1/embeddings',
   'GET /v1/user/{account_id}',
   'GET /v1/keys/retrieve',
   'GET /v1/files/',
@@ -46,7 +51,17 @@ describe('every operation of /v1/openapi.json, fuzzed from its own schemas', () 
   });
   after(() => t.close());
 
-  it('answers no 5xx, and a problem body for every 4xx, to described and mutated requests', async () => {
+  it('refuses an answer whose status, media type or body the document does not declare', () => {
+    const search = ops.find((o) => o.path === '/v1/search/')!;
+    const answer = (statusCode: number, type: string, body: unknown) => ({ statusCode, headers: { 'content-type': type }, body: JSON.stringify(body) }) as never;
+    assert.match(search.checkAnswer(answer(418, 'application/json', {})) ?? '', /status 418 is not declared/);
+    assert.match(search.checkAnswer(answer(200, 'application/problem+json', {})) ?? '', /200 application\/problem\+json is not declared/);
+    assert.match(search.checkAnswer(answer(200, 'application/json', { matches: [] })) ?? '', /does not match its schema/);
+    assert.match(search.checkAnswer(answer(404, 'application/problem+json', { code: 'vector_not_found' })) ?? '', /does not match its schema/);
+    assert.equal(search.checkAnswer(answer(200, 'application/json; charset=utf-8', { query: 'q', model_name: 'all-MiniLM-L6-v2', keyspace: 'k', table: 't', metric: 'cosine', initial_top_k: 1, final_top_k: 1, include_vector: false, mode: 'semantic', matches: [] })), null);
+  });
+
+  it('answers no 5xx, and a problem body for every 4xx, to described and mutated requests; described ones as the document declares', async () => {
     const served = new Map<string, { ok: number; refused: number; example?: string }>();
     for (const op of ops) {
       const name = `${op.method} ${op.path}`;
@@ -55,7 +70,7 @@ describe('every operation of /v1/openapi.json, fuzzed from its own schemas', () 
       for (const [kind, arb] of [['described', op.valid], ['mutated', op.mutated]] as const) {
         await fc.assert(
           fc.asyncProperty(arb, async (request) => {
-            const out = await send(t.app, op.path, request, { 'x-api-key': ADMIN_KEY });
+            const out = await send(t.app, op, request, { 'x-api-key': ADMIN_KEY });
             if (out.fault) throw new Error(`${describeRequest(request)} -> ${out.fault}`);
             if (kind === 'described') {
               if (out.status < 300 || out.status === 404) tally.ok++;

@@ -5,8 +5,11 @@
  * segments, invalid UTF-8 in the query string, broken JSON). Used by openapi-fuzz.test.ts (a short
  * seeded run) and bench/fuzz.bench.ts (a long one).
  */
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
 import fc from 'fast-check';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { isStandardBase64 } from '../platform/float32-base64.ts';
 
 type Schema = {
   type?: string | string[];
@@ -28,7 +31,22 @@ type Schema = {
   minItems?: number;
   maxItems?: number;
   maxProperties?: number;
+  minProperties?: number;
+  $ref?: string;
 };
+
+/** The document's components (for `$ref`s) and how deep a recursive `$ref` may still go. */
+interface Context {
+  components: Record<string, Schema>;
+  depth: number;
+}
+/**
+ * Recursive schemas (the filter's $and/$or) are followed this deep; below, the empty object.
+ * Inside them arrays and objects are generated with at most MAX_NESTED_ITEMS members, so that a
+ * filter stays under the service's bound on conditions over the whole tree (which no schema can say).
+ */
+const MAX_REF_DEPTH = 3;
+const MAX_NESTED_ITEMS = 2;
 
 /** Generated sizes stay small: the point is shapes and edges, not volume. */
 const MAX_GENERATED_ITEMS = 6;
@@ -53,26 +71,33 @@ function stringFor(s: Schema): fc.Arbitrary<string> {
 }
 
 /** A fast-check arbitrary for values `schema` accepts (the subset of JSON Schema the document uses). */
-export function arbitraryFor(schema: Schema | boolean | undefined): fc.Arbitrary<unknown> {
+export function arbitraryFor(schema: Schema | boolean | undefined, ctx: Context = { components: {}, depth: 0 }): fc.Arbitrary<unknown> {
   if (schema === undefined || schema === true) return json;
   if (schema === false) return fc.constant(undefined);
   const s = schema;
+  if (s.$ref) {
+    const target = ctx.components[s.$ref.replace('#/components/schemas/', '')];
+    return ctx.depth >= MAX_REF_DEPTH ? fc.constant({}) : arbitraryFor(target, { ...ctx, depth: ctx.depth + 1 });
+  }
   if (s.const !== undefined) return fc.constant(s.const);
   if (s.enum) return fc.constantFrom(...s.enum);
   const union = s.anyOf ?? s.oneOf;
   if (union && s.properties) {
-    // An object whose branches only require members: each branch is the object with its members
-    // required (and, for oneOf, without the members the other branches require).
+    // An object in one of several forms: each branch is the object with the branch's members
+    // required, its narrowed members replacing the object's, those it forbids (false) left out,
+    // and, for oneOf, without the members only the other branches require.
     const { anyOf: _a, oneOf: _o, ...object } = s;
     return fc.oneof(
       ...union.map((u) => {
-        const others = s.oneOf ? s.oneOf.filter((x) => x !== u).flatMap((x) => x.required ?? []) : [];
-        const properties = Object.fromEntries(Object.entries(s.properties!).filter(([k]) => !others.includes(k)));
-        return arbitraryFor({ ...object, properties, required: [...(s.required ?? []), ...(u.required ?? [])] });
+        const own = u.required ?? [];
+        const others = s.oneOf ? s.oneOf.filter((x) => x !== u).flatMap((x) => x.required ?? []).filter((k) => !own.includes(k)) : [];
+        const merged = { ...s.properties, ...u.properties } as Record<string, Schema | boolean>;
+        const properties = Object.fromEntries(Object.entries(merged).filter(([k, v]) => v !== false && !others.includes(k)));
+        return arbitraryFor({ ...object, properties: properties as Record<string, Schema>, required: [...(s.required ?? []), ...own] }, ctx);
       }),
     );
   }
-  if (union) return fc.oneof(...union.map((u) => arbitraryFor(u)));
+  if (union) return fc.oneof(...union.map((u) => arbitraryFor(u, ctx)));
   const type = Array.isArray(s.type) ? s.type[0] : s.type;
   switch (type) {
     case 'null':
@@ -87,23 +112,28 @@ export function arbitraryFor(schema: Schema | boolean | undefined): fc.Arbitrary
       return stringFor(s);
     case 'array': {
       const minLength = s.minItems ?? 0;
-      return fc.array(arbitraryFor(s.items), { minLength, maxLength: Math.max(minLength, Math.min(s.maxItems ?? MAX_GENERATED_ITEMS, MAX_GENERATED_ITEMS)) });
+      const most = ctx.depth > 0 ? MAX_NESTED_ITEMS : MAX_GENERATED_ITEMS;
+      return fc.array(arbitraryFor(s.items, ctx), { minLength, maxLength: Math.max(minLength, Math.min(s.maxItems ?? most, most)) });
     }
     case 'object':
     case undefined: {
-      if (!s.properties && type === undefined) return json;
+      if (!s.properties && !s.patternProperties && type === undefined) return json;
       const props = s.properties ?? {};
       const required = new Set(s.required ?? []);
       const known = fc.record(
-        Object.fromEntries(Object.entries(props).map(([k, v]) => [k, arbitraryFor(v)])),
+        Object.fromEntries(Object.entries(props).map(([k, v]) => [k, arbitraryFor(v, ctx)])),
         { requiredKeys: Object.keys(props).filter((k) => required.has(k)) },
       );
-      const free = s.additionalProperties === false ? null : (s.patternProperties ? Object.values(s.patternProperties)[0] : s.additionalProperties);
-      if (free === null) return known;
-      const extra = fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), arbitraryFor(free === true || free === undefined ? undefined : free), {
-        maxKeys: Math.min(s.maxProperties ?? MAX_GENERATED_ITEMS, MAX_GENERATED_ITEMS),
-      });
-      return fc.tuple(known, extra).map(([k, e]) => ({ ...e, ...k }));
+      const maxKeys = Math.min(s.maxProperties ?? MAX_GENERATED_ITEMS, ctx.depth > 0 ? MAX_NESTED_ITEMS : MAX_GENERATED_ITEMS);
+      // Members named by a pattern (the filter's field paths), or any other member where allowed.
+      const free: [fc.Arbitrary<string>, Schema | undefined][] = Object.entries(s.patternProperties ?? {}).map(([p, v]) => [stringFor({ pattern: p, maxLength: 12 }), v]);
+      if (s.additionalProperties !== false && free.length === 0) {
+        const any = s.additionalProperties === true || s.additionalProperties === undefined ? undefined : s.additionalProperties;
+        free.push([fc.string({ minLength: 1, maxLength: 12 }), any]);
+      }
+      const extras = free.map(([key, v]) => fc.dictionary(key.filter((k) => !(k in props)), arbitraryFor(v, ctx), { maxKeys }));
+      const object = fc.tuple(known, ...extras).map(([k, ...e]) => Object.assign({}, ...e, k) as Record<string, unknown>);
+      return s.minProperties ? object.filter((o) => Object.keys(o).length >= s.minProperties!) : object;
     }
   }
   return json;
@@ -118,9 +148,11 @@ interface Parameter {
 interface Operation {
   parameters?: Parameter[];
   requestBody?: { required?: boolean; content: Record<string, { schema?: Schema }> };
+  responses?: Record<string, { content?: Record<string, { schema?: Schema }> }>;
 }
 export interface OpenApiDocument {
   paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, unknown> };
 }
 
 export interface FuzzRequest {
@@ -139,6 +171,44 @@ export interface FuzzOperation {
   /** Requests the document describes, and mutated ones. */
   valid: fc.Arbitrary<FuzzRequest>;
   mutated: fc.Arbitrary<FuzzRequest>;
+  /** Why an answer is not what the document declares for this operation (status, media type, schema), or null. */
+  checkAnswer: (res: LightMyRequestResponse) => string | null;
+}
+
+/**
+ * Checks answers against the document's response schemas: the status must be declared, and a
+ * JSON answer must match the schema of its status and media type (ajv, JSON Schema 2020-12 as
+ * OpenAPI 3.1 says; `$ref`s resolve into the document's components).
+ */
+function answerChecker(doc: OpenApiDocument, op: Operation): (res: LightMyRequestResponse) => string | null {
+  const ajv = answerAjv(doc);
+  const compiled = new Map<string, ValidateFunction>();
+  return (res) => {
+    const declared = op.responses?.[String(res.statusCode)];
+    if (!declared) return `status ${res.statusCode} is not declared (declared: ${Object.keys(op.responses ?? {}).join(', ')})`;
+    const media = String(res.headers['content-type'] ?? '').split(';')[0].trim();
+    if (!/json$/.test(media)) return null;
+    const schema = declared.content?.[media]?.schema;
+    if (!schema) return `${res.statusCode} ${media} is not declared (declared: ${Object.keys(declared.content ?? {}).join(', ')})`;
+    const key = `${res.statusCode} ${media}`;
+    let validate = compiled.get(key);
+    if (!validate) compiled.set(key, (validate = ajv.compile({ ...schema, components: doc.components })));
+    if (validate(JSON.parse(res.body))) return null;
+    return `${key} does not match its schema: ${ajv.errorsText(validate.errors?.slice(0, 5))}; ${res.body.slice(0, 300)}`;
+  };
+}
+
+const answerAjvs = new WeakMap<OpenApiDocument, Ajv2020>();
+function answerAjv(doc: OpenApiDocument): Ajv2020 {
+  let ajv = answerAjvs.get(doc);
+  if (ajv) return ajv;
+  // Not strict: the document's schemas carry OpenAPI's own keywords (example, components).
+  ajv = new Ajv2020({ strict: false, allErrors: true });
+  formats.default(ajv);
+  ajv.addFormat('byte', { type: 'string', validate: isStandardBase64 });
+  ajv.addFormat('binary', true);
+  answerAjvs.set(doc, ajv);
+  return ajv;
 }
 
 /** Percent-encoded sequences that are not UTF-8, bad percent-encoding, and odd segments. */
@@ -193,10 +263,11 @@ export function operationsOf(doc: OpenApiDocument): FuzzOperation[] {
     for (const [method, op] of Object.entries(ops)) {
       const params = (op.parameters ?? []).filter((p) => p.in === 'path');
       const query = (op.parameters ?? []).filter((p) => p.in === 'query');
-      const pathArb = fc.record(Object.fromEntries(params.map((p) => [p.name, arbitraryFor(p.schema)])));
-      const queryArb = fc.record(Object.fromEntries(query.map((p) => [p.name, arbitraryFor(p.schema)])), { requiredKeys: query.filter((p) => p.required).map((p) => p.name) });
+      const ctx: Context = { components: (doc.components?.schemas ?? {}) as Record<string, Schema>, depth: 0 };
+      const pathArb = fc.record(Object.fromEntries(params.map((p) => [p.name, arbitraryFor(p.schema, ctx)])));
+      const queryArb = fc.record(Object.fromEntries(query.map((p) => [p.name, arbitraryFor(p.schema, ctx)])), { requiredKeys: query.filter((p) => p.required).map((p) => p.name) });
       const bodySchema = op.requestBody?.content['application/json']?.schema;
-      const bodyArb: fc.Arbitrary<unknown> = bodySchema ? arbitraryFor(bodySchema) : fc.constant(undefined);
+      const bodyArb: fc.Arbitrary<unknown> = bodySchema ? arbitraryFor(bodySchema, ctx) : fc.constant(undefined);
       const M = method.toUpperCase();
       const valid = fc.tuple(pathArb, queryArb, bodyArb).map(([p, q, b]): FuzzRequest => ({
         method: M,
@@ -226,7 +297,7 @@ export function operationsOf(doc: OpenApiDocument): FuzzOperation[] {
         if (query.length > 0) choices.push(fc.constantFrom(...ODD_SEGMENTS).map((seg) => ({ method: M, url: `${buildUrl(path, p, {})}?${query[0].name}=${seg}&${query[0].name}=${seg}`, valid: false, mutation: 'query value' })));
         return fc.oneof(...choices);
       });
-      out.push({ method: M, path, valid, mutated });
+      out.push({ method: M, path, valid, mutated, checkAnswer: answerChecker(doc, op) });
     }
   }
   return out;
@@ -235,7 +306,7 @@ export function operationsOf(doc: OpenApiDocument): FuzzOperation[] {
 export interface FuzzOutcome {
   request: FuzzRequest;
   status: number;
-  /** Why the answer breaks the rules (a 5xx, a 4xx without a problem body), or null. */
+  /** Why the answer breaks the rules (a 5xx, a 4xx without a problem body, or, to a described request, an answer the document does not declare), or null. */
   fault: string | null;
 }
 
@@ -243,14 +314,14 @@ export interface FuzzOutcome {
 const EXPECTED_5XX: Record<string, string> = { '/v1/docker/': 'runtime_unavailable' };
 
 /** Sends one request through app.inject and judges its answer. */
-export async function send(app: FastifyInstance, path: string, request: FuzzRequest, headers: Record<string, string>): Promise<FuzzOutcome> {
+export async function send(app: FastifyInstance, op: Pick<FuzzOperation, 'path' | 'checkAnswer'>, request: FuzzRequest, headers: Record<string, string>): Promise<FuzzOutcome> {
   const res: LightMyRequestResponse = await app.inject({
     method: request.method as 'GET',
     url: request.url,
     headers: { ...headers, ...(request.payload === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(request.payload === undefined ? {} : { payload: request.payload }),
   });
-  return { request, status: res.statusCode, fault: judge(path, res) };
+  return { request, status: res.statusCode, fault: judge(op.path, res) ?? (request.valid ? op.checkAnswer(res) : null) };
 }
 
 function judge(path: string, res: LightMyRequestResponse): string | null {

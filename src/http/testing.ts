@@ -110,7 +110,7 @@ export async function startTestApp(
   }
   const deps: Deps = { config, storage, models, reranker: createReranker(config.rerank), clock: opts.clock };
   await bootstrap(deps);
-  const app = await buildApp(deps, { metrics, logger: opts.logger });
+  const app = await buildApp(deps, { metrics, logger: opts.logger, checkAnswers: true });
   await app.ready();
   const admin = await storage.getUserByEmail('admin@localhost');
   return {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ServiceError } from '../errors.ts';
-import { VectorBatchBody, VectorDeleteBody } from './schemas.ts';
+import { VectorBatchBody, VectorDeleteBody } from './schemas/index.ts';
 import { boundedValidatorCompiler, cutForErrors } from './validator.ts';
 
 /** The ServiceError the compiled validator refuses `data` with, or null when it passes. */

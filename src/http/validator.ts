@@ -10,7 +10,8 @@ import formats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { invalid, MAX_FIELD_ERRORS, type FieldError } from '../errors.ts';
 import { isStandardBase64, STANDARD_BASE64 } from '../platform/float32-base64.ts';
-import { BASE64_FORMAT } from './schemas.ts';
+import { SERVICE_CHECKED } from './openapi-service-checked.ts';
+import { BASE64_FORMAT } from './schemas/index.ts';
 
 /** Nodes (array elements, object members) of a failed value the all-errors pass looks at. */
 const ERROR_PASS_NODES = 20_000;
@@ -118,6 +119,8 @@ function makeAjv(allErrors: boolean): Ajv {
   // OpenAPI's base64 format, strict (ajv-formats' own regex is multi-line: "AAAA\n!!" passes)
   // and fast enough for a 1,000-vector batch of `vector_base64` (schemas.ts).
   ajv.addFormat(BASE64_FORMAT, { type: 'string', validate: isStandardBase64 });
+  // Rules the service checks itself; only the document shows them (openapi-service-checked.ts).
+  ajv.addKeyword({ keyword: SERVICE_CHECKED });
   return ajv;
 }
 

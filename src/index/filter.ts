@@ -21,8 +21,8 @@ export type Filter = { [k: string]: Json };
 const COMPARE_OPS = ['$gt', '$gte', '$lt', '$lte'] as const;
 const FIELD_OPS = ['$eq', '$ne', '$in', '$nin', ...COMPARE_OPS, '$exists'] as const;
 const LOGICAL_OPS = ['$and', '$or'] as const;
-const MAX_DEPTH = 32;
-const MAX_LIST = 10_000;
+export const MAX_DEPTH = 32;
+export const MAX_LIST = 10_000;
 /**
  * Field conditions in one filter (each operator of a field counts). SQLite refuses an expression
  * tree deeper than 1,000, and a chain of conditions nests one level per condition: ~1,000 of them

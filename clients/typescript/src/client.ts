@@ -155,7 +155,7 @@ export class VssClient {
     return (await this.read<{ keyspaces: A.KeyspaceView[] }>('/v1/keyspaces/list', signal)).keyspaces;
   }
 
-  createTable(request: R.TableCreateRequest, signal?: AbortSignal): Promise<A.TableView & { keyspace: string }> {
+  createTable(request: R.TableCreateRequest, signal?: AbortSignal): Promise<A.TableAnswer> {
     return this.post('/v1/keyspaces/table/create', request, signal);
   }
 

@@ -1,6 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { handleCheckoutWebhook } from '../../service/billing.ts';
 import type { Deps } from '../../service/deps.ts';
+import { answers } from '../openapi-responses.ts';
+import { WebhookAnswer } from '../schemas/index.ts';
 
 const WEBHOOK_BODY_LIMIT = 1024 * 1024;
 
@@ -13,7 +15,7 @@ export const billingRoutes: FastifyPluginAsync<{ deps: Deps }> = async (app, { d
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_req, body, done) => done(null, body));
 
   app.post('/v1/stripe/webhook/checkout', {
-    schema: { tags: ['billing'], summary: 'Stripe checkout webhook (authenticated by Stripe-Signature)' },
+    schema: { tags: ['billing'], summary: 'Stripe checkout webhook (authenticated by Stripe-Signature)', response: answers({ 200: WebhookAnswer }, ['malformed_body', 'payload_too_large', 'not_ready', 'user_not_found', 'storage_unavailable', 'insufficient_storage']) },
     config: { permission: 'public' },
     bodyLimit: WEBHOOK_BODY_LIMIT,
     handler: (req) => {

@@ -6,7 +6,8 @@ import { chat, type ChatOutput } from '../../service/chat.ts';
 import type { Deps } from '../../service/deps.ts';
 import { LlmSlots } from '../../service/llm-slots.ts';
 import { callerOf } from '../auth.ts';
-import { NAME_PATTERN } from '../schemas.ts';
+import { answers } from '../openapi-responses.ts';
+import { ChatAnswer, ChatEvents, NAME_PATTERN } from '../schemas/index.ts';
 
 export const ChatBody = Type.Object(
   {
@@ -36,7 +37,9 @@ function* events(out: ChatOutput): Generator<string> {
 export const chatRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const llm = new LlmSlots(deps.config.chat.maxConcurrent);
   app.post('/v1/chat/', {
-    schema: { tags: ['search'], summary: 'Commands, and questions answered from stored content with their sources', body: ChatBody },
+    schema: { tags: ['search'], summary: 'Commands, and questions answered from stored content with their sources', body: ChatBody,
+      response: answers({ 200: { description: 'The answer; as server-sent events when streamed', content: { 'application/json': { schema: ChatAnswer }, 'text/event-stream': { schema: ChatEvents } } } }, ['not_ready', 'rate_limited']),
+    },
     // Only a named keyspace is gated here: commands like /help need none, the default is checked by the service.
     config: { permission: 'Read', keyspaces: (r) => [(r.body as ChatBody).keyspace] },
     handler: async (req, reply) => {

@@ -24,7 +24,8 @@ import type { Deps } from '../../service/deps.ts';
 import { checkUpload, createExtractPool, deleteFile, downloadFile, listFiles, uploadFile, type UploadInput } from '../../service/files.ts';
 import { UploadSlots } from '../../service/upload-slots.ts';
 import { callerOf } from '../auth.ts';
-import { Keyspace, TableName } from '../schemas.ts';
+import { answers } from '../openapi-responses.ts';
+import { FileBytes, FileDeleted, FileList, Keyspace, TableName, UploadAnswer } from '../schemas/index.ts';
 
 /** Room for the multipart framing and the small fields around the file, in a Content-Length check. */
 const MULTIPART_OVERHEAD = 64 * 1024;
@@ -193,6 +194,16 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
       tags: ['files'],
       summary: 'Upload a file (multipart/form-data: `file`, optional keyspace, table, model_name, chunk_size, chunk_overlap): extract, chunk, embed, store',
       consumes: ['multipart/form-data'],
+      response: answers({ 200: UploadAnswer }, [
+        'dimension_mismatch',
+        'unknown_model',
+        'unprocessable_file',
+        'quota_exceeded',
+        'rate_limited',
+        'request_aborted',
+        'not_ready',
+        'insufficient_storage',
+      ]),
     },
     config: { permission: 'Write' },
     // Refused before a byte of the body is read when its declared length is already too much.
@@ -225,7 +236,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
   });
 
   app.get('/v1/files/', {
-    schema: { tags: ['files'], summary: "The caller's files: {files: [names], details: [...]}", querystring: FileListQuery },
+    schema: { tags: ['files'], summary: "The caller's files: {files: [names], details: [...]}", querystring: FileListQuery, response: answers({ 200: FileList }) },
     config: { permission: 'Read', keyspaces: (r) => [(r.query as { keyspace?: string }).keyspace] },
     handler: (req) => listFiles(deps, callerOf(req), req.query),
   });
@@ -234,7 +245,10 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
   const paramKeyspace = (r: FastifyRequest) => [(r.params as { keyspace: string }).keyspace];
 
   app.get('/v1/files/:keyspace/:table/*', {
-    schema: { tags: ['files'], summary: 'Download a file: the bytes as uploaded', params: FileParams },
+    schema: { tags: ['files'], summary: 'Download a file: the bytes as uploaded',
+      params: FileParams,
+      response: answers({ 200: { description: 'The bytes as uploaded, with the content type of the detected file type', content: { 'application/octet-stream': { schema: FileBytes } } } }, ['table_not_found', 'file_not_found', 'range_not_satisfiable']),
+    },
     config: { permission: 'Read', keyspaces: paramKeyspace },
     handler: async (req, reply) => {
       const { file, content } = await downloadFile(deps, fileOf(req));
@@ -249,7 +263,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
   });
 
   app.delete('/v1/files/:keyspace/:table/*', {
-    schema: { tags: ['files'], summary: 'Delete a file, its chunk vectors and its metadata record', params: FileParams },
+    schema: { tags: ['files'], summary: 'Delete a file, its chunk vectors and its metadata record', params: FileParams, response: answers({ 200: FileDeleted }, ['table_not_found', 'file_not_found', 'insufficient_storage']) },
     config: { permission: 'Write', keyspaces: paramKeyspace },
     handler: (req) => deleteFile(deps, fileOf(req)),
   });

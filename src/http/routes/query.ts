@@ -4,7 +4,8 @@ import { DEFAULT_LIMITS } from '../../config/config.ts';
 import type { Deps } from '../../service/deps.ts';
 import { query } from '../../service/query.ts';
 import { callerOf } from '../auth.ts';
-import { NAME_PATTERN } from '../schemas.ts';
+import { answers } from '../openapi-responses.ts';
+import { NAME_PATTERN, QueryAnswer } from '../schemas/index.ts';
 
 export const QueryBody = Type.Object(
   {
@@ -19,7 +20,7 @@ export type QueryBody = Static<typeof QueryBody>;
 
 export const queryRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.post('/v1/query/', {
-    schema: { tags: ['search'], summary: 'Search every table of one keyspace, matches merged by score', body: QueryBody },
+    schema: { tags: ['search'], summary: 'Search every table of one keyspace, matches merged by score', body: QueryBody, response: answers({ 200: QueryAnswer }, ['unknown_model', 'not_ready']) },
     config: { permission: 'Read', keyspaces: (r) => [(r.body as QueryBody).selectedContainerId ?? deps.config.defaultKeyspace] },
     handler: (req) => query(deps, callerOf(req), req.body),
   });

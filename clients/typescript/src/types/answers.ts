@@ -1,170 +1,42 @@
 /**
- * The server's answers, written by hand from docs/API.md because the OpenAPI document describes
- * requests only. To be replaced by types generated into openapi.ts once the document describes
- * answers (issue #27, "The document describes every answer").
+ * The server's answers, as its OpenAPI document declares them (src/types/openapi.ts, generated:
+ * `npm run generate -w @vss/client`). Only names are given here; every shape comes from the
+ * document, so a change of an answer on the server changes these types at the next generation.
  */
+import type { components, paths } from './openapi.ts';
 
-export type Metadata = Record<string, unknown>;
-export type Permission = 'Read' | 'Write' | 'All';
+type Responses<P extends keyof paths, M extends keyof paths[P]> = NonNullable<paths[P][M]> extends { responses: infer R } ? R : never;
 
-export interface SearchMatch {
-  key: string;
-  score: number;
-  /** The vector's metadata, its source record's fields and `text` (docs/API.md, Search). */
-  metadata: Metadata;
-  vector?: number[];
-  /** Hybrid searches: each list's own score, null where that list lacked the row. */
-  scores?: { semantic: number | null; lexical: number | null };
-}
+/** The JSON answer of a route for a status (200 unless given). */
+export type JsonAnswer<P extends keyof paths, M extends keyof paths[P], S extends keyof Responses<P, M> = 200 & keyof Responses<P, M>> =
+  Responses<P, M>[S] extends { content: { 'application/json': infer A } } ? A : never;
 
-export interface SearchAnswer {
-  query: string | null;
-  model_name: string;
-  keyspace: string;
-  table: string;
-  metric: string;
-  initial_top_k: number;
-  final_top_k: number;
-  include_vector: boolean;
-  filter?: Record<string, unknown>;
-  matches: SearchMatch[];
-  mode?: 'semantic' | 'lexical' | 'hybrid';
-  /** Why an answer degraded (a reranker that failed), when it did. */
-  note?: string;
-  [extra: string]: unknown;
-}
+/** The RFC 9457 problem body every error is answered with. */
+export type Problem = components['schemas']['Problem'];
 
-export interface WriteAnswer {
-  keyspace: string;
-  table: string;
-  key: string;
-}
-
-export interface BatchAnswer {
-  keyspace: string;
-  table: string;
-  written: number;
-  keys: string[];
-}
-
-/** `upsert`: the batch answers summed, and how many requests carried them. */
-export interface UpsertAnswer extends BatchAnswer {
-  batches: number;
-}
-
-export interface VectorRow {
-  key: string;
-  metadata: Metadata;
-  text: string | null;
-  vector?: number[];
-}
-
-export interface VectorAnswer extends VectorRow {
-  keyspace: string;
-  table: string;
-}
-
-export interface VectorPage {
-  keyspace: string;
-  table: string;
-  vectors: VectorRow[];
-  /** Give it back for the next page; null after the last. */
-  cursor: string | null;
-}
-
-export interface DeleteAnswer {
-  keyspace: string;
-  table: string;
-  deleted: number;
-}
-
-export interface CountAnswer {
-  keyspace: string;
-  table: string;
-  count: number;
-}
-
-export interface TableView {
-  table: string;
-  dimension: number;
-  metric: string;
-  model: string | null;
-  row_count: number;
-  created_at: string;
-}
-
-export interface KeyspaceView {
-  keyspace: string;
-  owner: string | null;
-  replication: unknown;
-  created_at: string;
-  tables: TableView[];
-}
-
-export interface FileSummary {
-  keyspace: string;
-  table: string;
-  name: string;
-  type: string;
-  size: number;
-  chunks: number;
-  sha256: string;
-  created_at: string;
-}
-
-export interface UploadedFile extends FileSummary {
-  method: string;
-  model: string;
-  chunk_size: number;
-  chunk_overlap: number;
-  replaced: boolean;
-  pages?: number;
-  total_pages?: number;
-  truncated?: boolean;
-}
-
-export interface UploadAnswer {
-  files: string[];
-  file: UploadedFile;
-}
-
-export interface FileList {
-  files: string[];
-  details: FileSummary[];
-}
-
-export interface FileDeleteAnswer {
-  deleted: true;
-  keyspace: string;
-  table: string;
-  name: string;
-  chunks: number;
-}
-
-export interface KeyView {
-  key_id: string;
-  name: string;
-  user_id: string;
-  permissions: Permission;
-  resources: string[];
-  created_at: string;
-  revoked_at: string | null;
-}
-
+export type SearchAnswer = JsonAnswer<'/v1/search/', 'post'>;
+export type SearchMatch = SearchAnswer['matches'][number];
+export type Metadata = SearchMatch['metadata'];
+export type WriteAnswer = JsonAnswer<'/v1/vector/write', 'post'>;
+export type BatchAnswer = JsonAnswer<'/v1/vector/batch', 'post'>;
+/** `upsert`: the batch answers summed, and how many requests carried them (the client's own). */
+export type UpsertAnswer = BatchAnswer & { batches: number };
+export type VectorAnswer = JsonAnswer<'/v1/vector/get', 'post'>;
+export type VectorPage = JsonAnswer<'/v1/vector/list', 'post'>;
+export type VectorRow = VectorPage['vectors'][number];
+export type DeleteAnswer = JsonAnswer<'/v1/vector/delete', 'post'>;
+export type CountAnswer = JsonAnswer<'/v1/vector/count', 'post'>;
+export type TableAnswer = JsonAnswer<'/v1/keyspaces/table/create', 'post'>;
+export type KeyspaceView = JsonAnswer<'/v1/keyspaces/create', 'post'>;
+export type TableView = KeyspaceView['tables'][number];
+export type UploadAnswer = JsonAnswer<'/v1/embed/', 'post'>;
+export type UploadedFile = UploadAnswer['file'];
+export type FileList = JsonAnswer<'/v1/files/', 'get'>;
+export type FileSummary = FileList['details'][number];
+export type FileDeleteAnswer = JsonAnswer<'/v1/files/{keyspace}/{table}/{*}', 'delete'>;
+export type KeyView = JsonAnswer<'/v1/keys/revoke', 'post'>;
+export type Permission = KeyView['permissions'];
 /** A new or rotated key: the secret is in `key`, answered this once. */
-export interface NewKey extends KeyView {
-  key: string;
-  rotated_from?: string;
-}
-
-export interface EmbeddingsAnswer {
-  object: 'list';
-  data: { object: 'embedding'; index: number; embedding: number[] | string }[];
-  model: string;
-  usage: { prompt_tokens: number; total_tokens: number };
-}
-
-export interface HealthAnswer {
-  status: string;
-  checks: { storage: string; model: string; [check: string]: string };
-}
+export type NewKey = JsonAnswer<'/v1/keys/generate', 'post'>;
+export type EmbeddingsAnswer = JsonAnswer<'/v1/embeddings', 'post'>;
+export type HealthAnswer = JsonAnswer<'/v1/healthcheck/', 'get'>;

@@ -20,12 +20,74 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Prometheus text exposition format */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "text/plain": string;
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -59,7 +121,58 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "name": "vss",
+                         *       "version": "0.1.0",
+                         *       "openapi": "/v1/openapi.json",
+                         *       "docs": "/v1/docs"
+                         *     }
+                         */
+                        "application/json": {
+                            name: string;
+                            version: string;
+                            openapi: string;
+                            docs: string;
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
                 };
             };
         };
@@ -93,7 +206,88 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "ok",
+                         *       "checks": {
+                         *         "storage": "ok",
+                         *         "model": "ok"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "ok" | "unavailable";
+                            checks: {
+                                /** @enum {string} */
+                                storage: "ok" | "unavailable";
+                                model: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "status": "ok",
+                         *       "checks": {
+                         *         "storage": "ok",
+                         *         "model": "ok"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "ok" | "unavailable";
+                            checks: {
+                                /** @enum {string} */
+                                storage: "ok" | "unavailable";
+                                model: string;
+                            };
+                        };
+                    };
                 };
             };
         };
@@ -127,7 +321,109 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "platform": "Linux",
+                         *       "platform_release": "6.8.0",
+                         *       "platform_version": "#1 SMP",
+                         *       "architecture": "x64",
+                         *       "hostname": "vss-1",
+                         *       "ip_address": "10.0.0.2",
+                         *       "processor": "AMD EPYC",
+                         *       "python_version": "node 20.20.2",
+                         *       "machine": "x86_64",
+                         *       "pid": 1,
+                         *       "cores": 2
+                         *     }
+                         */
+                        "application/json": {
+                            platform: string;
+                            platform_release: string;
+                            platform_version: string;
+                            architecture: string;
+                            hostname: string;
+                            ip_address: string;
+                            processor: string;
+                            /** @description The runtime: "node <version>" */
+                            python_version: string;
+                            machine: string;
+                            pid: number;
+                            cores: number;
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -161,7 +457,124 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "version": "0.1.0",
+                         *       "storage": "embedded",
+                         *       "default_model": "all-MiniLM-L6-v2",
+                         *       "default_keyspace": "default_keyspace",
+                         *       "default_table": "vector",
+                         *       "models": [
+                         *         "all-MiniLM-L6-v2"
+                         *       ],
+                         *       "limits": {
+                         *         "body_bytes": 33554432,
+                         *         "upload_bytes": 67108864,
+                         *         "uploads_per_user": 2,
+                         *         "batch_items": 1000,
+                         *         "max_dimension": 4096,
+                         *         "max_final_top_k": 1000,
+                         *         "query_bytes": 8192,
+                         *         "key_bytes": 512
+                         *       },
+                         *       "chat_configured": false,
+                         *       "stripe_configured": false
+                         *     }
+                         */
+                        "application/json": {
+                            version: string;
+                            storage: string;
+                            default_model: string;
+                            default_keyspace: string;
+                            default_table: string;
+                            models: string[];
+                            limits: {
+                                body_bytes: number;
+                                upload_bytes: number;
+                                uploads_per_user: number;
+                                batch_items: number;
+                                max_dimension: number;
+                                max_final_top_k: number;
+                                query_bytes: number;
+                                key_bytes: number;
+                            };
+                            chat_configured: boolean;
+                            stripe_configured: boolean;
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -190,6 +603,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
+            /** @description One of the forms below. The service also checks what JSON Schema cannot say: final_top_k at most initial_top_k, a vector of the table's dimension, not all zeros under cosine. */
             requestBody: {
                 content: {
                     "application/json": {
@@ -218,9 +632,7 @@ export interface paths {
                         /** @description Matches returned (default 5) */
                         final_top_k?: number;
                         /** @description Metadata filter: {field: value} or operators $eq $ne $in $nin $gt $gte $lt $lte $exists $and $or; at most 256 conditions */
-                        filter?: {
-                            [key: string]: unknown;
-                        };
+                        filter?: components["schemas"]["Filter"];
                         include_vector?: boolean;
                         /** @description semantic (default: by the model), lexical (BM25 over the rows' text) or hybrid (both lists fused) */
                         mode?: "semantic" | "lexical" | "hybrid";
@@ -230,8 +642,18 @@ export interface paths {
                             method: string;
                             k?: number;
                             alpha?: number;
-                        };
-                        /** @description Maximal marginal relevance: diversity 0-1 over the best `candidates` */
+                        } & ({
+                            /** @enum {unknown} */
+                            method: "rrf";
+                            k?: number;
+                            alpha?: never;
+                        } | {
+                            /** @enum {unknown} */
+                            method: "relative";
+                            alpha?: number;
+                            k?: never;
+                        });
+                        /** @description Maximal marginal relevance: diversity 0-1 over the best `candidates` (from final_top_k to initial_top_k, checked by the service) */
                         mmr?: {
                             diversity?: number;
                             candidates?: number;
@@ -239,7 +661,48 @@ export interface paths {
                         /** @description Order the best candidates with the configured cross-encoder (VSS_RERANK_URL) */
                         rerank?: boolean;
                         matches?: unknown[];
-                    };
+                    } & ({
+                        /** @enum {unknown} */
+                        mode?: "semantic";
+                        vector?: never;
+                        vector_base64?: never;
+                        fusion?: never;
+                    } | {
+                        /** @enum {unknown} */
+                        mode?: "semantic";
+                        /** @enum {unknown} */
+                        rerank?: false;
+                        query?: never;
+                        vector_base64?: never;
+                        fusion?: never;
+                    } | {
+                        /** @enum {unknown} */
+                        mode?: "semantic";
+                        /** @enum {unknown} */
+                        rerank?: false;
+                        query?: never;
+                        vector?: never;
+                        fusion?: never;
+                    } | {
+                        /** @enum {unknown} */
+                        mode: "lexical";
+                        vector?: never;
+                        vector_base64?: never;
+                        fusion?: never;
+                    } | {
+                        /** @enum {unknown} */
+                        mode: "hybrid";
+                        vector?: never;
+                        vector_base64?: never;
+                    } | {
+                        /** @enum {unknown} */
+                        mode: "hybrid";
+                        vector_base64?: never;
+                    } | {
+                        /** @enum {unknown} */
+                        mode: "hybrid";
+                        vector?: never;
+                    });
                 };
             };
             responses: {
@@ -248,7 +711,180 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "query": "a kitten on the couch",
+                         *       "model_name": "all-MiniLM-L6-v2",
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "metric": "cosine",
+                         *       "initial_top_k": 1000000,
+                         *       "final_top_k": 1,
+                         *       "include_vector": false,
+                         *       "mode": "semantic",
+                         *       "matches": [
+                         *         {
+                         *           "key": "cat",
+                         *           "score": 0.61,
+                         *           "metadata": {
+                         *             "text": "A cat is lying on a sofa."
+                         *           }
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            query: string | null;
+                            model_name: string;
+                            keyspace: string;
+                            table: string;
+                            /** @enum {string} */
+                            metric: "cosine" | "cosine similarity" | "cosine_similarity" | "dot_product" | "dot" | "euclidean" | "l2";
+                            initial_top_k: number;
+                            final_top_k: number;
+                            include_vector: boolean;
+                            /** @description The filter given */
+                            filter?: {
+                                [key: string]: unknown;
+                            };
+                            mode: "semantic" | "lexical" | "hybrid";
+                            /** @description The fusion used (hybrid mode) */
+                            fusion?: {
+                                method: "rrf" | "relative";
+                                k?: number;
+                                alpha?: number;
+                            };
+                            /** @description Best first */
+                            matches: {
+                                key: string;
+                                score: number;
+                                /** @description Each list's own score, null where that list lacked the row (lexical and hybrid modes, mmr, rerank) */
+                                scores?: {
+                                    semantic: number | null;
+                                    lexical: number | null;
+                                    /** @description The cross-encoder's score (rerank) */
+                                    rerank?: number;
+                                };
+                                /** @description The vector's metadata, its source record's fields and `text` */
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description float32 values (asked for with include_vector) */
+                                vector?: number[];
+                            }[];
+                            /** @description Why the answer is less than was asked for (a reranker that failed: un-reranked order) */
+                            note?: string;
+                        };
+                    };
+                };
+                /** @description Bad request: dimension_mismatch, malformed_body, unknown_metric, unknown_model, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "dimension_mismatch" | "malformed_body" | "unknown_metric" | "unknown_model" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found, table_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found" | "table_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: not_ready, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_ready" | "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -275,6 +911,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
+            /** @description The vector must have the table's dimension (checked by the service). */
             requestBody: {
                 content: {
                     "application/json": {
@@ -299,9 +936,14 @@ export interface paths {
                         metadata?: {
                             [key: string]: unknown;
                         };
-                        /** @description Seconds until this row expires (at most ten years); null: never, whatever the request or table says; absent: the request's, else the table's default_ttl_seconds */
-                        ttl_seconds?: number | null;
-                    };
+                    } & ({
+                        vector_base64?: never;
+                    } | {
+                        vector?: never;
+                    } | {
+                        vector?: never;
+                        vector_base64?: never;
+                    });
                 };
             };
             responses: {
@@ -310,7 +952,141 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "key": "doc-1"
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            table: string;
+                            /** @description The key given, or the one generated */
+                            key: string;
+                        };
+                    };
+                };
+                /** @description Bad request: dimension_mismatch, malformed_body, unknown_model, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "dimension_mismatch" | "malformed_body" | "unknown_model" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden, quota_exceeded */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden" | "quota_exceeded";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: not_ready, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_ready" | "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -347,7 +1123,7 @@ export interface paths {
                         /** @description Embedding model (default all-MiniLM-L6-v2) */
                         model_name?: string;
                         /** @description Records to upsert, all or nothing */
-                        vectors?: {
+                        vectors?: ({
                             /** @description Vector key: 1 to 512 bytes of UTF-8. */
                             key?: string;
                             /** @description float32 values */
@@ -363,13 +1139,16 @@ export interface paths {
                             metadata?: {
                                 [key: string]: unknown;
                             };
-                            /** @description Seconds until this row expires (at most ten years); null: never, whatever the request or table says; absent: the request's, else the table's default_ttl_seconds */
-                            ttl_seconds?: number | null;
-                        }[];
+                        } & ({
+                            vector_base64?: never;
+                        } | {
+                            vector?: never;
+                        } | {
+                            vector?: never;
+                            vector_base64?: never;
+                        }))[];
                         /** @description Bare vectors (keys are generated) */
                         vector?: number[][];
-                        /** @description Seconds until the records that name no ttl_seconds expire; null: never; absent: the table's default_ttl_seconds */
-                        ttl_seconds?: number | null;
                     } & (unknown | unknown);
                 };
             };
@@ -379,7 +1158,146 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "written": 2,
+                         *       "keys": [
+                         *         "doc-1",
+                         *         "doc-2"
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            table: string;
+                            written: number;
+                            /** @description In the order of the records */
+                            keys: string[];
+                        };
+                    };
+                };
+                /** @description Bad request: dimension_mismatch, malformed_body, unknown_model, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "dimension_mismatch" | "malformed_body" | "unknown_model" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden, quota_exceeded */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden" | "quota_exceeded";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: not_ready, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_ready" | "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -425,7 +1343,143 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "key": "doc-1",
+                         *       "metadata": {
+                         *         "lang": "en"
+                         *       },
+                         *       "text": "Hello",
+                         *       "vector": [
+                         *         0.1,
+                         *         0.2
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            table: string;
+                            key: string;
+                            /** @description The vector's metadata (free-form JSON) */
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            text: string | null;
+                            /** @description float32 values (asked for with include_vector) */
+                            vector?: number[];
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found, table_not_found, vector_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found" | "table_not_found" | "vector_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -461,9 +1515,7 @@ export interface paths {
                         table: string;
                         keys?: string[];
                         /** @description Metadata filter: {field: value} or operators $eq $ne $in $nin $gt $gte $lt $lte $exists $and $or; at most 256 conditions */
-                        filter?: {
-                            [key: string]: unknown;
-                        };
+                        filter?: components["schemas"]["Filter"];
                     } & (unknown | unknown);
                 };
             };
@@ -473,7 +1525,140 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "deleted": 3
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            table: string;
+                            deleted: number;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found, table_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found" | "table_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -521,7 +1706,146 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "vectors": [
+                         *         {
+                         *           "key": "doc-1",
+                         *           "metadata": {},
+                         *           "text": null
+                         *         }
+                         *       ],
+                         *       "cursor": null
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            table: string;
+                            vectors: {
+                                key: string;
+                                /** @description The vector's metadata (free-form JSON) */
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                text: string | null;
+                                /** @description float32 values (asked for with include_vector) */
+                                vector?: number[];
+                            }[];
+                            /** @description Give it back for the next page; null after the last */
+                            cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found, table_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found" | "table_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -556,9 +1880,7 @@ export interface paths {
                         /** @description Table name (same rule as keyspace names). */
                         table: string;
                         /** @description Metadata filter: {field: value} or operators $eq $ne $in $nin $gt $gte $lt $lte $exists $and $or; at most 256 conditions */
-                        filter?: {
-                            [key: string]: unknown;
-                        };
+                        filter?: components["schemas"]["Filter"];
                     };
                 };
             };
@@ -568,7 +1890,128 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "count": 42
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            table: string;
+                            count: number;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found, table_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found" | "table_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -607,8 +2050,6 @@ export interface paths {
                         raw_value?: string;
                         source_type?: string;
                         processing_details?: string;
-                        /** @description Seconds until the record expires; absent or null: never */
-                        ttl_seconds?: number | null;
                     };
                 };
             };
@@ -618,7 +2059,146 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "source_file": "notes.txt",
+                         *       "raw_value": "",
+                         *       "source_type": "txt",
+                         *       "processing_details": ""
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            table: string;
+                            source_file: string;
+                            raw_value: string;
+                            source_type: string;
+                            processing_details: string;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -659,8 +2239,6 @@ export interface paths {
                             raw_value?: string;
                             source_type?: string;
                             processing_details?: string;
-                            /** @description Seconds until the record expires; absent or null: never */
-                            ttl_seconds?: number | null;
                         }[];
                     } | {
                         /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
@@ -672,8 +2250,6 @@ export interface paths {
                         raw_value?: string;
                         source_type?: string;
                         processing_details?: string;
-                        /** @description Seconds until the record expires; absent or null: never */
-                        ttl_seconds?: number | null;
                     }[];
                 };
             };
@@ -683,7 +2259,154 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "written": 1,
+                         *       "records": [
+                         *         {
+                         *           "keyspace": "docs",
+                         *           "table": "vector",
+                         *           "source_file": "notes.txt",
+                         *           "raw_value": "",
+                         *           "source_type": "txt",
+                         *           "processing_details": ""
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            written: number;
+                            records: {
+                                keyspace: string;
+                                table: string;
+                                source_file: string;
+                                raw_value: string;
+                                source_type: string;
+                                processing_details: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -724,7 +2447,181 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "owner": "u_1",
+                         *       "replication": "embedded",
+                         *       "created_at": "2026-01-01T00:00:00.000Z",
+                         *       "tables": [
+                         *         {
+                         *           "table": "vector",
+                         *           "dimension": 384,
+                         *           "metric": "cosine",
+                         *           "model": "all-MiniLM-L6-v2",
+                         *           "lexical": {
+                         *             "tokenizer": "porter"
+                         *           },
+                         *           "row_count": 0,
+                         *           "created_at": "2026-01-01T00:00:00.000Z"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            /** @description Owning user id */
+                            owner: string | null;
+                            replication: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                            tables: {
+                                table: string;
+                                dimension: number;
+                                /** @enum {string} */
+                                metric: "cosine" | "cosine similarity" | "cosine_similarity" | "dot_product" | "dot" | "euclidean" | "l2";
+                                /** @description The embedding model its text rows were embedded with, when known */
+                                model: string | null;
+                                lexical: {
+                                    tokenizer: "porter" | "unicode61" | "trigram";
+                                };
+                                row_count: number;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                created_at: string;
+                                /** @description Rows in the ANN index (embedded storage) */
+                                indexed_rows?: number;
+                                /** @description Rows still waiting for the ANN index (embedded storage) */
+                                pending_rows?: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden, quota_exceeded */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden" | "quota_exceeded";
+                        };
+                    };
+                };
+                /** @description Conflict: already_exists */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "already_exists";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -758,7 +2655,145 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "owner": "u_1",
+                         *       "replication": "embedded",
+                         *       "created_at": "2026-01-01T00:00:00.000Z",
+                         *       "tables": [
+                         *         {
+                         *           "table": "vector",
+                         *           "dimension": 384,
+                         *           "metric": "cosine",
+                         *           "model": "all-MiniLM-L6-v2",
+                         *           "lexical": {
+                         *             "tokenizer": "porter"
+                         *           },
+                         *           "row_count": 0,
+                         *           "created_at": "2026-01-01T00:00:00.000Z"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            /** @description Owning user id */
+                            owner: string | null;
+                            replication: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                            tables: {
+                                table: string;
+                                dimension: number;
+                                /** @enum {string} */
+                                metric: "cosine" | "cosine similarity" | "cosine_similarity" | "dot_product" | "dot" | "euclidean" | "l2";
+                                /** @description The embedding model its text rows were embedded with, when known */
+                                model: string | null;
+                                lexical: {
+                                    tokenizer: "porter" | "unicode61" | "trigram";
+                                };
+                                row_count: number;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                created_at: string;
+                                /** @description Rows in the ANN index (embedded storage) */
+                                indexed_rows?: number;
+                                /** @description Rows still waiting for the ANN index (embedded storage) */
+                                pending_rows?: number;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden, quota_exceeded */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden" | "quota_exceeded";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -790,7 +2825,139 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspaces": [
+                         *         {
+                         *           "keyspace": "docs",
+                         *           "owner": "u_1",
+                         *           "replication": "embedded",
+                         *           "created_at": "2026-01-01T00:00:00.000Z",
+                         *           "tables": [
+                         *             {
+                         *               "table": "vector",
+                         *               "dimension": 384,
+                         *               "metric": "cosine",
+                         *               "model": "all-MiniLM-L6-v2",
+                         *               "lexical": {
+                         *                 "tokenizer": "porter"
+                         *               },
+                         *               "row_count": 0,
+                         *               "created_at": "2026-01-01T00:00:00.000Z"
+                         *             }
+                         *           ]
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            keyspaces: {
+                                keyspace: string;
+                                /** @description Owning user id */
+                                owner: string | null;
+                                replication: string;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                created_at: string;
+                                tables: {
+                                    table: string;
+                                    dimension: number;
+                                    /** @enum {string} */
+                                    metric: "cosine" | "cosine similarity" | "cosine_similarity" | "dot_product" | "dot" | "euclidean" | "l2";
+                                    /** @description The embedding model its text rows were embedded with, when known */
+                                    model: string | null;
+                                    lexical: {
+                                        tokenizer: "porter" | "unicode61" | "trigram";
+                                    };
+                                    row_count: number;
+                                    /**
+                                     * Format: date-time
+                                     * @description ISO 8601, UTC
+                                     */
+                                    created_at: string;
+                                    /** @description Rows in the ANN index (embedded storage) */
+                                    indexed_rows?: number;
+                                    /** @description Rows still waiting for the ANN index (embedded storage) */
+                                    pending_rows?: number;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -810,7 +2977,139 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspaces": [
+                         *         {
+                         *           "keyspace": "docs",
+                         *           "owner": "u_1",
+                         *           "replication": "embedded",
+                         *           "created_at": "2026-01-01T00:00:00.000Z",
+                         *           "tables": [
+                         *             {
+                         *               "table": "vector",
+                         *               "dimension": 384,
+                         *               "metric": "cosine",
+                         *               "model": "all-MiniLM-L6-v2",
+                         *               "lexical": {
+                         *                 "tokenizer": "porter"
+                         *               },
+                         *               "row_count": 0,
+                         *               "created_at": "2026-01-01T00:00:00.000Z"
+                         *             }
+                         *           ]
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            keyspaces: {
+                                keyspace: string;
+                                /** @description Owning user id */
+                                owner: string | null;
+                                replication: string;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                created_at: string;
+                                tables: {
+                                    table: string;
+                                    dimension: number;
+                                    /** @enum {string} */
+                                    metric: "cosine" | "cosine similarity" | "cosine_similarity" | "dot_product" | "dot" | "euclidean" | "l2";
+                                    /** @description The embedding model its text rows were embedded with, when known */
+                                    model: string | null;
+                                    lexical: {
+                                        tokenizer: "porter" | "unicode61" | "trigram";
+                                    };
+                                    row_count: number;
+                                    /**
+                                     * Format: date-time
+                                     * @description ISO 8601, UTC
+                                     */
+                                    created_at: string;
+                                    /** @description Rows in the ANN index (embedded storage) */
+                                    indexed_rows?: number;
+                                    /** @description Rows still waiting for the ANN index (embedded storage) */
+                                    pending_rows?: number;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -837,6 +3136,7 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
+            /** @description The service also accepts a dimension with a model when it is the model's. */
             requestBody: {
                 content: {
                     "application/json": {
@@ -853,9 +3153,11 @@ export interface paths {
                             /** @description How texts are split for lexical search (default porter: English stemming) */
                             tokenizer?: "porter" | "unicode61" | "trigram";
                         };
-                        /** @description Seconds until rows written without a TTL expire; absent or null: they never do */
-                        default_ttl_seconds?: number | null;
-                    };
+                    } & ({
+                        model_name?: never;
+                    } | {
+                        dimension?: never;
+                    });
                 };
             };
             responses: {
@@ -864,52 +3166,172 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/keyspaces/table/update": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Change a table's default TTL */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
-                        keyspace: string;
-                        /** @description Table name (same rule as keyspace names). */
-                        table: string;
-                        /** @description The new default TTL of rows written without one; null: none. Rows already written keep their expiry. */
-                        default_ttl_seconds: number | null;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "dimension": 384,
+                         *       "metric": "cosine",
+                         *       "model": "all-MiniLM-L6-v2",
+                         *       "lexical": {
+                         *         "tokenizer": "porter"
+                         *       },
+                         *       "row_count": 0,
+                         *       "created_at": "2026-01-01T00:00:00.000Z"
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            table: string;
+                            dimension: number;
+                            /** @enum {string} */
+                            metric: "cosine" | "cosine similarity" | "cosine_similarity" | "dot_product" | "dot" | "euclidean" | "l2";
+                            /** @description The embedding model its text rows were embedded with, when known */
+                            model: string | null;
+                            lexical: {
+                                tokenizer: "porter" | "unicode61" | "trigram";
+                            };
+                            row_count: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                        };
                     };
                 };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
+                /** @description Bad request: malformed_body, unknown_metric, unknown_model, validation_failed */
+                400: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "unknown_metric" | "unknown_model" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden, quota_exceeded */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden" | "quota_exceeded";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found";
+                        };
+                    };
+                };
+                /** @description Conflict: already_exists */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "already_exists";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -945,7 +3367,96 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "model_name": "all-MiniLM-L6-v2",
+                         *       "dimension": 3,
+                         *       "vector": [
+                         *         0.1,
+                         *         0.2,
+                         *         0.3
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            model_name: string;
+                            dimension: number;
+                            vector: number[];
+                        };
+                    };
+                };
+                /** @description Bad request: unknown_model, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unknown_model" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: not_ready, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_ready" | "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -978,7 +3489,7 @@ export interface paths {
                 content: {
                     "application/json": {
                         /** @description A text or an array of texts (token ids are refused: they are another tokenizer's) */
-                        input: string | string[] | number[] | number[][];
+                        input: string | string[];
                         /** @description Embedding model (default all-MiniLM-L6-v2) */
                         model?: string;
                         encoding_format?: "float" | "base64";
@@ -992,7 +3503,139 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "object": "list",
+                         *       "data": [
+                         *         {
+                         *           "object": "embedding",
+                         *           "index": 0,
+                         *           "embedding": [
+                         *             0.1,
+                         *             0.2
+                         *           ]
+                         *         }
+                         *       ],
+                         *       "model": "all-MiniLM-L6-v2",
+                         *       "usage": {
+                         *         "prompt_tokens": 4,
+                         *         "total_tokens": 4
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "list";
+                            data: {
+                                /** @enum {string} */
+                                object: "embedding";
+                                index: number;
+                                embedding: number[] | string;
+                            }[];
+                            model: string;
+                            usage: {
+                                prompt_tokens: number;
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, unknown_model, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "unknown_model" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: not_ready, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_ready" | "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -1024,7 +3667,151 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "account_id": "u_1",
+                         *       "name": "Ada",
+                         *       "email": "ada@example.com",
+                         *       "plan": "free",
+                         *       "connections": [],
+                         *       "created_at": "2026-01-01T00:00:00.000Z",
+                         *       "limits": {
+                         *         "max_vectors": 100000,
+                         *         "max_file_bytes": 1073741824,
+                         *         "requests_per_minute": 600,
+                         *         "max_keyspaces": 10
+                         *       },
+                         *       "usage": {
+                         *         "vectors": 12,
+                         *         "file_bytes": 0
+                         *       },
+                         *       "key": {
+                         *         "key_id": "k_1",
+                         *         "permissions": "All",
+                         *         "resources": [
+                         *           "*"
+                         *         ]
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            account_id: string;
+                            name: string;
+                            email: string;
+                            plan: string;
+                            connections: {
+                                type: string;
+                                id: string;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                            /** @description The plan's limits */
+                            limits: {
+                                max_vectors: number;
+                                max_file_bytes: number;
+                                requests_per_minute: number;
+                                max_keyspaces: number;
+                            };
+                            usage: {
+                                vectors: number;
+                                file_bytes: number;
+                            };
+                            /** @description What the calling key itself may do */
+                            key: {
+                                key_id: string;
+                                permissions: "All" | "Write" | "Read";
+                                resources: string[];
+                            };
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: user_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "user_not_found";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -1055,7 +3842,141 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "account_id": "u_1",
+                         *       "name": "Ada",
+                         *       "email": "ada@example.com",
+                         *       "plan": "free",
+                         *       "connections": [],
+                         *       "created_at": "2026-01-01T00:00:00.000Z"
+                         *     }
+                         */
+                        "application/json": {
+                            account_id: string;
+                            name: string;
+                            email: string;
+                            plan: string;
+                            connections: {
+                                type: string;
+                                id: string;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -1087,7 +4008,111 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "users": [
+                         *         {
+                         *           "account_id": "u_1",
+                         *           "name": "Ada",
+                         *           "email": "ada@example.com",
+                         *           "plan": "free",
+                         *           "connections": [],
+                         *           "created_at": "2026-01-01T00:00:00.000Z"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            users: {
+                                account_id: string;
+                                name: string;
+                                email: string;
+                                plan: string;
+                                connections: {
+                                    type: string;
+                                    id: string;
+                                }[];
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -1123,7 +4148,117 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "account_id": "u_1",
+                         *       "name": "Ada",
+                         *       "email": "ada@example.com",
+                         *       "plan": "free",
+                         *       "connections": [],
+                         *       "created_at": "2026-01-01T00:00:00.000Z"
+                         *     }
+                         */
+                        "application/json": {
+                            account_id: string;
+                            name: string;
+                            email: string;
+                            plan: string;
+                            connections: {
+                                type: string;
+                                id: string;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: user_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "user_not_found";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -1168,7 +4303,161 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "key": "vss_…",
+                         *       "key_id": "k_1",
+                         *       "name": "ci",
+                         *       "user_id": "u_1",
+                         *       "permissions": "Read",
+                         *       "resources": [
+                         *         "docs"
+                         *       ],
+                         *       "created_at": "2026-01-01T00:00:00.000Z",
+                         *       "revoked_at": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description The secret: answered this once, stored only as a hash */
+                            key: string;
+                            key_id: string;
+                            name: string;
+                            user_id: string;
+                            permissions: "All" | "Write" | "Read";
+                            /** @description Keyspace names, or * */
+                            resources: string[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                            /** Format: date-time */
+                            revoked_at: string | null;
+                            /** @description The key this one replaces (rotate) */
+                            rotated_from?: string;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: user_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "user_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -1202,7 +4491,126 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "keys": [
+                         *         {
+                         *           "key_id": "k_1",
+                         *           "name": "ci",
+                         *           "user_id": "u_1",
+                         *           "permissions": "Read",
+                         *           "resources": [
+                         *             "docs"
+                         *           ],
+                         *           "created_at": "2026-01-01T00:00:00.000Z",
+                         *           "revoked_at": null
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            keys: {
+                                key_id: string;
+                                name: string;
+                                user_id: string;
+                                permissions: "All" | "Write" | "Read";
+                                /** @description Keyspace names, or * */
+                                resources: string[];
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                created_at: string;
+                                /** Format: date-time */
+                                revoked_at: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: user_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "user_not_found";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -1244,7 +4652,156 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "key_id": "k_1",
+                         *       "name": "ci",
+                         *       "user_id": "u_1",
+                         *       "permissions": "Read",
+                         *       "resources": [
+                         *         "docs"
+                         *       ],
+                         *       "created_at": "2026-01-01T00:00:00.000Z",
+                         *       "revoked_at": null
+                         *     }
+                         */
+                        "application/json": {
+                            key_id: string;
+                            name: string;
+                            user_id: string;
+                            permissions: "All" | "Write" | "Read";
+                            /** @description Keyspace names, or * */
+                            resources: string[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                            /** Format: date-time */
+                            revoked_at: string | null;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: key_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "key_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -1284,7 +4841,161 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "key": "vss_…",
+                         *       "key_id": "k_1",
+                         *       "name": "ci",
+                         *       "user_id": "u_1",
+                         *       "permissions": "Read",
+                         *       "resources": [
+                         *         "docs"
+                         *       ],
+                         *       "created_at": "2026-01-01T00:00:00.000Z",
+                         *       "revoked_at": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description The secret: answered this once, stored only as a hash */
+                            key: string;
+                            key_id: string;
+                            name: string;
+                            user_id: string;
+                            permissions: "All" | "Write" | "Read";
+                            /** @description Keyspace names, or * */
+                            resources: string[];
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                            /** Format: date-time */
+                            revoked_at: string | null;
+                            /** @description The key this one replaces (rotate) */
+                            rotated_from?: string;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: key_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "key_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -1325,7 +5036,141 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "github",
+                         *       "id": "ada",
+                         *       "status": "connected"
+                         *     }
+                         */
+                        "application/json": {
+                            type: string;
+                            id: string;
+                            /** @enum {string} */
+                            status: "connected";
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: user_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "user_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -1359,7 +5204,108 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "received": true,
+                         *       "event_id": "evt_1",
+                         *       "type": "checkout.session.completed",
+                         *       "status": "applied"
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {boolean} */
+                            received: true;
+                            event_id: string;
+                            type: string;
+                            status: "applied" | "duplicate" | "ignored";
+                            reason?: string;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Not found: user_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "user_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: not_ready, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_ready" | "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -1393,7 +5339,189 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "files": [
+                         *         "notes.txt"
+                         *       ],
+                         *       "file": {
+                         *         "keyspace": "docs",
+                         *         "table": "vector",
+                         *         "name": "notes.txt",
+                         *         "type": "txt",
+                         *         "size": 1200,
+                         *         "chunks": 3,
+                         *         "sha256": "ab12…",
+                         *         "created_at": "2026-01-01T00:00:00.000Z",
+                         *         "method": "text",
+                         *         "model": "all-MiniLM-L6-v2",
+                         *         "chunk_size": 1000,
+                         *         "chunk_overlap": 100,
+                         *         "replaced": false
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description Every file the caller can reach, in the order of GET /v1/files/ */
+                            files: string[];
+                            file: {
+                                keyspace: string;
+                                table: string;
+                                name: string;
+                                /** @description Detected type: pdf, docx, html, json, csv, md, txt */
+                                type: string;
+                                size: number;
+                                chunks: number;
+                                sha256: string;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                created_at: string;
+                                method: string;
+                                model: string;
+                                chunk_size: number;
+                                chunk_overlap: number;
+                                replaced: boolean;
+                                pages?: number;
+                                total_pages?: number;
+                                truncated?: boolean;
+                            };
+                        };
+                    };
+                };
+                /** @description Bad request: dimension_mismatch, malformed_body, unknown_model, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "dimension_mismatch" | "malformed_body" | "unknown_model" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden, quota_exceeded */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden" | "quota_exceeded";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Unprocessable file: unprocessable_file */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unprocessable_file";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Client closed the request: request_aborted */
+                499: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "request_aborted";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: not_ready, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_ready" | "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -1430,7 +5558,129 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "files": [
+                         *         "notes.txt"
+                         *       ],
+                         *       "details": [
+                         *         {
+                         *           "keyspace": "docs",
+                         *           "table": "vector",
+                         *           "name": "notes.txt",
+                         *           "type": "txt",
+                         *           "size": 1200,
+                         *           "chunks": 3,
+                         *           "sha256": "ab12…",
+                         *           "created_at": "2026-01-01T00:00:00.000Z"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/json": {
+                            files: string[];
+                            details: {
+                                keyspace: string;
+                                table: string;
+                                name: string;
+                                /** @description Detected type: pdf, docx, html, json, csv, md, txt */
+                                type: string;
+                                size: number;
+                                chunks: number;
+                                sha256: string;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                created_at: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -1466,12 +5716,110 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The bytes as uploaded, with the content type of the detected file type */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: file_not_found, keyspace_not_found, table_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "file_not_found" | "keyspace_not_found" | "table_not_found";
+                        };
+                    };
+                };
+                /** @description Range not satisfiable: range_not_satisfiable */
+                416: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "range_not_satisfiable";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -1499,7 +5847,121 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "deleted": true,
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "name": "notes.txt",
+                         *       "chunks": 3
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {boolean} */
+                            deleted: true;
+                            keyspace: string;
+                            table: string;
+                            name: string;
+                            chunks: number;
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: file_not_found, keyspace_not_found, table_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "file_not_found" | "keyspace_not_found" | "table_not_found";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
                 };
             };
         };
@@ -1545,7 +6007,153 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example {
+                         *       "query": "cats",
+                         *       "selectedContainerId": "docs",
+                         *       "model_name": "all-MiniLM-L6-v2",
+                         *       "final_top_k": 5,
+                         *       "matches": [],
+                         *       "skipped_tables": []
+                         *     }
+                         */
+                        "application/json": {
+                            query: string;
+                            /** @description The keyspace searched */
+                            selectedContainerId: string;
+                            model_name: string;
+                            final_top_k: number;
+                            matches: {
+                                keyspace: string;
+                                table: string;
+                                key: string;
+                                score: number;
+                                scores: {
+                                    semantic: number | null;
+                                    lexical: number | null;
+                                };
+                                /** @description The vector's metadata (free-form JSON) */
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            /** @description Tables whose dimension is not the model's */
+                            skipped_tables: {
+                                table: string;
+                                dimension: number;
+                                reason: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, unknown_model, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "unknown_model" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: not_ready, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_ready" | "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -1585,12 +6193,140 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The answer; as server-sent events when streamed */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            query: string;
+                            mode: "command" | "extractive" | "llm";
+                            response: string;
+                            sources: {
+                                keyspace: string;
+                                table: string;
+                                key: string;
+                                score: number;
+                                source_file: string | null;
+                            }[];
+                            /** @description Why the answer is not what was configured (the chat endpoint failed) */
+                            note?: string;
+                            /** @description Commands: the structured form of `response` */
+                            data?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: not_ready, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_ready" | "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
@@ -1622,282 +6358,103 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        /**
+                         * @example [
+                         *       {
+                         *         "container_id": "abc123",
+                         *         "container_name": "vss",
+                         *         "container_status": "running",
+                         *         "image": "vss:latest",
+                         *         "status_text": "Up 3 minutes"
+                         *       }
+                         *     ]
+                         */
+                        "application/json": {
+                            container_id: string;
+                            container_name: string;
+                            container_status: string;
+                            image: string;
+                            status_text: string;
+                        }[];
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: runtime_unavailable, storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "runtime_unavailable" | "storage_unavailable";
+                        };
+                    };
                 };
             };
         };
         put?: never;
         post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/snapshots": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The snapshots kept, and the one being taken */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
-        put?: never;
-        /** Take a consistent snapshot of the data directory while writes go on (embedded storage) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/snapshots/{name}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Download a snapshot archive */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The snapshot name */
-                    name: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        /** Remove a snapshot archive */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The snapshot name */
-                    name: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/export": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A keyspace (or one table) in the export format, as JSON lines */
-        get: {
-            parameters: {
-                query: {
-                    /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
-                    keyspace: string;
-                    /** @description Table name (same rule as keyspace names). */
-                    table?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/import": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Write lines of an export into a keyspace (upserts: a batch sent again changes nothing) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
-                        keyspace: string;
-                        /** @description Lines of an export after its header, in order (the `end` line is not sent) */
-                        items: ({
-                            /** @enum {string} */
-                            type: "table";
-                            /** @description Table name (same rule as keyspace names). */
-                            table: string;
-                            dimension: number;
-                            /** @enum {string} */
-                            metric: "cosine" | "cosine similarity" | "cosine_similarity" | "dot_product" | "dot" | "euclidean" | "l2";
-                            model: string | null;
-                            lexical: {
-                                tokenizer: "porter" | "unicode61" | "trigram";
-                            };
-                            default_ttl_seconds?: number | null;
-                        } | {
-                            /** @enum {string} */
-                            type: "row";
-                            /** @description Table name (same rule as keyspace names). */
-                            table: string;
-                            /** @description Vector key: 1 to 512 bytes of UTF-8. */
-                            key: string;
-                            /**
-                             * Format: byte
-                             * @description The vector as its float32 values in little-endian IEEE-754 byte order, standard base64 with padding (numpy: base64.b64encode(v.astype("<f4").tobytes()); Node: Buffer.from(f32.buffer).toString("base64")). Give this or `vector`, not both; it skips parsing one JSON number per value.
-                             */
-                            vector_base64: string;
-                            text: string | null;
-                            /** @description Free-form JSON object, at most 64 KiB as JSON and 64 levels deep */
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /** @description When the row expires; null: never */
-                            expires_at?: string | null;
-                        } | {
-                            /** @enum {string} */
-                            type: "metadata";
-                            /** @description Table name (same rule as keyspace names). */
-                            table: string;
-                            source_file: string;
-                            raw_value: string;
-                            source_type: string;
-                            processing_details: string;
-                        } | {
-                            /** @enum {string} */
-                            type: "file";
-                            /** @description Table name (same rule as keyspace names). */
-                            table: string;
-                            name: string;
-                            file_type: string;
-                            size: number;
-                            sha256: string;
-                            created_at: string;
-                            /**
-                             * Format: byte
-                             * @description The stored bytes, standard base64
-                             */
-                            content_base64: string;
-                            record: {
-                                raw_value: string;
-                                source_type: string;
-                                processing_details: string;
-                            };
-                            /** @description The chunk rows `<name>#<i>`, in order */
-                            chunks: {
-                                /** @description Vector key: 1 to 512 bytes of UTF-8. */
-                                key: string;
-                                /**
-                                 * Format: byte
-                                 * @description The vector as its float32 values in little-endian IEEE-754 byte order, standard base64 with padding (numpy: base64.b64encode(v.astype("<f4").tobytes()); Node: Buffer.from(f32.buffer).toString("base64")). Give this or `vector`, not both; it skips parsing one JSON number per value.
-                                 */
-                                vector_base64: string;
-                                text: string | null;
-                                /** @description Free-form JSON object, at most 64 KiB as JSON and 64 levels deep */
-                                metadata: {
-                                    [key: string]: unknown;
-                                };
-                                /** @description When the row expires; null: never */
-                                expires_at?: string | null;
-                            }[];
-                        })[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
         delete?: never;
         options?: never;
         head?: never;
@@ -1907,7 +6464,82 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /**
+         * @description RFC 9457 problem details
+         * @example {
+         *       "type": "https://vss.dev/problems/validation_failed",
+         *       "title": "The request is not valid",
+         *       "status": 400,
+         *       "detail": "/body/keyspace: must match pattern \"^[a-z][a-z0-9_]{0,47}$\"",
+         *       "instance": "/v1/search/",
+         *       "code": "validation_failed",
+         *       "request_id": "6f1c2a9e-2f51-4a57-9d43-0c4b1f3c2e11",
+         *       "errors": [
+         *         {
+         *           "path": "/body/keyspace",
+         *           "message": "must match pattern \"^[a-z][a-z0-9_]{0,47}$\""
+         *         }
+         *       ]
+         *     }
+         */
+        Problem: {
+            /**
+             * Format: uri
+             * @description https://vss.dev/problems/<code>
+             */
+            type: string;
+            /** @description The code's fixed title */
+            title: string;
+            /** @description The HTTP status */
+            status: number;
+            /** @description What went wrong with this request, for people */
+            detail: string;
+            /** @description The request path */
+            instance: string;
+            /**
+             * @description The error code (stable; the `type` URI ends with it)
+             * @enum {string}
+             */
+            code: "validation_failed" | "malformed_body" | "unauthenticated" | "forbidden" | "not_found" | "keyspace_not_found" | "table_not_found" | "vector_not_found" | "user_not_found" | "key_not_found" | "file_not_found" | "already_exists" | "dimension_mismatch" | "unknown_model" | "unknown_metric" | "payload_too_large" | "unprocessable_file" | "unsupported_media_type" | "method_not_allowed" | "rate_limited" | "quota_exceeded" | "not_ready" | "request_aborted" | "request_timeout" | "range_not_satisfiable" | "headers_too_large" | "storage_unavailable" | "insufficient_storage" | "runtime_unavailable" | "internal";
+            /** @description Also in the x-request-id header and the server log */
+            request_id: string;
+            /** @description Every bad field (up to the bound) */
+            errors?: {
+                /** @description JSON pointer into the request: /body/..., /querystring/..., /params/... */
+                path: string;
+                message: string;
+            }[];
+            /**
+             * @description Present when checking stopped before every bad field was named
+             * @enum {boolean}
+             */
+            errors_truncated?: true;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Metadata filter: {field: value} or {field: {$op: value}} (dotted paths into nested objects), combined with $and and $or. At most 256 field conditions in the whole filter and 32 levels of $and/$or: these two bounds are checked by the service. */
+        Filter: {
+            $and?: components["schemas"]["Filter"][];
+            $or?: components["schemas"]["Filter"][];
+        } & {
+            [key: string]: (string | number | boolean | null) | {
+                $eq?: string | number | boolean | null;
+                $ne?: string | number | boolean | null;
+                $in?: (string | number | boolean | null)[];
+                $nin?: (string | number | boolean | null)[];
+                /** @description Numbers compare with numbers, strings with strings (by code point) */
+                $gt?: number | string;
+                /** @description Numbers compare with numbers, strings with strings (by code point) */
+                $gte?: number | string;
+                /** @description Numbers compare with numbers, strings with strings (by code point) */
+                $lt?: number | string;
+                /** @description Numbers compare with numbers, strings with strings (by code point) */
+                $lte?: number | string;
+                $exists?: boolean;
+            };
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;

@@ -4,11 +4,31 @@
  * service/validate.ts.
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import { BATCH_LIMIT } from './schema-limits.ts';
-import { DEFAULT_LIMITS } from '../config/config.ts';
-import { MAX_CONDITIONS } from '../index/filter.ts';
-import { MAX_SEARCH_EFFORT } from '../index/ann-segments.ts';
-import { LEXICAL_TOKENIZERS, MAX_TTL_SECONDS, type Filter, type Metadata } from '../storage/api.ts';
+import { BATCH_LIMIT } from '../schema-limits.ts';
+import { DEFAULT_LIMITS } from '../../config/config.ts';
+import { MAX_CONDITIONS } from '../../index/filter.ts';
+import { MAX_SEARCH_EFFORT } from '../../index/ann-segments.ts';
+import { LEXICAL_TOKENIZERS, MAX_TTL_SECONDS, type Filter, type Metadata } from '../../storage/api.ts';
+import { MAX_LIST_ROWS } from '../../service/retrieve.ts';
+import { SERVICE_CHECKED } from '../openapi-service-checked.ts';
+import { FILTER_REF } from './filter.ts';
+
+/**
+ * Rules the service checks (with answers naming every bad field beside its other checks), in
+ * JSON Schema for the document only: see openapi-service-checked.ts.
+ */
+const serviceChecked = (rules: Record<string, unknown>) => ({ [SERVICE_CHECKED]: rules });
+/** One form of an object: members it requires and members it narrows or forbids (false). */
+const form = (description: string, required: string[], properties: Record<string, unknown>) => ({ description, required, properties });
+const absent = (...names: string[]) => Object.fromEntries(names.map((n) => [n, false]));
+/** A record's vector: `vector`, or `vector_base64`, or a `text` to embed (with a vector, the text is stored as given). */
+const VECTOR_FORMS = {
+  oneOf: [
+    form('By its float32 values', ['vector'], absent('vector_base64')),
+    form('By its float32 values in base64', ['vector_base64'], absent('vector')),
+    form('By a text the service embeds', ['text'], absent('vector', 'vector_base64')),
+  ],
+};
 
 export const NAME_PATTERN = '^[a-z][a-z0-9_]{0,47}$';
 
@@ -45,6 +65,7 @@ const FilterObject = Type.Unsafe<Filter>(
   Type.Record(Type.String(), Type.Unknown(), {
     // Every field name is at least one condition; $and and $or are the two members that are not.
     maxProperties: MAX_CONDITIONS + 2,
+    ...serviceChecked({ $ref: FILTER_REF }),
     description: `Metadata filter: {field: value} or operators $eq $ne $in $nin $gt $gte $lt $lte $exists $and $or; at most ${MAX_CONDITIONS} conditions`,
   }),
 );
@@ -79,20 +100,43 @@ export const SearchBody = Type.Object(
     fusion: Type.Optional(
       Type.Object(
         { method: Type.String({ maxLength: 16, description: 'rrf or relative' }), k: Type.Optional(Type.Number()), alpha: Type.Optional(Type.Number()) },
-        { additionalProperties: false, description: 'Hybrid mode: {"method": "rrf", "k": 60} or {"method": "relative", "alpha": 0.5}' },
+        {
+          additionalProperties: false,
+          description: 'Hybrid mode: {"method": "rrf", "k": 60} or {"method": "relative", "alpha": 0.5}',
+          ...serviceChecked({
+            oneOf: [
+              form('Reciprocal rank fusion', ['method'], { method: { const: 'rrf' }, k: { type: 'number', minimum: 0 }, alpha: false }),
+              form('Relative score fusion', ['method'], { method: { const: 'relative' }, alpha: { type: 'number', minimum: 0, maximum: 1 }, k: false }),
+            ],
+          }),
+        },
       ),
     ),
     mmr: Type.Optional(
       Type.Object(
-        { diversity: Type.Optional(Type.Number()), candidates: Type.Optional(Type.Integer()) },
-        { additionalProperties: false, description: 'Maximal marginal relevance: diversity 0-1 over the best `candidates`' },
+        { diversity: Type.Optional(Type.Number({ ...serviceChecked({ minimum: 0, maximum: 1 }) })), candidates: Type.Optional(Type.Integer({ ...serviceChecked({ minimum: 1, maximum: MAX_LIST_ROWS }) })) },
+        { additionalProperties: false, description: 'Maximal marginal relevance: diversity 0-1 over the best `candidates` (from final_top_k to initial_top_k, checked by the service)' },
       ),
     ),
     rerank: Type.Optional(Type.Boolean({ description: 'Order the best candidates with the configured cross-encoder (VSS_RERANK_URL)' })),
     // The specification says requests and responses share one shape; accept (and ignore) matches.
     matches: Type.Optional(Type.Array(Type.Unknown(), { maxItems: DEFAULT_LIMITS.maxFinalTopK })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    description: 'One of the forms below. The service also checks what JSON Schema cannot say: final_top_k at most initial_top_k, a vector of the table\'s dimension, not all zeros under cosine.',
+    ...serviceChecked({
+      oneOf: [
+        form('Semantic, by text', ['query'], { mode: { const: 'semantic' }, ...absent('vector', 'vector_base64', 'fusion') }),
+        form('Semantic, by vector', ['vector'], { mode: { const: 'semantic' }, rerank: { const: false }, ...absent('query', 'vector_base64', 'fusion') }),
+        form('Semantic, by base64 vector', ['vector_base64'], { mode: { const: 'semantic' }, rerank: { const: false }, ...absent('query', 'vector', 'fusion') }),
+        form('Lexical (BM25 over the texts)', ['query', 'mode'], { mode: { const: 'lexical' }, ...absent('vector', 'vector_base64', 'fusion') }),
+        form('Hybrid, the query embedded', ['query', 'mode'], { mode: { const: 'hybrid' }, ...absent('vector', 'vector_base64') }),
+        form('Hybrid with its semantic vector given', ['query', 'mode', 'vector'], { mode: { const: 'hybrid' }, ...absent('vector_base64') }),
+        form('Hybrid with its semantic vector given in base64', ['query', 'mode', 'vector_base64'], { mode: { const: 'hybrid' }, ...absent('vector') }),
+      ],
+    }),
+  },
 );
 export type SearchBody = Static<typeof SearchBody>;
 
@@ -109,7 +153,7 @@ const VectorRecord = Type.Object(
     metadata: Type.Optional(MetadataObject),
     ttl_seconds: Type.Optional(TtlSeconds(RECORD_TTL)),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, ...serviceChecked(VECTOR_FORMS) },
 );
 
 export const VectorWriteBody = Type.Object(
@@ -124,7 +168,7 @@ export const VectorWriteBody = Type.Object(
     metadata: Type.Optional(MetadataObject),
     ttl_seconds: Type.Optional(TtlSeconds(RECORD_TTL)),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: "The vector must have the table's dimension (checked by the service).", ...serviceChecked(VECTOR_FORMS) },
 );
 export type VectorWriteBody = Static<typeof VectorWriteBody>;
 
@@ -208,7 +252,13 @@ export const TableCreateBody = Type.Object(
     ),
     default_ttl_seconds: Type.Optional(TtlSeconds('Seconds until rows written without a TTL expire; absent or null: they never do')),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    description: "The service also accepts a dimension with a model when it is the model's.",
+    ...serviceChecked({
+      oneOf: [form('A dimension, for vectors given as numbers (no model)', ['dimension'], absent('model_name')), form("A model (default: the server's), whose dimension the table takes", [], absent('dimension'))],
+    }),
+  },
 );
 export type TableCreateBody = Static<typeof TableCreateBody>;
 
@@ -238,7 +288,13 @@ export const EmbeddingsBody = Type.Object(
         Type.Array(Type.Integer(), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
         Type.Array(Type.Array(Type.Integer(), { maxItems: DEFAULT_LIMITS.embeddingInputs }), { maxItems: DEFAULT_LIMITS.embeddingInputs }),
       ],
-      { description: 'A text or an array of texts (token ids are refused: they are another tokenizer\'s)' },
+      {
+        description: 'A text or an array of texts (token ids are refused: they are another tokenizer\'s)',
+        // The document lists only the forms served.
+        ...serviceChecked({
+          anyOf: [Type.String({ maxLength: DEFAULT_LIMITS.textBytes }), Type.Array(Type.String({ maxLength: DEFAULT_LIMITS.textBytes }), { minItems: 1, maxItems: DEFAULT_LIMITS.embeddingInputs })],
+        }),
+      },
     ),
     model: Type.Optional(ModelName),
     encoding_format: Type.Optional(Type.Union([Type.Literal('float'), Type.Literal('base64')])),
