@@ -16,7 +16,7 @@ import type { Storage } from '../storage/api.ts';
 import type { Deps } from './deps.ts';
 
 /** Names the service gives archives: the time and 6 random hex digits. */
-const SNAPSHOT_NAME = /^snapshot-\d{8}T\d{6}Z-[0-9a-f]{6}\.vss$/;
+export const SNAPSHOT_NAME = /^snapshot-\d{8}T\d{6}Z-[0-9a-f]{6}\.vss$/;
 const STAGING_PREFIX = '.staging-';
 
 export interface SnapshotView {

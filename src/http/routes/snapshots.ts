@@ -6,11 +6,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Deps } from '../../service/deps.ts';
-import { createSnapshot, deleteSnapshot, listSnapshots, openSnapshot } from '../../service/snapshots.ts';
+import { createSnapshot, deleteSnapshot, listSnapshots, openSnapshot, SNAPSHOT_NAME } from '../../service/snapshots.ts';
 import { answers } from '../openapi-responses.ts';
 import { SnapshotAnswer, SnapshotDeleted, SnapshotList, StreamedBytes } from '../schemas/index.ts';
 
-const SnapshotParams = Type.Object({ name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._-]+$', description: 'The snapshot name' }) });
+const SnapshotParams = Type.Object({ name: Type.String({ maxLength: 64, pattern: SNAPSHOT_NAME.source, description: 'The snapshot name, as listed' }) });
 
 export const snapshotRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.post('/v1/snapshots', {
