@@ -1,37 +1,42 @@
 /**
- * Two-stage search over a Cassandra table.
+ * Two-stage search over a Cassandra table, scored by Cassandra itself.
  *
- * Stage 1 picks candidates one of two ways:
- * - exact scan: every (key, vector) row is read page by page and scored. Used when the table has
- *   at most `exactScanMaxRows` rows (default 10,000; found by a key-only scan that stops there:
- *   ~100-250 ms at 10,001 rows here, as much as the ANN query itself, so a table found larger is
- *   remembered as such for LARGE_VERDICT_MS, or until this process deletes rows from it),
- *   when the query's metric differs from the table's similarity function, and for a query the
- *   index cannot rank (zero or near-zero under cosine, zero under dot product, huge components). This keeps the contract's
- *   promise that `candidates >= rowCount` gives the exact answer for every table up to that size.
- * - ANN: `SELECT key, vector FROM ks.t ORDER BY vector ANN OF ? LIMIT n` with
- *   n = min(1000, max(limit * 5, min(candidates, 1000))): Cassandra allows LIMIT <= 1000 and no
- *   paging, and over-fetching ~5x lifts recall@10 from ~0.93 to ~1.0. Runs at consistency ONE.
- *   For tables above `exactScanMaxRows` the answer is approximate even when candidates >= rows;
- *   so is it for up to LARGE_VERDICT_MS after another process deletes a large table below it.
- * Cost of the exact scan, measured on 2 shared cores: ~7,000-9,000 rows/s of 384 dimensions
- * (half of it the driver decoding vectors), i.e. ~0.45 s for 3,000 rows, ~1.3 s for 10,000.
- * Stage 2 re-scores the candidates exactly (float64 over the stored float32 vectors), sorts best
- * first (ties by key), cuts to `limit`, then reads metadata and text of the final keys only.
+ * Stage 1 asks the engine for keys and scores:
+ *   SELECT "key", similarity_<metric>("vector", ?) FROM ks.t [WHERE "terms" CONTAINS ? AND ...]
+ *   ORDER BY "vector" ANN OF ? LIMIT n,   n = min(1000, max(limit * 5, candidates))
+ * Cassandra caps LIMIT at 1,000; over-fetching ~5x lifts recall@10 from ~0.93 to ~1.0. The score
+ * comes back on Cassandra's 0..1 similarity scale, converted to the metric's own (fromEngine), and
+ * picks the best `limit` with no vector over the wire. Stage 2 reads metadata, text and vector of
+ * those `limit` rows only and re-scores them exactly (float64 over the stored float32 vectors, as the
+ * contract's scores are: the engine's float32 arithmetic is ~1e-7 relative, 5e-5 on a dot product of
+ * 1,000), best first, ties by key.
  *
- * Filters: metadata is JSON in a text column, which SAI cannot serve, so rows are post-filtered
- * here with index/filter.ts. Small tables: exact scan with the filter, exact answer. Large tables:
- * the ANN stage fetches the most it may (1,000 candidates) and filters those, so a selective
- * filter can return fewer than `limit` matches.
+ * Exactness: an ANN query whose LIMIT covers the table returns every row (the index search is then
+ * exhaustive), so `candidates >= rows` is exact for tables up to 1,000 rows (matching rows, with a
+ * filter) without any count. Above 1,000, when `candidates` still covers the table and it holds at
+ * most `exactScanMaxRows` rows, stage 1 is a scan scored by the engine (key and score per row, no
+ * vectors: O(rows) on the server); otherwise the ANN answer is approximate.
+ *
+ * Filters run in the engine (filter-terms.ts): one ANN query per conjunction (at most 16, concurrently), merged.
+ * A filter the index cannot serve (comparisons, negations), or any filter on a table whose terms are
+ * still being filled in (terms-backfill.ts), is served exactly by the scored scan with the filter
+ * applied here when the table holds at most `exactScanMaxRows` rows, and refused with
+ * validation_failed naming the filter above that: never answered short.
+ *
+ * A query the index cannot rank (zero or near-zero under cosine, zero under dot product, huge
+ * components), or one under a metric other than the table's, is answered by reading the vectors and
+ * scoring here, exactly (the old exact scan: O(rows) over the wire).
  */
 import { invalid, ServiceError } from '../../errors.ts';
-import { compareScores, exactScore } from '../../index/metric.ts';
+import { compareScores, exactScore, type Metric } from '../../index/metric.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import { TopK } from '../../index/topk.ts';
-import type { Metadata, SearchQuery, StoredMatch, TableInfo } from '../api.ts';
+import type { Metadata, SearchQuery, StoredMatch } from '../api.ts';
 import { chunks, fromCqlVector, fromMetadataText, indexable, toCqlVector } from './codec.ts';
-import { countRows, requireTable } from './catalog.ts';
+import { requireTable } from './catalog.ts';
 import { type Ctx, dataTable } from './context.ts';
+import { rowCount, type StoredTable } from './counts.ts';
+import { filterQuery, whereTerms } from './filter-terms.ts';
 import { forEachLimit } from './session.ts';
 import { compile } from './vectors.ts';
 
@@ -42,13 +47,25 @@ const OVERFETCH = 5;
 interface Candidate {
   key: string;
   score: number;
-  vector: Float32Array;
 }
 
-export type SearchPlan = 'exact' | 'ann';
+/** ann: the engine's ANN query; scan: a scan scored by the engine; client: vectors read and scored here. */
+export type SearchPlan = 'ann' | 'scan' | 'client';
 
 /** A query whose vector has arrived. */
 type VectorQuery = SearchQuery & { vector: Float32Array };
+type Match = ((m: Metadata) => boolean) | null;
+
+const SIMILARITY_FN: Record<Metric, string> = { cosine: 'similarity_cosine', dot_product: 'similarity_dot_product', euclidean: 'similarity_euclidean' };
+
+/**
+ * Cassandra's similarity (as jvector computes it) back to the metric's own score:
+ * cosine (1 + cos) / 2, dot product (1 + dot) / 2, Euclidean 1 / (1 + d²).
+ */
+export function fromEngine(metric: Metric, s: number): number {
+  if (metric === 'euclidean') return s > 0 ? Math.sqrt(Math.max(0, 1 / s - 1)) : Infinity;
+  return 2 * s - 1;
+}
 
 export async function search(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]> {
   return (await searchWithPlan(ctx, keyspace, table, q)).matches;
@@ -68,40 +85,81 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
   }
   if (!q.vector.every(Number.isFinite)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
   const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
-  if (!(limit > 0)) return { plan: 'exact', matches: [] };
-  const match = q.filter && Object.keys(q.filter).length > 0 ? compile(q.filter) : null;
+  if (!(limit > 0)) return { plan: 'ann', matches: [] };
+  const filtered = q.filter !== undefined && Object.keys(q.filter).length > 0;
+  const match = filtered ? compile(q.filter!) : null;
 
-  // A query the index cannot rank (zero or near-zero under cosine, all zeros under dot product,
-  // overflowing components) is answered by the exact scan instead of a server error.
   const zeroDot = q.metric === 'dot_product' && q.vector.every((x) => x === 0);
-  const mustScan = q.metric !== t.metric || zeroDot || !indexable(q.vector, q.metric);
-  const small = mustScan || (await isSmall(ctx, keyspace, table));
-
-  const plan: SearchPlan = small ? 'exact' : 'ann';
-  const best = small ? await exactScan(ctx, t, q, limit, match) : await ann(ctx, t, q, limit, match);
-  return { plan, matches: await finish(ctx, t, best, q.includeVector === true) };
+  if (q.metric !== t.metric || zeroDot || !indexable(q.vector, q.metric)) {
+    return { plan: 'client', matches: await finish(ctx, t, q, await clientScan(ctx, t, q, limit, match)) };
+  }
+  const plan = filtered ? filterQuery(q.filter!) : { branches: [[]] };
+  if ('unservable' in plan || !t.filterTerms) {
+    // Exact by the scored scan where the table is small enough; refused above that.
+    if ((await rowCount(ctx, t, ctx.exactScanMaxRows + 1)) > ctx.exactScanMaxRows) {
+      const why = 'unservable' in plan ? plan.unservable : { path: '/filter', message: 'cannot use the index on this table until its metadata is indexed (after the next start of the service)' };
+      throw invalid([why], `This filter cannot be served on a table above ${ctx.exactScanMaxRows} rows: ${why.path} ${why.message}.`);
+    }
+    return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
+  }
+  const n = Math.min(ANN_MAX_LIMIT, Math.max(limit * OVERFETCH, Math.floor(q.candidates)));
+  const found = await Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms)));
+  // A full page of 1,000 that `candidates` asks to go beyond: exact by scan when the table is small enough.
+  if (q.candidates > ANN_MAX_LIMIT && found.some((f) => f.length >= ANN_MAX_LIMIT)) {
+    const rows = await rowCount(ctx, t, ctx.exactScanMaxRows + 1);
+    if (rows <= ctx.exactScanMaxRows && q.candidates >= rows) {
+      return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
+    }
+  }
+  const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
+  const seen = new Set<string>();
+  for (const rows of found) {
+    for (const c of rows) {
+      if (seen.has(c.key)) continue;
+      seen.add(c.key);
+      top.push(c);
+    }
+  }
+  return { plan: 'ann', matches: await finish(ctx, t, q, top.sorted()) };
 }
 
-/** How long a table counted above exactScanMaxRows is taken to still be so without counting again. */
-export const LARGE_VERDICT_MS = 30_000;
-
-/** At most exactScanMaxRows rows? Counts keys (stopping past the threshold) unless the table was recently found larger. */
-async function isSmall(ctx: Ctx, keyspace: string, table: string): Promise<boolean> {
-  const id = `${keyspace}.${table}`;
-  const until = ctx.largeTables.get(id);
-  if (until !== undefined && until > Date.now()) return false;
-  const small = (await countRows(ctx, keyspace, table, ctx.exactScanMaxRows + 1)) <= ctx.exactScanMaxRows;
-  if (small) ctx.largeTables.delete(id);
-  else ctx.largeTables.set(id, Date.now() + LARGE_VERDICT_MS);
-  return small;
-}
-
-const byScoreThenKey = (metric: SearchQuery['metric']) => {
+const byScoreThenKey = (metric: Metric) => {
   const cmp = compareScores(metric);
   return (a: Candidate, b: Candidate): number => cmp(a, b) || compareCodePoints(a.key, b.key);
 };
 
-async function exactScan(ctx: Ctx, t: TableInfo, q: VectorQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
+/** One ANN query: keys and engine scores of the best `n` rows holding every term. */
+async function ann(ctx: Ctx, t: StoredTable, q: VectorQuery, n: number, terms: string[]): Promise<Candidate[]> {
+  const where = terms.length > 0 ? ` WHERE ${whereTerms(terms)}` : '';
+  const v = toCqlVector(q.vector);
+  const rs = await ctx.session.execute(
+    'ann',
+    `SELECT "key", ${SIMILARITY_FN[t.metric]}("vector", ?) AS s FROM ${dataTable(ctx, t.keyspace, t.name)}${where} ORDER BY "vector" ANN OF ? LIMIT ?`,
+    [v, ...terms, v, n],
+    { ctx: { keyspace: t.keyspace, table: t.name, action: 'searching (ANN)' }, fetchSize: n },
+  );
+  return rs.rows.map((r) => ({ key: r.key as string, score: fromEngine(t.metric, r.s as number) }));
+}
+
+/** Every row scored by the engine (no vectors over the wire), filtered here when a filter is given. */
+async function scoredScan(ctx: Ctx, t: StoredTable, q: VectorQuery, limit: number, match: Match): Promise<Candidate[]> {
+  const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
+  const cols = match ? '"key", "metadata"' : '"key"';
+  for await (const page of ctx.session.pages(`SELECT ${cols}, ${SIMILARITY_FN[t.metric]}("vector", ?) AS s FROM ${dataTable(ctx, t.keyspace, t.name)}`, [toCqlVector(q.vector)], {
+    fetchSize: 5000,
+    ctx: { keyspace: t.keyspace, table: t.name, action: 'searching (scored scan)' },
+  })) {
+    for (const r of page) {
+      if (r.s === null || r.s === undefined) continue;
+      if (match && !match(fromMetadataText(r.metadata))) continue;
+      top.push({ key: r.key as string, score: fromEngine(t.metric, r.s as number) });
+    }
+  }
+  return top.sorted();
+}
+
+/** Every row's vector read and scored here: for queries the engine cannot score. */
+async function clientScan(ctx: Ctx, t: StoredTable, q: VectorQuery, limit: number, match: Match): Promise<Candidate[]> {
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
   for await (const page of ctx.session.pages(`SELECT ${cols} FROM ${dataTable(ctx, t.keyspace, t.name)}`, [], {
@@ -111,45 +169,29 @@ async function exactScan(ctx: Ctx, t: TableInfo, q: VectorQuery, limit: number, 
     for (const r of page) {
       if (r.vector === null || r.vector === undefined) continue;
       if (match && !match(fromMetadataText(r.metadata))) continue;
-      const vector = fromCqlVector(r.vector);
-      top.push({ key: r.key as string, score: exactScore(q.metric, q.vector, vector), vector });
+      top.push({ key: r.key as string, score: exactScore(q.metric, q.vector, fromCqlVector(r.vector)) });
     }
   }
   return top.sorted();
 }
 
-async function ann(ctx: Ctx, t: TableInfo, q: VectorQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
-  const n = match ? ANN_MAX_LIMIT : Math.min(ANN_MAX_LIMIT, Math.max(limit * OVERFETCH, Math.min(q.candidates, ANN_MAX_LIMIT)));
-  const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
-  const rs = await ctx.session.execute(
-    'ann',
-    `SELECT ${cols} FROM ${dataTable(ctx, t.keyspace, t.name)} ORDER BY "vector" ANN OF ? LIMIT ?`,
-    [toCqlVector(q.vector), n],
-    { ctx: { keyspace: t.keyspace, table: t.name, action: 'searching (ANN)' }, fetchSize: n },
-  );
-  const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
-  for (const r of rs.rows) {
-    if (match && !match(fromMetadataText(r.metadata))) continue;
-    const vector = fromCqlVector(r.vector);
-    top.push({ key: r.key as string, score: exactScore(q.metric, q.vector, vector), vector });
-  }
-  return top.sorted();
-}
-
-/** Metadata and text of the final keys; a key deleted meanwhile drops out. */
-async function finish(ctx: Ctx, t: TableInfo, best: Candidate[], includeVector: boolean): Promise<StoredMatch[]> {
+/**
+ * Metadata, text and vector of the final keys, each re-scored exactly (float64, as the contract's
+ * scores are) and re-sorted: `limit` vectors read, never the candidates'. A key deleted meanwhile drops out.
+ */
+async function finish(ctx: Ctx, t: StoredTable, q: VectorQuery, best: Candidate[]): Promise<StoredMatch[]> {
   if (best.length === 0) return [];
-  const rows = new Map<string, { metadata: Metadata; text: string | null }>();
-  const cql = `SELECT "key", "metadata", "text" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
+  const rows = new Map<string, { metadata: Metadata; text: string | null; vector: Float32Array }>();
+  const cql = `SELECT "key", "metadata", "text", "vector" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
   await forEachLimit(chunks(best.map((c) => c.key), 100), 4, async (keys) => {
     const rs = await ctx.session.execute('read', cql, [keys], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading matches' } });
-    for (const r of rs.rows) rows.set(r.key as string, { metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null });
+    for (const r of rs.rows) rows.set(r.key as string, { metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null, vector: fromCqlVector(r.vector) });
   });
-  const out: StoredMatch[] = [];
+  const out: (StoredMatch & { vector: Float32Array })[] = [];
   for (const c of best) {
     const row = rows.get(c.key);
-    if (!row) continue;
-    out.push(includeVector ? { key: c.key, score: c.score, metadata: row.metadata, text: row.text, vector: c.vector } : { key: c.key, score: c.score, metadata: row.metadata, text: row.text });
+    if (row) out.push({ key: c.key, score: exactScore(q.metric, q.vector, row.vector), metadata: row.metadata, text: row.text, vector: row.vector });
   }
-  return out;
+  out.sort(byScoreThenKey(q.metric));
+  return q.includeVector === true ? out : out.map(({ vector: _v, ...m }) => m);
 }

@@ -26,8 +26,10 @@ import { type FieldError, invalid } from '../../errors.ts';
 import { compileFilter } from '../../index/filter.ts';
 import type { Filter, TableInfo, VectorRow } from '../api.ts';
 import { checkVector, chunks, fromCqlVector, fromMetadataText, throwVectorErrors, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
-import { countRows, requireTable } from './catalog.ts';
+import { requireTable } from './catalog.ts';
 import { type Ctx, dataTable } from './context.ts';
+import { addRows, rowCount, type StoredTable } from './counts.ts';
+import { filterQuery, metadataTerms, whereTerms } from './filter-terms.ts';
 import type { ErrorContext } from './driver-errors.ts';
 import { addStats, indexed, postingChanges, postingDeletes, type Stmt, statsOf } from './lexical.ts';
 import { forEachLimit } from './session.ts';
@@ -69,15 +71,13 @@ export function validateRows(t: TableInfo, rows: VectorRow[], basePath = ''): Ve
  * Writes validated rows with their lexical postings (lexical.ts): one LOGGED batch when small
  * enough, else one batch per row (8 rows in flight, each retried on timeouts); then the counters.
  */
-export async function writeRows(ctx: Ctx, t: TableInfo, rows: VectorRow[]): Promise<void> {
+export async function writeRows(ctx: Ctx, t: StoredTable, rows: VectorRow[]): Promise<void> {
   if (rows.length === 0) return;
-  const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?)`;
   const before = await currentTexts(ctx, t, rows.map((r) => r.key));
   let docs = 0;
   let tokens = 0;
   const groups = rows.map((r) => {
-    const metadata = toMetadataText(r.metadata);
-    const row = { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + 128 };
+    const row = rowInsert(ctx, t, r);
     const old = indexed(t, before.get(r.key));
     const now = indexed(t, r.text);
     docs += statsOf(now).rows - statsOf(old).rows;
@@ -89,6 +89,16 @@ export async function writeRows(ctx: Ctx, t: TableInfo, rows: VectorRow[]): Prom
   });
   await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'writing vectors' });
   await addStats(ctx, t, docs, tokens);
+  await addRows(ctx, t, rows.length - before.size);
+}
+
+/** The INSERT of one row with every column, its metadata also as filter terms (filter-terms.ts). */
+function rowInsert(ctx: Ctx, t: TableInfo, r: VectorRow): Stmt {
+  const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text", "terms") VALUES (?, ?, ?, ?, ?)`;
+  const metadata = toMetadataText(r.metadata);
+  const terms = metadataTerms(r.metadata ?? {});
+  const termBytes = terms.reduce((n, x) => n + utf8Bytes(x) + 8, 0);
+  return { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null, terms], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + termBytes + 128 };
 }
 
 /**
@@ -138,10 +148,10 @@ export async function getVector(ctx: Ctx, keyspace: string, table: string, key: 
   return { key: r.key as string, vector: fromCqlVector(r.vector), metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null };
 }
 
-/** Deletes the keys as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read. */
-export async function deleteKeys(ctx: Ctx, t: TableInfo, keys: string[]): Promise<void> {
+/** Deletes those of the keys that exist as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read. */
+export async function deleteKeys(ctx: Ctx, t: StoredTable, keys: string[]): Promise<void> {
   const texts = await currentTexts(ctx, t, keys);
-  await deleteRows(ctx, t, keys.map((key) => ({ key, at: null, text: texts.get(key) ?? null })));
+  await deleteRows(ctx, t, [...texts].map(([key, text]) => ({ key, at: null, text })));
 }
 
 /** A key to delete and its text; with `at`, only cells written at or before that timestamp (`USING TIMESTAMP`). */
@@ -151,16 +161,8 @@ interface Doomed {
   text: string | null;
 }
 
-async function deleteRows(ctx: Ctx, t: TableInfo, rows: Doomed[]): Promise<void> {
-  try {
-    await deleteRowsNow(ctx, t, rows);
-  } finally {
-    // The table may now be small enough for an exact search again: search.ts counts it afresh.
-    if (rows.length > 0) ctx.largeTables.delete(`${t.keyspace}.${t.name}`);
-  }
-}
-
-async function deleteRowsNow(ctx: Ctx, t: TableInfo, rows: Doomed[]): Promise<void> {
+/** Deletes rows that existed when read, with their postings; then the counters. */
+async function deleteRows(ctx: Ctx, t: StoredTable, rows: Doomed[]): Promise<void> {
   const from = dataTable(ctx, t.keyspace, t.name);
   const now = `DELETE FROM ${from} WHERE "key" = ?`;
   // Each statement carries its own timestamp (a batch has none), as CQL allows.
@@ -176,6 +178,7 @@ async function deleteRowsNow(ctx: Ctx, t: TableInfo, rows: Doomed[]): Promise<vo
   });
   await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'deleting vectors' });
   await addStats(ctx, t, docs, tokens);
+  await addRows(ctx, t, -rows.length);
 }
 
 /** Deletes the keys; answers how many of them existed (read before delete). */
@@ -236,10 +239,30 @@ export async function deleteByFilter(ctx: Ctx, keyspace: string, table: string, 
   return rows.length;
 }
 
+/**
+ * Without a filter: the row counter (counts.ts). With one the index serves (filter-terms.ts): the
+ * engine counts each conjunction (SELECT COUNT(*) ... WHERE "terms" CONTAINS ...), or, for several,
+ * the union of their keys. Other filters: a scan of every row's metadata (O(rows)).
+ */
 export async function countVectors(ctx: Ctx, keyspace: string, table: string, filter?: Filter): Promise<number> {
-  await requireTable(ctx, keyspace, table);
-  if (filter === undefined || Object.keys(filter).length === 0) {
-    return countRows(ctx, keyspace, table);
+  const t = await requireTable(ctx, keyspace, table);
+  if (filter === undefined || Object.keys(filter).length === 0) return rowCount(ctx, t);
+  compile(filter);
+  const plan = filterQuery(filter);
+  if (t.filterTerms && 'branches' in plan) {
+    const from = dataTable(ctx, keyspace, table);
+    const errCtx = { keyspace, table, action: 'counting matches' };
+    if (plan.branches.length === 1) {
+      const rs = await ctx.session.execute('read', `SELECT COUNT(*) AS n FROM ${from} WHERE ${whereTerms(plan.branches[0])}`, plan.branches[0], { ctx: errCtx });
+      return Number(String(rs.first()?.n ?? 0));
+    }
+    const keys = new Set<string>();
+    for (const terms of plan.branches) {
+      for await (const page of ctx.session.pages(`SELECT "key" FROM ${from} WHERE ${whereTerms(terms)}`, terms, { fetchSize: 5000, ctx: errCtx })) {
+        for (const r of page) keys.add(r.key as string);
+      }
+    }
+    return keys.size;
   }
   let n = 0;
   for await (const _ of matching(ctx, keyspace, table, filter)) n++;
