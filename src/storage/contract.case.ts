@@ -9,6 +9,7 @@ import type { Metric, Storage, VectorRow } from './api.ts';
 import { bruteScore } from './brute-score.case.ts';
 import { randomDifferentialCase } from './contract-random.case.ts';
 import { lexicalContract } from './contract-lexical.case.ts';
+import { scaleContract } from './contract-scale.case.ts';
 
 export type OpenStorage = () => Promise<{ storage: Storage; cleanup: () => Promise<void> }>;
 
@@ -353,6 +354,7 @@ export function storageContract(name: string, open: OpenStorage): void {
     });
 
     lexicalContract(() => storage);
+    scaleContract(() => storage);
 
     describe('random differential', () => {
       it('agrees with an in-memory model over a seeded random sequence of writes, deletes and checks', async (t) => {
