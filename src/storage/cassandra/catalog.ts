@@ -97,7 +97,41 @@ export async function createKeyspace(ctx: Ctx, ks: { name: string; owner: string
   return { name: ks.name, owner: ks.owner, replication, createdAt: createdAt.toISOString() };
 }
 
+/**
+ * Catalog entries this process has read, per store: a keyspace's and a table's facts never change
+ * once made (nothing drops or alters them), so every search and write need not read them again.
+ * Only what exists is kept (a name made by another process is read at its first use), and only
+ * entries older than SETTLED_MS: a creation whose DDL fails releases its claim within that, and
+ * the name may then be made again differently. Tables only once their derived state is final
+ * (terms filled, counted): `filterTerms` only ever turns true, and a table marked uncounted after a
+ * failed counter update is read afresh by countVectors and listTables (`fresh`); a search here may
+ * plan with its stale count until this process restarts (counts.ts).
+ */
+const known = new WeakMap<Ctx, { keyspaces: Map<string, KeyspaceInfo>; tables: Map<string, StoredTable> }>();
+const KNOWN_MAX = 10_000;
+const SETTLED_MS = 120_000;
+const settled = (createdAt: string): boolean => Date.now() - Date.parse(createdAt) > SETTLED_MS;
+
+function knownOf(ctx: Ctx): { keyspaces: Map<string, KeyspaceInfo>; tables: Map<string, StoredTable> } {
+  let k = known.get(ctx);
+  if (k === undefined) known.set(ctx, (k = { keyspaces: new Map(), tables: new Map() }));
+  return k;
+}
+
+function remember<T>(m: Map<string, T>, id: string, v: T): void {
+  if (m.size >= KNOWN_MAX) m.clear();
+  m.set(id, v);
+}
+
 export async function getKeyspace(ctx: Ctx, name: string): Promise<KeyspaceInfo | null> {
+  const cached = knownOf(ctx).keyspaces.get(name);
+  if (cached !== undefined) return cached;
+  const ks = await readKeyspace(ctx, name);
+  if (ks !== null && settled(ks.createdAt)) remember(knownOf(ctx).keyspaces, name, ks);
+  return ks;
+}
+
+async function readKeyspace(ctx: Ctx, name: string): Promise<KeyspaceInfo | null> {
   if (!isValidName(name)) return null;
   const rs = await ctx.session.execute('read', `SELECT name, owner, replication, created_at FROM ${sysTable(ctx, 'keyspaces')} WHERE name = ?`, [name], {
     ctx: { keyspace: name, action: 'reading the catalog' },
@@ -122,7 +156,17 @@ export async function getTable(ctx: Ctx, keyspace: string, name: string): Promis
   return t === null ? null : publicTable(t);
 }
 
-async function getStoredTable(ctx: Ctx, keyspace: string, name: string): Promise<StoredTable | null> {
+/** The table as the catalog holds it; `fresh` skips what this process remembers (for the counted flag). */
+async function getStoredTable(ctx: Ctx, keyspace: string, name: string, fresh = false): Promise<StoredTable | null> {
+  const id = `${keyspace}.${name}`;
+  const cached = fresh ? undefined : knownOf(ctx).tables.get(id);
+  if (cached !== undefined) return cached;
+  const t = await readTable(ctx, keyspace, name);
+  if (t !== null && t.filterTerms && t.counted && settled(t.createdAt)) remember(knownOf(ctx).tables, id, t);
+  return t;
+}
+
+async function readTable(ctx: Ctx, keyspace: string, name: string): Promise<StoredTable | null> {
   if (!isValidName(keyspace) || !isValidName(name)) return null;
   const rs = await ctx.session.execute(
     'read',
@@ -134,8 +178,8 @@ async function getStoredTable(ctx: Ctx, keyspace: string, name: string): Promise
 }
 
 /** The table's catalog entry; keyspace_not_found or table_not_found when either is missing. */
-export async function requireTable(ctx: Ctx, keyspace: string, name: string): Promise<StoredTable> {
-  const t = await getStoredTable(ctx, keyspace, name);
+export async function requireTable(ctx: Ctx, keyspace: string, name: string, opts: { fresh?: boolean } = {}): Promise<StoredTable> {
+  const t = await getStoredTable(ctx, keyspace, name, opts.fresh);
   if (t !== null) return t;
   if ((await getKeyspace(ctx, keyspace)) === null) throw new ServiceError('keyspace_not_found', `Keyspace "${keyspace}" does not exist.`);
   throw new ServiceError('table_not_found', `Table "${name}" does not exist in keyspace "${keyspace}".`);

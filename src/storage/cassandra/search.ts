@@ -3,19 +3,21 @@
  *
  * Stage 1 asks the engine for keys and scores:
  *   SELECT "key", similarity_<metric>("vector", ?) FROM ks.t [WHERE "terms" CONTAINS ? AND ...]
- *   ORDER BY "vector" ANN OF ? LIMIT n,   n = min(1000, max(limit * 5, candidates))
- * Cassandra caps LIMIT at 1,000; over-fetching ~5x lifts recall@10 from ~0.93 to ~1.0. The score
- * comes back on Cassandra's 0..1 similarity scale, converted to the metric's own (fromEngine), and
- * picks the best `limit` with no vector over the wire. Stage 2 reads metadata, text and vector of
- * those `limit` rows only and re-scores them exactly (float64 over the stored float32 vectors, as the
- * contract's scores are: the engine's float32 arithmetic is ~1e-7 relative, 5e-5 on a dot product of
- * 1,000), best first, ties by key.
+ *   ORDER BY "vector" ANN OF ? LIMIT n
+ * The score comes back on Cassandra's 0..1 similarity scale, converted to the metric's own
+ * (fromEngine), and picks the best `limit` with no vector over the wire. Stage 2 reads metadata,
+ * text and vector of those `limit` rows only and re-scores them exactly (float64 over the stored
+ * float32 vectors, as the contract's scores are: the engine's float32 arithmetic is ~1e-7
+ * relative, 5e-5 on a dot product of 1,000), best first, ties by key.
  *
- * Exactness: an ANN query whose LIMIT covers the table returns every row (the index search is then
- * exhaustive), so `candidates >= rows` is exact for tables up to 1,000 rows (matching rows, with a
- * filter) without any count. Above 1,000, when `candidates` still covers the table and it holds at
- * most `exactScanMaxRows` rows, stage 1 is a scan scored by the engine (key and score per row, no
- * vectors: O(rows) on the server); otherwise the ANN answer is approximate.
+ * n and exactness: the table's row counter (counts.ts, one partition read) says whether
+ * `candidates` covers the table. When it does not, n = min(candidates, 2 x limit): the engine's
+ * scores are final, so a larger LIMIT only widens its search (see OVERFETCH). When it does, the
+ * answer is exact: up to 1,000 rows (Cassandra's cap on an ANN LIMIT) by an ANN LIMIT covering the
+ * table (the index search is then exhaustive); from there to `exactScanMaxRows` rows by a scan
+ * scored by the engine (key and score per row, no vectors: O(rows) on the server); above that the
+ * ANN answer (LIMIT 1,000) is approximate. Tables made before the counter (not counted) take
+ * n = min(1000, max(candidates, 2 x limit)) without a count.
  *
  * Filters run in the engine (filter-terms.ts): one ANN query per conjunction (at most 16, concurrently), merged.
  * A filter the index cannot serve (comparisons, negations), or any filter on a table whose terms are
@@ -42,7 +44,13 @@ import { compile } from './vectors.ts';
 
 /** Cassandra's cap on LIMIT with ORDER BY ... ANN OF. */
 export const ANN_MAX_LIMIT = 1000;
-const OVERFETCH = 5;
+/**
+ * Rows stage 1 asks for per row returned when `candidates` does not cover the table: the engine's
+ * scores are the final order, so more only widens its search (jvector's beam is the LIMIT): LIMIT
+ * 2 x 10 gave recall@10 0.99+ on the bench's clustered 384-d rows, where LIMIT 100 cost 2.7x the
+ * engine time of LIMIT 10 (bench/cassandra.bench.ts).
+ */
+const OVERFETCH = 2;
 
 interface Candidate {
   key: string;
@@ -102,15 +110,15 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
     }
     return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
   }
-  const n = Math.min(ANN_MAX_LIMIT, Math.max(limit * OVERFETCH, Math.floor(q.candidates)));
-  const found = await Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms)));
-  // A full page of 1,000 that `candidates` asks to go beyond: exact by scan when the table is small enough.
-  if (q.candidates > ANN_MAX_LIMIT && found.some((f) => f.length >= ANN_MAX_LIMIT)) {
-    const rows = await rowCount(ctx, t, ctx.exactScanMaxRows + 1);
-    if (rows <= ctx.exactScanMaxRows && q.candidates >= rows) {
-      return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
-    }
+  const candidates = Math.floor(q.candidates);
+  // The counter says whether `candidates` covers the table (a table not counted: assume it may).
+  const rows = t.counted ? await rowCount(ctx, t) : Infinity;
+  const covers = candidates >= rows || !t.counted;
+  if (covers && rows > ANN_MAX_LIMIT && rows <= ctx.exactScanMaxRows) {
+    return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
   }
+  const n = Math.min(ANN_MAX_LIMIT, covers ? Math.max(limit * OVERFETCH, Math.min(candidates, rows)) : Math.min(candidates, limit * OVERFETCH));
+  const found = await Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms)));
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const seen = new Set<string>();
   for (const rows of found) {

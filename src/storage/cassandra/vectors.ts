@@ -36,7 +36,8 @@ import { forEachLimit } from './session.ts';
 
 /** Well below Cassandra's default batch_size_fail_threshold (50 KiB), as Cassandra counts it. */
 const LOGGED_BATCH_MAX_BYTES = 24 * 1024;
-const WRITE_CONCURRENCY = 8;
+/** Rows (each with its postings) in flight per call: 8 left Cassandra idle between a call's reads and writes. */
+const WRITE_CONCURRENCY = 32;
 const IN_CHUNK = 100;
 
 /** A write timestamp (microseconds since the epoch) as the driver reads and binds a bigint. */
@@ -131,7 +132,7 @@ export async function writeGroups(ctx: Ctx, groups: Stmt[][], errCtx: ErrorConte
 async function currentTexts(ctx: Ctx, t: TableInfo, keys: string[]): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>();
   const cql = `SELECT "key", "text" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
-  await forEachLimit(chunks([...new Set(keys)], IN_CHUNK), 4, async (part) => {
+  await forEachLimit(chunks([...new Set(keys)], IN_CHUNK), 8, async (part) => {
     const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading rows' } });
     for (const r of rs.rows) found.set(r.key as string, (r.text as string | null) ?? null);
   });
@@ -245,7 +246,7 @@ export async function deleteByFilter(ctx: Ctx, keyspace: string, table: string, 
  * the union of their keys. Other filters: a scan of every row's metadata (O(rows)).
  */
 export async function countVectors(ctx: Ctx, keyspace: string, table: string, filter?: Filter): Promise<number> {
-  const t = await requireTable(ctx, keyspace, table);
+  const t = await requireTable(ctx, keyspace, table, { fresh: true });
   if (filter === undefined || Object.keys(filter).length === 0) return rowCount(ctx, t);
   compile(filter);
   const plan = filterQuery(filter);
