@@ -571,6 +571,39 @@ if (!ENABLED) {
       });
     });
 
+    it('migrates a table made before filter terms and counters at start: filters use the index once filled, counts scan', async () => {
+      const prefix = `t${randomBytes(5).toString('hex')}_`;
+      const opts = { contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, replication: REPLICATION, systemKeyspace: `${prefix}vss_system`, keyspacePrefix: prefix, exactScanMaxRows: 0 };
+      const old = await openCassandraStorage(opts);
+      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
+      await session.connect();
+      let next: Awaited<ReturnType<typeof openCassandraStorage>> | undefined;
+      try {
+        await old.createKeyspace({ name: 'mig', owner: null });
+        await old.createTable({ keyspace: 'mig', name: 't', dimension: 3, metric: 'cosine', model: null });
+        // The table as an earlier version left it: no terms column or index, catalog flags unset.
+        await session.execute('ddl', `DROP INDEX "${prefix}mig"."t_terms_idx"`);
+        await session.execute('ddl', `ALTER TABLE "${prefix}mig"."t" DROP "terms"`);
+        await session.execute('write', `UPDATE "${prefix}vss_system"."tables" SET filter_terms = null, counted = null WHERE keyspace_name = 'mig' AND table_name = 't'`);
+        await session.execute('write', `INSERT INTO "${prefix}mig"."t" ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?)`, ['a', new cassandraDriver.types.Vector(Float32Array.of(1, 0, 0), 'float'), '{"g":"x"}', null]);
+        await session.execute('write', `INSERT INTO "${prefix}mig"."t" ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?)`, ['b', new cassandraDriver.types.Vector(Float32Array.of(0, 1, 0), 'float'), '{"g":"y"}', null]);
+        await old.close();
+        next = await openCassandraStorage(opts);
+        await next.termsBackfill;
+        const q = { vector: Float32Array.of(1, 1, 0), metric: 'cosine' as const, candidates: 10, limit: 5 };
+        assert.deepEqual((await next.search('mig', 't', { ...q, filter: { g: 'y' } })).map((m) => m.key), ['b']);
+        await next.upsertVectors('mig', 't', [{ key: 'c', vector: Float32Array.of(0, 0, 1), metadata: { g: 'y' }, text: null }]);
+        assert.deepEqual((await next.search('mig', 't', { ...q, filter: { g: 'y' } })).map((m) => m.key).sort(), ['b', 'c']);
+        assert.equal(await next.countVectors('mig', 't'), 3);
+        assert.equal(await next.countVectors('mig', 't', { g: 'y' }), 2);
+      } finally {
+        await old.close();
+        await next?.close();
+        await session.shutdown();
+        await dropPrefixed(prefix);
+      }
+    });
+
     it('plans by counters, not scans: ANN covering small tables, an unservable filter scanned while the table is small, then refused', async () => {
       const { storage, prefix, cleanup } = await openFresh();
       const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });

@@ -10,10 +10,11 @@
  * float32 vectors, as the contract's scores are: the engine's float32 arithmetic is ~1e-7
  * relative, 5e-5 on a dot product of 1,000), best first, ties by key.
  *
- * n and exactness: the table's row counter (counts.ts, one partition read) says whether
- * `candidates` covers the table. When it does not, n = min(candidates, 2 x limit): the engine's
- * scores are final, so a larger LIMIT only widens its search (see OVERFETCH). When it does, the
- * answer is exact: up to 1,000 rows (Cassandra's cap on an ANN LIMIT) by an ANN LIMIT covering the
+ * n and exactness: stage 1 asks for n = min(candidates, 2 x limit): the engine's scores are
+ * final, so a larger LIMIT only widens its search (see OVERFETCH). Beside that query it reads the
+ * table's row counter (counts.ts, one partition read), which says whether `candidates` covers the
+ * table; when it does and the narrow query came back full, the answer must be exact and stage 1
+ * asks again: up to 1,000 rows (Cassandra's cap on an ANN LIMIT) by an ANN LIMIT covering the
  * table (the index search is then exhaustive); from there to `exactScanMaxRows` rows by a scan
  * scored by the engine (key and score per row, no vectors: O(rows) on the server); above that the
  * ANN answer (LIMIT 1,000) is approximate. Tables made before the counter (not counted) take
@@ -111,14 +112,21 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
     return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
   }
   const candidates = Math.floor(q.candidates);
-  // The counter says whether `candidates` covers the table (a table not counted: assume it may).
-  const rows = t.counted ? await rowCount(ctx, t) : Infinity;
-  const covers = candidates >= rows || !t.counted;
-  if (covers && rows > ANN_MAX_LIMIT && rows <= ctx.exactScanMaxRows) {
-    return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
+  const annAll = (n: number) => Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms)));
+  const small = Math.min(ANN_MAX_LIMIT, candidates, limit * OVERFETCH);
+  let found: Candidate[][];
+  if (t.counted) {
+    // The counter says whether `candidates` covers the table; read beside the narrow ANN query,
+    // which is the answer unless it does (and that query may not have covered the table).
+    const [rows, narrow] = await Promise.all([rowCount(ctx, t), annAll(small)]);
+    const complete = narrow.every((f) => f.length < small);
+    if (candidates < rows || complete) found = narrow;
+    else if (rows > ANN_MAX_LIMIT && rows <= ctx.exactScanMaxRows) return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
+    else found = await annAll(Math.min(ANN_MAX_LIMIT, Math.max(small, rows)));
+  } else {
+    // Not counted (made before the counter): ask for as many as `candidates`, up to the cap.
+    found = await annAll(Math.min(ANN_MAX_LIMIT, Math.max(limit * OVERFETCH, candidates)));
   }
-  const n = Math.min(ANN_MAX_LIMIT, covers ? Math.max(limit * OVERFETCH, Math.min(candidates, rows)) : Math.min(candidates, limit * OVERFETCH));
-  const found = await Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms)));
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const seen = new Set<string>();
   for (const rows of found) {
