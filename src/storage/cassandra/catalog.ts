@@ -94,15 +94,17 @@ export async function createKeyspace(ctx: Ctx, ks: { name: string; owner: string
     await ctx.session.execute('write', `DELETE FROM ${sysTable(ctx, 'keyspaces')} WHERE name = ?`, [ks.name]).catch(() => undefined);
     throw e;
   }
-  return { name: ks.name, owner: ks.owner, replication, createdAt: createdAt.toISOString() };
+  const made: KeyspaceInfo = { name: ks.name, owner: ks.owner, replication, createdAt: createdAt.toISOString() };
+  remember(knownOf(ctx).keyspaces, ks.name, made);
+  return made;
 }
 
 /**
  * Catalog entries this process has read, per store: a keyspace's and a table's facts never change
  * once made (nothing drops or alters them), so every search and write need not read them again.
- * Only what exists is kept (a name made by another process is read at its first use), and only
- * entries older than SETTLED_MS: a creation whose DDL fails releases its claim within that, and
- * the name may then be made again differently. Tables only once their derived state is final
+ * Only what exists is kept (a name made by another process is read at its first use): what this
+ * process made once its DDL succeeded, and what it read older than SETTLED_MS, since a creation
+ * whose DDL fails releases its claim within that and the name may then be made again differently. Tables only once their derived state is final
  * (terms filled, counted): `filterTerms` only ever turns true, and a table marked uncounted after a
  * failed counter update is read afresh by countVectors and listTables (`fresh`); a search here may
  * plan with its stale count until this process restarts (counts.ts).
@@ -222,6 +224,7 @@ export async function createTable(
       .catch(() => undefined);
     throw e;
   }
+  remember(knownOf(ctx).tables, `${t.keyspace}.${t.name}`, { ...info, counted: true, filterTerms: true });
   return info;
 }
 

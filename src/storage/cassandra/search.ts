@@ -5,10 +5,12 @@
  *   SELECT "key", similarity_<metric>("vector", ?) FROM ks.t [WHERE "terms" CONTAINS ? AND ...]
  *   ORDER BY "vector" ANN OF ? LIMIT n
  * The score comes back on Cassandra's 0..1 similarity scale, converted to the metric's own
- * (fromEngine), and picks the best `limit` with no vector over the wire. Stage 2 reads metadata,
- * text and vector of those `limit` rows only and re-scores them exactly (float64 over the stored
- * float32 vectors, as the contract's scores are: the engine's float32 arithmetic is ~1e-7
- * relative, 5e-5 on a dot product of 1,000), best first, ties by key.
+ * (fromEngine), and picks the best `limit` with no vector over the wire. Cosine: that score is the
+ * answer's (bounded, so the engine's float32 arithmetic is within ~2e-7 of the float64 score) and
+ * stage 1 reads the rows' metadata and text with it: one query. Dot product and Euclidean (unbounded:
+ * 5e-5 off on a dot product of 1,000), and any search with `includeVector`: stage 2 reads metadata,
+ * text and vector of the `limit` best rows only and re-scores them exactly (float64 over the stored
+ * float32 vectors, as the contract's scores are), best first, ties by key.
  *
  * n and exactness: stage 1 asks for n = min(candidates, 2 x limit): the engine's scores are
  * final, so a larger LIMIT only widens its search (see OVERFETCH). Beside that query it reads the
@@ -56,6 +58,8 @@ const OVERFETCH = 2;
 interface Candidate {
   key: string;
   score: number;
+  /** The row itself, when stage 1 read it (cosine: see INLINE). */
+  row?: { metadata: Metadata; text: string | null };
 }
 
 /** ann: the engine's ANN query; scan: a scan scored by the engine; client: vectors read and scored here. */
@@ -112,7 +116,11 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
     return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
   }
   const candidates = Math.floor(q.candidates);
-  const annAll = (n: number) => Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms)));
+  // Cosine scores are bounded: the engine's float32 score is within ~2e-7 of the exact one, so the
+  // rows come with stage 1 and there is no second read; other metrics' scores are not (a dot
+  // product of 1,000 is off by 5e-5) and are re-scored from the final rows' vectors.
+  const inline = t.metric === 'cosine' && q.includeVector !== true;
+  const annAll = (n: number) => Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms, inline)));
   const small = Math.min(ANN_MAX_LIMIT, candidates, limit * OVERFETCH);
   let found: Candidate[][];
   if (t.counted) {
@@ -136,7 +144,9 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
       top.push(c);
     }
   }
-  return { plan: 'ann', matches: await finish(ctx, t, q, top.sorted()) };
+  const best = top.sorted();
+  if (inline) return { plan: 'ann', matches: best.map((c) => ({ key: c.key, score: c.score, metadata: c.row!.metadata, text: c.row!.text })) };
+  return { plan: 'ann', matches: await finish(ctx, t, q, best) };
 }
 
 const byScoreThenKey = (metric: Metric) => {
@@ -144,17 +154,21 @@ const byScoreThenKey = (metric: Metric) => {
   return (a: Candidate, b: Candidate): number => cmp(a, b) || compareCodePoints(a.key, b.key);
 };
 
-/** One ANN query: keys and engine scores of the best `n` rows holding every term. */
-async function ann(ctx: Ctx, t: StoredTable, q: VectorQuery, n: number, terms: string[]): Promise<Candidate[]> {
+/** One ANN query: keys and engine scores of the best `n` rows holding every term (with `inline`, their metadata and text too). */
+async function ann(ctx: Ctx, t: StoredTable, q: VectorQuery, n: number, terms: string[], inline: boolean): Promise<Candidate[]> {
   const where = terms.length > 0 ? ` WHERE ${whereTerms(terms)}` : '';
   const v = toCqlVector(q.vector);
   const rs = await ctx.session.execute(
     'ann',
-    `SELECT "key", ${SIMILARITY_FN[t.metric]}("vector", ?) AS s FROM ${dataTable(ctx, t.keyspace, t.name)}${where} ORDER BY "vector" ANN OF ? LIMIT ?`,
+    `SELECT "key", ${SIMILARITY_FN[t.metric]}("vector", ?) AS s${inline ? ', "metadata", "text"' : ''} FROM ${dataTable(ctx, t.keyspace, t.name)}${where} ORDER BY "vector" ANN OF ? LIMIT ?`,
     [v, ...terms, v, n],
     { ctx: { keyspace: t.keyspace, table: t.name, action: 'searching (ANN)' }, fetchSize: n },
   );
-  return rs.rows.map((r) => ({ key: r.key as string, score: fromEngine(t.metric, r.s as number) }));
+  return rs.rows.map((r) => ({
+    key: r.key as string,
+    score: fromEngine(t.metric, r.s as number),
+    ...(inline ? { row: { metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null } } : {}),
+  }));
 }
 
 /** Every row scored by the engine (no vectors over the wire), filtered here when a filter is given. */
