@@ -8,13 +8,15 @@
  * text. Atomicity: a call whose rows and postings fit in one LOGGED batch (estimated <= 24 KiB:
  * Cassandra's own count of a batch runs ~1.3x our estimate and its default
  * batch_size_fail_threshold is 50 KiB; that is about 14 rows of 384 dimensions without text) is
- * all-or-nothing through the batchlog. Larger calls run as concurrent per-row batches (8 in flight,
+ * all-or-nothing through the batchlog. Larger calls run as concurrent per-row batches (32 in flight,
  * each retried on timeouts), each row with its postings: invalid input still writes nothing, but an
  * outage mid-call can leave part of the rows written; the call then fails with storage_unavailable
  * and repeating it is safe.
  *
- * Filters live in a JSON text column that SAI cannot index: deleteByFilter and countVectors page
- * through every row of the table (O(rows)); countVectors without a filter pages through keys only.
+ * Every row also carries its metadata as SAI terms (filter-terms.ts). countVectors reads the row
+ * counter (counts.ts) without a filter, and lets Cassandra count a filter its index serves; other
+ * filters, and deleteByFilter, page through every row's metadata (O(rows)). Writes and deletes add
+ * the rows they create or remove to the counter.
  *
  * deleteByFilter takes effect as of its scan: the scan reads each matching row's write time, and the
  * row is deleted `USING TIMESTAMP` that time, which removes the version the scan saw (and older
@@ -104,7 +106,7 @@ function rowInsert(ctx: Ctx, t: TableInfo, r: VectorRow): Stmt {
 
 /**
  * Runs groups of statements, each group as atomic as its size allows: all in one LOGGED batch when
- * they fit, else each group as one (8 in flight), and a group too large for a batch as consecutive
+ * they fit, else each group as one (WRITE_CONCURRENCY in flight), and a group too large for a batch as consecutive
  * batches in its order.
  */
 export async function writeGroups(ctx: Ctx, groups: Stmt[][], errCtx: ErrorContext): Promise<void> {
