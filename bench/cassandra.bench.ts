@@ -1,204 +1,249 @@
 /**
- * The workloads of bench/vectors.bench.ts (same vectors, batches, queries, concurrency), through
- * the real server process and real HTTP, on the Cassandra backend. Needs a running Cassandra 5;
- * `scripts/cassandra/cassandra.sh run` starts one and stops it afterwards:
+ * The Cassandra backend against Cassandra itself, in one run: the same rows and the same queries
+ * sent straight through cassandra-driver (the engine, no service) and through the real server
+ * process over HTTP (the service), side by side, with the service/engine ratios. Needs a running
+ * Cassandra 5 (`scripts/cassandra/cassandra.sh start`, or a cluster with the flags below):
  *
- *   bash scripts/cassandra/cassandra.sh run -- node --import tsx bench/cassandra.bench.ts --n 100000
- *     [--dim 384] [--queries 200] [--batch 1000] [--contact-points 127.0.0.1] [--keep]
+ *   node --import tsx bench/cassandra.bench.ts --rows 10000,100000
+ *     [--dim 384] [--queries 200] [--batch 500] [--writers 3] [--engine-inflight 24]
+ *     [--contact-points 127.0.0.1,127.0.0.2,127.0.0.3 --rf 3 --consistency QUORUM] [--keep]
  *
- * Reports: ingest (acknowledged vectors/s; vectors sent as vector_base64), whether the last rows written are found at once,
- * search QPS and p50/p99 at concurrency 1 and 16 for vector queries with initial_top_k 100 and
- * with the default initial_top_k, recall@10 of both against an exact scan computed in this process
- * (on Cassandra above the exact-scan threshold both go through the ANN index: LIMIT 100 and the
- * 1,000 cap), text queries, time to serve after a service restart (Cassandra keeps running), the
- * server's RssAnon and the Cassandra node's RSS. Each run uses a fresh keyspace prefix and system
- * keyspace, dropped at the end unless --keep.
+ * Per table size: ingest (rows/s; the service takes `writers` batch requests at a time, each written
+ * with up to 8 rows in flight, so the engine writes `engine-inflight` single-row INSERTs at a time);
+ * vector search c1 p50/p99 and c16 QPS (engine: `SELECT key, similarity_cosine(vector, ?) ... ORDER BY
+ * vector ANN OF ? LIMIT 10`, and LIMIT 100 as the service asks for initial_top_k 100; service:
+ * initial_top_k 100, final_top_k 10) with recall@10 against an exact scan done here; filtered
+ * searches at 1% and 10% selectivity (matches returned of 10, latency); text search (engine: the
+ * model in this process, then one ANN query; service: /v1/search with `query`). Both sides write
+ * the same columns (key, vector, metadata, terms) into tables of the same schema and indexes (both
+ * made by the service). Each run uses a fresh keyspace prefix, dropped at the end unless --keep.
+ * Absolute figures depend on the machine: read the ratios.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import cassandra from 'cassandra-driver';
-import { PROJECT_ROOT } from '../src/config/config.ts';
+import { DEFAULT_MODEL, PROJECT_ROOT } from '../src/config/config.ts';
+import { loadModel } from '../src/embedding/model.ts';
+import { metadataTerms } from '../src/storage/cassandra/filter-terms.ts';
 import { dropPrefixed, freshNames } from '../src/storage/cassandra/test-support.ts';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { machineKind } from './machine-check.ts';
-import { fmt, ingest, makeCentres, makeVectors, pct, restart, rssMb, runQueries, textSearch, writeVector } from './workload.ts';
+import { makeCentres, makeVectors, pct, runQueries, type Timed, vectorField, writeVector } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
-    n: { type: 'string', default: '100000' },
+    rows: { type: 'string', default: '10000,100000' },
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '200' },
-    batch: { type: 'string', default: '1000' },
+    batch: { type: 'string', default: '500' },
+    writers: { type: 'string', default: '3' },
+    'engine-inflight': { type: 'string', default: '24' },
     'contact-points': { type: 'string', default: '127.0.0.1' },
+    'local-dc': { type: 'string', default: 'datacenter1' },
+    rf: { type: 'string', default: '1' },
+    consistency: { type: 'string', default: 'QUORUM' },
     keep: { type: 'boolean', default: false },
   },
 });
-const N = Number(args.n);
+const SIZES = args.rows!.split(',').map(Number);
 const DIM = Number(args.dim);
 const QUERIES = Number(args.queries);
 const BATCH = Number(args.batch);
-const CONTACT_POINTS = args['contact-points']!;
+const WRITERS = Number(args.writers);
+const ENGINE_INFLIGHT = Number(args['engine-inflight']);
+const CONTACT_POINTS = args['contact-points']!.split(',').map((s) => s.trim());
+const LOCAL_DC = args['local-dc']!;
+const RF = Number(args.rf);
+const CONSISTENCY = args.consistency as 'QUORUM' | 'ONE' | 'LOCAL_QUORUM';
 const KEY = 'bench-admin-key-0123456789abcdef';
-const KS = 'default_keyspace';
-const TABLE = 'bench';
+const KS = 'bench';
 
-async function load(server: RunningServer, centres: Float32Array[]) {
-  let lastReport = 0;
-  return ingest(server, { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE, encoding: 'base64' }, centres, (sent, seconds) => {
-    if (seconds - lastReport < 30) return;
-    lastReport = seconds;
-    console.error(`  ... ${sent.toLocaleString('en')} rows sent, ${(sent / seconds).toFixed(0)} rows/s`);
-  });
-}
+const metadataOf = (i: number) => ({ i, p1: i % 100, p10: i % 10 });
 
-/** Exact top-10 keys by cosine (the vectors are unit length: dot product), and the time per query. */
-function exactTop10(vectors: Float32Array, queries: Float32Array[], dim: number): { keys: string[][]; ms: number } {
+type Side = Timed & { matches?: number };
+const fmt = (r: Side): string => `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.qps.toFixed(0)} QPS${r.matches !== undefined ? `, ${r.matches.toFixed(1)} of 10 matches` : ''}`;
+
+/** Runs `f(i)` for i < n with `concurrency` in flight: latencies, QPS. */
+async function timed(n: number, concurrency: number, f: (i: number) => Promise<number | void>): Promise<Side & { returned: number[] }> {
+  const lat: number[] = [];
+  const returned: number[] = new Array(n).fill(0);
+  let next = 0;
   const t0 = performance.now();
-  const keys = queries.map((q) => {
-    const best = new Float64Array(10).fill(-Infinity);
-    const idx = new Int32Array(10).fill(-1);
-    for (let r = 0, off = 0; off < vectors.length; r++, off += dim) {
-      let dot = 0;
-      for (let d = 0; d < dim; d++) dot += vectors[off + d] * q[d];
-      if (dot > best[9]) {
-        let j = 9;
-        while (j > 0 && best[j - 1] < dot) { best[j] = best[j - 1]; idx[j] = idx[j - 1]; j--; }
-        best[j] = dot;
-        idx[j] = r;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        const s = performance.now();
+        returned[i] = (await f(i)) ?? 0;
+        lat.push(performance.now() - s);
       }
-    }
-    return Array.from(idx, (r) => `v${r}`);
-  });
-  return { keys, ms: (performance.now() - t0) / queries.length };
+    }),
+  );
+  return { qps: n / ((performance.now() - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), returned };
 }
 
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-/** RSS of the local node started by scripts/cassandra/cassandra.sh, when there is one. */
-async function cassandraRss(): Promise<string> {
-  const home = process.env.VSS_CASSANDRA_HOME ?? path.join(PROJECT_ROOT, '.cassandra');
-  try {
-    const pid = Number((await readFile(path.join(home, 'c1', 'node1', 'cassandra.pid'), 'utf8')).trim());
-    return `${(await rssMb(pid, 'VmRSS')).toFixed(0)} MB`;
-  } catch {
-    return 'n/a (not a node of scripts/cassandra/cassandra.sh)';
-  }
+const ROUNDS = 3;
+/** Runs each of `fs` once per round, in turn, ROUNDS times: their results by f. */
+async function interleaved(fs: (() => Promise<Timed>)[]): Promise<Timed[][]> {
+  const out: Timed[][] = fs.map(() => []);
+  for (let r = 0; r < ROUNDS; r++) for (let i = 0; i < fs.length; i++) out[i].push(await fs[i]());
+  return out;
 }
 
-/** What every search on Cassandra pays first to choose exact scan or ANN: `SELECT key ... LIMIT 10001`, timed directly. */
-async function keyScanMs(keyspace: string, table: string): Promise<number> {
-  const c = new cassandra.Client({ contactPoints: CONTACT_POINTS.split(','), localDataCenter: 'datacenter1' });
-  try {
-    await c.connect();
-    const times: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const t0 = performance.now();
-      let pageState: string | undefined;
-      do {
-        const rs = await c.execute(`SELECT "key" FROM "${keyspace}"."${table}" LIMIT 10001`, [], { prepare: true, fetchSize: 5000, pageState });
-        pageState = rs.pageState ?? undefined;
-      } while (pageState);
-      times.push(performance.now() - t0);
-    }
-    return pct(times, 50);
-  } finally {
-    await c.shutdown();
-  }
-}
-
-function recallAt10(results: { key: string }[][], truth: string[][]): number {
-  let hit = 0;
-  for (let i = 0; i < truth.length; i++) {
-    const want = new Set(truth[i]);
-    hit += results[i].filter((m) => want.has(m.key)).length;
-  }
-  return hit / (truth.length * 10);
-}
+/** Per-round figures, each taken as the median of the rounds. */
+const median = (xs: Timed[]): Timed => ({ p50: pct(xs.map((x) => x.p50), 50), p99: pct(xs.map((x) => x.p99), 50), qps: pct(xs.map((x) => x.qps), 50) });
 
 async function main() {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-bench-cassandra-'));
   const names = freshNames();
+  const physical = `"${names.keyspacePrefix}${KS}"`;
   const env = {
     VSS_DATA_DIR: dataDir,
     VSS_ADMIN_KEY: KEY,
     VSS_LOG_LEVEL: 'warn',
     VSS_STORAGE: 'cassandra',
-    VSS_CASSANDRA_CONTACT_POINTS: CONTACT_POINTS,
+    VSS_CASSANDRA_CONTACT_POINTS: CONTACT_POINTS.join(','),
+    VSS_CASSANDRA_LOCAL_DC: LOCAL_DC,
+    VSS_CASSANDRA_REPLICATION: `{'class': 'SimpleStrategy', 'replication_factor': ${RF}}`,
+    VSS_CASSANDRA_CONSISTENCY: CONSISTENCY,
     VSS_CASSANDRA_SYSTEM_KEYSPACE: names.systemKeyspace,
     VSS_CASSANDRA_KEYSPACE_PREFIX: names.keyspacePrefix,
   };
-  const rows: string[] = [];
-  const row = (what: string, value: string) => {
-    rows.push(`| ${what} | ${value} |`);
-    console.error(`${what}: ${value}`);
+  const cl = cassandra.types.consistencies;
+  const writeCl = CONSISTENCY === 'ONE' ? cl.one : CONSISTENCY === 'LOCAL_QUORUM' ? cl.localQuorum : cl.quorum;
+  // Cassandra 5 runs top-K (ANN) queries at ONE only, as the service does (session.ts).
+  const annCl = CONSISTENCY === 'LOCAL_QUORUM' ? cl.localOne : cl.one;
+  const client = new cassandra.Client({ contactPoints: CONTACT_POINTS, localDataCenter: LOCAL_DC });
+  const lines: string[] = [];
+  const out = (what: string, engine: string, service: string, ratio: string) => {
+    lines.push(`| ${what} | ${engine} | ${service} | ${ratio} |`);
+    console.error(`${what}: engine ${engine}; service ${service}; ${ratio}`);
   };
   const started = Date.now();
-  let server = await startServer(env, 120_000);
-  let scanned: Float32Array | undefined;
+  const server = await startServer(env, 120_000);
+  const model = await loadModel(path.join(PROJECT_ROOT, 'models'), DEFAULT_MODEL, { threads: 1 });
   try {
+    await client.connect();
     const centres = makeCentres(64, DIM);
-    const res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+    const ks = await server.call('POST', '/v1/keyspaces/create', { keyspace: KS });
+    if (ks.status !== 200) throw new Error(JSON.stringify(ks.body));
+    for (const n of SIZES) {
+      const engineTable = `engine_${n}`;
+      const serviceTable = `service_${n}`;
+      for (const table of [engineTable, serviceTable]) {
+        const res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table, dimension: DIM, metric: 'cosine' });
+        if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+      }
+      lines.push(`| **${n.toLocaleString('en')} rows** | | | |`);
 
-    const ingest = await load(server, centres);
-    row('ingest, acknowledged (vector_base64)', `${Math.round(N / ingest.ackSeconds).toLocaleString('en')} vectors/s (${ingest.ackSeconds.toFixed(1)} s)`);
-    // SAI indexes a row as it is written: the last rows acknowledged are searchable at once.
-    const last = makeVectors(N - 20, 20, DIM, centres);
-    const self = await runQueries(server, last.map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), initial_top_k: 100, final_top_k: 1 })), 1);
-    const found = self.results.filter((m: { key: string }[], i: number) => m[0]?.key === `v${N - 20 + i}`).length;
-    row('last 20 rows written, found first by their own vector right after ingest', `${found} / 20`);
-    row('server RssAnon after ingest', `${(await rssMb(server.child.pid!, 'RssAnon')).toFixed(0)} MB`);
-    row('Cassandra node RSS after ingest (heap 1 GB)', await cassandraRss());
-    row('plan check per search: key scan of up to 10,001 rows (median of 5)', `${(await keyScanMs(names.keyspacePrefix + KS, TABLE)).toFixed(1)} ms`);
+      // Ingest: the engine first, then the service, the same rows.
+      const insert = `INSERT INTO ${physical}."${engineTable}" ("key", "vector", "metadata", "text", "terms") VALUES (?, ?, ?, ?, ?)`;
+      const eIngest = await timed(n, ENGINE_INFLIGHT, async (i) => {
+        const [v] = makeVectors(i, 1, DIM, centres);
+        const m = metadataOf(i);
+        await client.execute(insert, [`v${i}`, new cassandra.types.Vector(v, 'float'), JSON.stringify(m), null, metadataTerms(m)], { prepare: true, consistency: writeCl });
+      });
+      const sIngest = await timed(Math.ceil(n / BATCH), WRITERS, async (b) => {
+        const start = b * BATCH;
+        const vectors = makeVectors(start, Math.min(BATCH, n - start), DIM, centres).map((v, i) => ({ key: `v${start + i}`, ...vectorField(v, 'base64'), metadata: metadataOf(start + i) }));
+        const res = await server.call('POST', '/v1/vector/batch', { keyspace: KS, table: serviceTable, vectors });
+        if (res.status !== 200) throw new Error(`batch at ${start}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+      });
+      const eRate = eIngest.qps;
+      const sRate = sIngest.qps * BATCH;
+      out('ingest (rows/s)', `${eRate.toFixed(0)} (${ENGINE_INFLIGHT} rows in flight)`, `${sRate.toFixed(0)} (${WRITERS} batches of ${BATCH} in flight)`, `${(sRate / eRate).toFixed(2)}× (target ≥ 0.9×)`);
 
-    const qvecs = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
-    const annBodies = qvecs.map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), initial_top_k: 100, final_top_k: 10 }));
-    const defBodies = qvecs.map((v) => ({ keyspace: KS, table: TABLE, vector: Array.from(v), final_top_k: 10 }));
+      // Vector search.
+      const qvecs = makeVectors(n + 1_000_000, QUERIES, DIM, centres);
+      const ann = (table: string, limit: number, where = '') =>
+        `SELECT "key", similarity_cosine("vector", ?) AS s FROM ${physical}."${table}"${where} ORDER BY "vector" ANN OF ? LIMIT ${limit}`;
+      const engineSearch = async (limit: number, concurrency: number, terms: (i: number) => string[] = () => []) =>
+        timed(QUERIES, concurrency, async (i) => {
+          const v = new cassandra.types.Vector(qvecs[i], 'float');
+          const t = terms(i);
+          const where = t.length > 0 ? ` WHERE ${t.map(() => '"terms" CONTAINS ?').join(' AND ')}` : '';
+          const rs = await client.execute(ann(engineTable, limit, where), [v, ...t, v], { prepare: true, consistency: annCl });
+          return rs.rowLength;
+        });
+      const bodies = (filter?: (i: number) => object) =>
+        qvecs.map((v, i) => ({ keyspace: KS, table: serviceTable, vector: Array.from(v), initial_top_k: 100, final_top_k: 10, ...(filter ? { filter: filter(i) } : {}) }));
+      await engineSearch(10, 4);
+      await runQueries(server, bodies().slice(0, 50), 4); // warm-up
+      // Engine and service take turns, ROUNDS times; each figure is the median of its rounds, so
+      // that neither side is measured only while the shared machine is busier.
+      const [e1r, e1xr, s1r] = await interleaved([() => engineSearch(10, 1), () => engineSearch(100, 1), () => runQueries(server, bodies(), 1)]);
+      const [e16r, e16xr, s16r] = await interleaved([() => engineSearch(10, 16), () => engineSearch(100, 16), () => runQueries(server, bodies(), 16)]);
+      const [e1, e1x, s1, e16, e16x, s16] = [e1r, e1xr, s1r, e16r, e16xr, s16r].map(median);
+      const s1results = (s1r[0] as unknown as { results: { key: string }[][] }).results;
+      out('vector search c1 p50 (engine LIMIT 10 / LIMIT 100)', `${e1.p50.toFixed(1)} ms / ${e1x.p50.toFixed(1)} ms`, `${s1.p50.toFixed(1)} ms`, `${(s1.p50 / e1.p50).toFixed(2)}× of LIMIT 10 (target ≤ 2×)`);
+      out('vector search c1 p99', `${e1.p99.toFixed(1)} ms / ${e1x.p99.toFixed(1)} ms`, `${s1.p99.toFixed(1)} ms`, `${(s1.p99 / e1.p99).toFixed(2)}×`);
+      out('vector search c16 QPS', `${e16.qps.toFixed(0)} / ${e16x.qps.toFixed(0)}`, `${s16.qps.toFixed(0)}`, `${(s16.qps / e16.qps).toFixed(2)}× of LIMIT 10 (target ≥ 0.5×)`);
 
-    await runQueries(server, annBodies.slice(0, 20), 1); // warm-up
-    const ann1 = await runQueries(server, annBodies, 1);
-    const ann16 = await runQueries(server, annBodies, 16);
-    const defCount = Math.min(QUERIES, 100);
-    const def1 = await runQueries(server, defBodies.slice(0, defCount), 1);
-    const def16 = await runQueries(server, defBodies.slice(0, defCount), 16);
+      const flat = new Float32Array(n * DIM);
+      for (let i = 0; i < n; i++) writeVector(i, centres, flat, i * DIM);
+      const truth = qvecs.map((q) => {
+        const scored: [number, number][] = [];
+        for (let r = 0; r < n; r++) {
+          let dot = 0;
+          for (let d = 0; d < DIM; d++) dot += flat[r * DIM + d] * q[d];
+          scored.push([dot, r]);
+        }
+        return new Set(scored.sort((a, b) => b[0] - a[0]).slice(0, 10).map(([, r]) => `v${r}`));
+      });
+      const recallService = mean(s1results.map((m: { key: string }[], i: number) => m.filter((x) => truth[i].has(x.key)).length / 10));
+      const eKeys = await Promise.all(
+        qvecs.slice(0, 50).map(async (q) => {
+          const v = new cassandra.types.Vector(q, 'float');
+          return (await client.execute(ann(engineTable, 10), [v, v], { prepare: true, consistency: annCl })).rows.map((r) => r.key as string);
+        }),
+      );
+      const recallEngine = mean(eKeys.map((k, i) => k.filter((x) => truth[i].has(x)).length / 10));
+      out('recall@10 against an exact scan', recallEngine.toFixed(3), recallService.toFixed(3), '');
 
-    // Exact answers, computed here over the same vectors.
-    const flat = new Float32Array(N * DIM);
-    for (let i = 0; i < N; i++) writeVector(i, centres, flat, i * DIM);
-    scanned = flat; // written in place and held to the end, as in vectors.bench.ts (plainScanOfLoad)
-    const truth = exactTop10(flat, qvecs.slice(0, defCount), DIM);
+      // Filtered search: 1% (p1 = i % 100) and 10% (p10 = i % 10).
+      for (const [field, mod, label] of [['p1', 100, '1%'], ['p10', 10, '10%']] as const) {
+        const value = (i: number) => (i * 7) % mod;
+        const ef = await engineSearch(10, 1, (i) => metadataTerms({ [field]: value(i) }).filter((t) => t.includes('=')));
+        const sf = await runQueries(server, bodies((i) => ({ [field]: value(i) })), 1);
+        const sMatches = mean(sf.results.map((m: { metadata: Record<string, number> }[], i: number) => m.filter((x) => x.metadata[field] === value(i)).length));
+        out(`filtered search ${label}, c1`, fmt({ ...ef, matches: mean(ef.returned) }), fmt({ ...sf, matches: sMatches }), `${(sf.p50 / ef.p50).toFixed(2)}× p50`);
+      }
 
-    row('vector search, initial_top_k 100, concurrency 1', fmt(ann1));
-    row('vector search, initial_top_k 100, concurrency 16', fmt(ann16));
-    row('recall@10, initial_top_k 100 (ANN LIMIT 100) vs exact', recallAt10(ann1.results.slice(0, defCount), truth.keys).toFixed(4));
-    row('vector search, default initial_top_k (ANN LIMIT 1,000, the cap), concurrency 1', fmt(def1));
-    row('vector search, default initial_top_k (ANN LIMIT 1,000, the cap), concurrency 16', fmt(def16));
-    row('recall@10, default initial_top_k vs exact', recallAt10(def1.results, truth.keys).toFixed(4));
-    row('plain float32 scan (JS, one thread, top-10)', `${truth.ms.toFixed(1)} ms per query`);
-
-    if (DIM === 384) {
-      const text = await textSearch(server, KS, TABLE);
-      row('text search (short query, uncached), initial_top_k 100, concurrency 1', fmt(text.c1));
-      row('text search (short query, uncached), initial_top_k 100, concurrency 16', fmt(text.c16));
+      // Text search: the model call and one engine query, against the service's.
+      if (DIM === model.dimension) {
+        const texts = ['what is a vector database', 'cheap flights to lisbon', 'how to bake sourdough bread', 'kitten sleeping on a couch', 'rust borrow checker error'];
+        const text = (i: number, salt: string) => `${texts[i % texts.length]} ${salt}${n}-${i}`;
+        const engineText = (salt: string, concurrency: number) =>
+          timed(100, concurrency, async (i) => {
+            const { vectors } = await model.embed([text(i, salt)]);
+            const v = new cassandra.types.Vector(vectors[0], 'float');
+            return (await client.execute(ann(engineTable, 10), [v, v], { prepare: true, consistency: annCl })).rowLength;
+          });
+        const serviceText = (salt: string, concurrency: number) =>
+          runQueries(server, Array.from({ length: 100 }, (_, i) => ({ keyspace: KS, table: serviceTable, query: text(i, salt), initial_top_k: 100, final_top_k: 10 })), concurrency);
+        const et1 = await engineText('e', 1);
+        const st1 = await serviceText('s', 1);
+        const et16 = await engineText('E', 16);
+        const st16 = await serviceText('S', 16);
+        out('text search c1 (model + query)', fmt(et1), fmt(st1), `${(st1.p50 / et1.p50).toFixed(2)}× p50`);
+        out('text search c16', fmt(et16), fmt(st16), `${(st16.qps / et16.qps).toFixed(2)}× QPS`);
+      }
     }
-
-    // Restart the service (Cassandra keeps running): time to a healthy server.
-    const r = await restart(server, env, annBodies.slice(0, 50));
-    server = r.server;
-    row('ready to serve after a service restart (spawn to healthcheck 200)', `${r.readySeconds.toFixed(2)} s`);
-    row('server RssAnon after restart', `${r.rssAnon.toFixed(0)} MB`);
-    row('vector search after restart, initial_top_k 100, concurrency 1', fmt(r.searches));
   } finally {
+    await model.dispose();
     await server.kill('SIGTERM');
-    scanned = undefined;
+    await client.shutdown();
     await rm(dataDir, { recursive: true, force: true });
-    if (!args.keep) await dropPrefixed(CONTACT_POINTS.split(','), 'datacenter1', names.keyspacePrefix);
+    if (!args.keep) await dropPrefixed(CONTACT_POINTS, LOCAL_DC, names.keyspacePrefix);
   }
-  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, ${machineKind()}, node ${process.version}, whole run ${((Date.now() - started) / 60_000).toFixed(1)} min\n`);
-  console.log('| measure | figure |\n|---|---|');
-  console.log(rows.join('\n'));
+  console.log(`\ndimension ${DIM}, ${CONTACT_POINTS.length} contact point(s), RF ${RF}, ${CONSISTENCY}, ${machineKind()}, node ${process.version}, whole run ${((Date.now() - started) / 60_000).toFixed(1)} min\n`);
+  console.log('| measure | engine (cassandra-driver) | service (HTTP) | service / engine |\n|---|---|---|---|');
+  console.log(lines.join('\n'));
 }
 
 main().catch((err) => {

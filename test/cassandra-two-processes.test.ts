@@ -1,6 +1,6 @@
 /**
  * Two real service processes (src/main.ts) on one Cassandra: they share every piece of state, so
- * a write through one is found through the other, a key made through one works on the other, and
+ * a write through one is found (searched, filtered, counted) through the other at once, a key made through one works on the other, and
  * a key revoked through one is refused by the other on its very next request.
  *
  * Runs only with VSS_TEST_CASSANDRA=1 against a running Cassandra 5 (`npm run test:cassandra`
@@ -69,6 +69,9 @@ if (!ENABLED) {
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.matches[0].key, 'v7');
       assert.equal((await b.call('POST', '/v1/vector/count', { keyspace: KS, table: 'shared' })).body.count, 20);
+      // A filtered search through B sees A's rows at once (the filter runs in Cassandra's index).
+      res = await b.call('POST', '/v1/search/', { keyspace: KS, table: 'shared', vector: [1, 0, 0], final_top_k: 3, filter: { i: { $in: [4, 13] } } });
+      assert.deepEqual(res.body.matches.map((m: { key: string }) => m.key).sort(), ['v13', 'v4']);
 
       // Text embedded by A's model, found by meaning through B's.
       res = await a.call('POST', '/v1/vector/batch', {
@@ -89,6 +92,10 @@ if (!ENABLED) {
       res = await b.call('POST', '/v1/vector/delete', { keyspace: KS, table: 'shared', keys: ['v7'] });
       assert.equal(res.body.deleted, 1);
       assert.equal((await a.call('POST', '/v1/vector/get', { keyspace: KS, table: 'shared', key: 'v7' })).status, 404);
+      // ...and uncounted, and out of its filtered searches.
+      assert.equal((await a.call('POST', '/v1/vector/count', { keyspace: KS, table: 'shared' })).body.count, 19);
+      res = await a.call('POST', '/v1/search/', { keyspace: KS, table: 'shared', vector: [1, 0.7, 0], final_top_k: 3, filter: { i: { $in: [7, 8] } } });
+      assert.deepEqual(res.body.matches.map((m: { key: string }) => m.key), ['v8']);
     });
 
     it('accepts on B a key made through A, and refuses it on B as soon as A revokes it', async () => {

@@ -32,7 +32,8 @@ export const MAX_CONDITIONS = 256;
 
 type Compare = (typeof COMPARE_OPS)[number];
 
-/** A validated filter, in a form both the SQL and the JS side walk. */
+/** A validated filter, in a form both the SQL and the JS side walk (and a backend translating it to its own index). */
+export type FilterNode = Node;
 type Node =
   | { kind: 'and' | 'or'; nodes: Node[] }
   | { kind: 'not'; node: Node }
@@ -175,6 +176,11 @@ function parseCondition(path: string[], cond: Json, p: string, errors: FieldErro
 }
 
 const eqNode = (path: string[], value: Scalar): Node => ({ kind: 'in', path, values: [value] });
+
+/** The tree of a filter; throws TypeError naming every problem when it is invalid. */
+export function parseFilter(filter: Filter): FilterNode {
+  return compile(filter);
+}
 
 function compile(filter: Filter): Node {
   const errors: FieldError[] = [];

@@ -11,6 +11,7 @@ import { bruteScore } from './brute-score.case.ts';
 import { randomDifferentialCase } from './contract-random.case.ts';
 import { lexicalContract } from './contract-lexical.case.ts';
 import { realClock, ttlContract, type TestClock } from './contract-ttl.case.ts';
+import { scaleContract } from './contract-scale.case.ts';
 
 export type OpenStorage = () => Promise<{ storage: Storage; cleanup: () => Promise<void> }>;
 
@@ -396,6 +397,7 @@ export function storageContract(name: string, open: OpenStorage, clock: TestCloc
 
     lexicalContract(() => storage);
     ttlContract(() => storage, clock);
+    scaleContract(() => storage);
 
     describe('random differential', () => {
       it('agrees with an in-memory model over a seeded random sequence of writes, deletes and checks', async (t) => {

@@ -5,8 +5,9 @@
  *
  * Files by concern: session.ts (driver, consistency, paging, retries), driver-errors.ts (driver
  * errors -> ServiceError), system-schema.ts (the system keyspace), catalog.ts (keyspaces, tables),
- * vectors.ts (rows, scans), search.ts (two-stage search), lexical.ts (BM25 search and its postings), metadata-records.ts, accounts.ts (users,
- * keys, plans, webhook events), files.ts (uploaded files), usage.ts.
+ * vectors.ts (rows, scans), counts.ts (row counters), filter-terms.ts and terms-backfill.ts (metadata
+ * as SAI terms), search.ts (two-stage search), lexical.ts (BM25 search and its postings),
+ * metadata-records.ts, accounts.ts (users, keys, plans, webhook events), files.ts (uploaded files), usage.ts.
  */
 import { ServiceError } from '../../errors.ts';
 import type { Storage } from '../api.ts';
@@ -19,6 +20,7 @@ import { isValidName, requireValidReplication } from './names.ts';
 import { lexicalSearch } from './lexical.ts';
 import { backfillLexical } from './lexical-backfill.ts';
 import { search } from './search.ts';
+import { backfillTerms } from './terms-backfill.ts';
 import { Session, type WriteConsistency } from './session.ts';
 import { ensureSystemSchema } from './system-schema.ts';
 import { usageOf } from './usage.ts';
@@ -34,8 +36,9 @@ export interface CassandraStorageOptions {
   /** Default QUORUM; reads use the matching level. */
   writeConsistency?: WriteConsistency;
   /**
-   * Tables up to this many rows are searched by an exact scan, above it through the ANN index
-   * (default 10,000, like the embedded backend's `index.exactBelowRows`); see search.ts.
+   * Tables up to this many rows stay exact when `candidates` covers them beyond the 1,000 rows one
+   * ANN query returns, and serve filters the index cannot, by a scan scored by Cassandra (default
+   * 10,000, like the embedded backend's `index.exactBelowRows`); see search.ts.
    */
   exactScanMaxRows?: number;
   /**
@@ -59,6 +62,8 @@ export interface CassandraStorage extends Storage {
    * open; it never rejects: a failure leaves them for the next start.
    */
   readonly lexicalBackfill: Promise<void>;
+  /** The filling of the filter terms of tables made before them (terms-backfill.ts), started on open; never rejects. */
+  readonly termsBackfill: Promise<void>;
 }
 
 export async function openCassandraStorage(opts: CassandraStorageOptions): Promise<CassandraStorage> {
@@ -87,14 +92,23 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     await session.shutdown().catch(() => undefined);
     throw err;
   }
-  const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 10_000, keyspacePrefix, largeTables: new Map() };
+  const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 10_000, keyspacePrefix };
+  let unindexed: Awaited<ReturnType<typeof catalog.ensureTermsColumns>>;
+  try {
+    unindexed = await catalog.ensureTermsColumns(ctx);
+  } catch (err) {
+    await session.shutdown().catch(() => undefined);
+    throw err;
+  }
   let closed = false;
-  // Nothing waits on it; a failure (an outage, this store closed midway) is retried at the next start.
+  // Nothing waits on them; a failure (an outage, this store closed midway) is retried at the next start.
   const lexicalBackfill = backfillLexical(ctx).catch(() => undefined);
+  const termsBackfill = backfillTerms(ctx, unindexed).catch(() => undefined);
 
   return {
     kind: 'cassandra',
     lexicalBackfill,
+    termsBackfill,
 
     createKeyspace: (ks) => catalog.createKeyspace(ctx, ks),
     getKeyspace: (name) => catalog.getKeyspace(ctx, name),

@@ -2,9 +2,7 @@ import { q, qualified } from './names.ts';
 import type { Session } from './session.ts';
 
 /**
- * What every part of the Cassandra backend shares. No caches: every answer comes from Cassandra;
- * the one thing a process remembers is which tables it found too large for an exact scan
- * (`largeTables`), which picks a search plan and never changes what data a search sees.
+ * What every part of the Cassandra backend shares. No caches: every answer comes from Cassandra.
  */
 export interface Ctx {
   readonly session: Session;
@@ -12,18 +10,16 @@ export interface Ctx {
   readonly systemKeyspace: string;
   /** Default replication map (CQL text) for new keyspaces. */
   readonly replication: string;
-  /** Tables with at most this many rows are searched by an exact scan rather than the ANN index. */
+  /**
+   * Tables with at most this many rows keep exact answers beyond what one ANN query covers (1,000
+   * rows), and serve filters the index cannot, by a scan scored by the engine (search.ts).
+   */
   readonly exactScanMaxRows: number;
   /**
    * Prepended to every keyspace name to give its Cassandra keyspace ('' by default). Lets several
    * deployments, or test runs, share a cluster; the catalog keeps the names without it.
    */
   readonly keyspacePrefix: string;
-  /**
-   * Tables (`keyspace.table`) counted above exactScanMaxRows, with the time (ms since the epoch)
-   * until which that verdict stands; see search.ts. Deletes through this process clear it.
-   */
-  readonly largeTables: Map<string, number>;
 }
 
 /** The Cassandra keyspace holding a (logical) keyspace. */

@@ -184,7 +184,7 @@ describe('Cassandra lexical search (BM25 as FTS5)', { skip: !ENABLED && 'set VSS
       await s.upsertVectors(KS, 'race', [row('same', 'gasket seal', { doomed: false }, 0), row('other', 'gasket ring', { doomed: false }, 1)]);
     };
     try {
-      const ctx: Ctx = { session, systemKeyspace: names.systemKeyspace, replication: REPLICATION, exactScanMaxRows: 10_000, keyspacePrefix: names.keyspacePrefix, largeTables: new Map() };
+      const ctx: Ctx = { session, systemKeyspace: names.systemKeyspace, replication: REPLICATION, exactScanMaxRows: 10_000, keyspacePrefix: names.keyspacePrefix };
       assert.equal(await deleteByFilter(ctx, KS, 'race', { doomed: true }), 3);
     } finally {
       await session.shutdown();

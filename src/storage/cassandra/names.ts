@@ -30,6 +30,9 @@ export const qualified = (keyspace: string, table: string): string => `${q(keysp
 /** The SAI vector index of a table: `<table>_vector_idx` (at most 59 characters). */
 export const vectorIndexName = (table: string): string => `${table}_vector_idx`;
 
+/** The SAI index of a table's metadata terms: `<table>_terms_idx` (at most 58 characters). */
+export const termsIndexName = (table: string): string => `${table}_terms_idx`;
+
 /**
  * A replication map as CQL text, e.g. `{'class': 'SimpleStrategy', 'replication_factor': 3}` or
  * `{'class': 'NetworkTopologyStrategy', 'dc1': 3}`. It is interpolated into CREATE KEYSPACE, so

@@ -1,95 +1,195 @@
 /**
- * Two-stage search over a Cassandra table.
+ * Two-stage search over a Cassandra table, scored by Cassandra itself.
  *
- * Stage 1 picks candidates one of two ways:
- * - exact scan: every (key, vector) row is read page by page and scored. Used when the table has
- *   at most `exactScanMaxRows` rows (default 10,000; found by a key-only scan that stops there:
- *   ~100-250 ms at 10,001 rows here, as much as the ANN query itself, so a table found larger is
- *   remembered as such for LARGE_VERDICT_MS, or until this process deletes rows from it),
- *   when the query's metric differs from the table's similarity function, and for a query the
- *   index cannot rank (zero or near-zero under cosine, zero under dot product, huge components). This keeps the contract's
- *   promise that `candidates >= rowCount` gives the exact answer for every table up to that size.
- * - ANN: `SELECT key, vector FROM ks.t ORDER BY vector ANN OF ? LIMIT n` with
- *   n = min(1000, max(limit * 5, min(candidates, 1000))): Cassandra allows LIMIT <= 1000 and no
- *   paging, and over-fetching ~5x lifts recall@10 from ~0.93 to ~1.0. Runs at consistency ONE.
- *   For tables above `exactScanMaxRows` the answer is approximate even when candidates >= rows;
- *   so is it for up to LARGE_VERDICT_MS after another process deletes a large table below it.
- * Cost of the exact scan, measured on 2 shared cores: ~7,000-9,000 rows/s of 384 dimensions
- * (half of it the driver decoding vectors), i.e. ~0.45 s for 3,000 rows, ~1.3 s for 10,000.
- * Stage 2 re-scores the candidates exactly (float64 over the stored float32 vectors), sorts best
- * first (ties by key), cuts to `limit`, then reads metadata and text of the final keys only.
+ * Stage 1 asks the engine for keys and scores:
+ *   SELECT "key", similarity_<metric>("vector", ?) FROM ks.t [WHERE "terms" CONTAINS ? AND ...]
+ *   ORDER BY "vector" ANN OF ? LIMIT n
+ * The score comes back on Cassandra's 0..1 similarity scale, converted to the metric's own
+ * (fromEngine), and picks the best `limit` with no vector over the wire. Cosine: that score is the
+ * answer's (bounded, so the engine's float32 arithmetic is within ~2e-7 of the float64 score) and
+ * stage 1 reads the rows' metadata and text with it: one query. Dot product and Euclidean (unbounded:
+ * 5e-5 off on a dot product of 1,000), and any search with `includeVector`: stage 2 reads metadata,
+ * text and vector of the `limit` best rows only and re-scores them exactly (float64 over the stored
+ * float32 vectors, as the contract's scores are), best first, ties by key.
  *
- * Filters: metadata is JSON in a text column, which SAI cannot serve, so rows are post-filtered
- * here with index/filter.ts. Small tables: exact scan with the filter, exact answer. Large tables:
- * the ANN stage fetches the most it may (1,000 candidates) and filters those, so a selective
- * filter can return fewer than `limit` matches.
+ * n and exactness: stage 1 asks for n = min(candidates, 2 x limit): the engine's scores are
+ * final, so a larger LIMIT only widens its search (see OVERFETCH). Beside that query it reads the
+ * table's row counter (counts.ts, one partition read), which says whether `candidates` covers the
+ * table; when it does and the narrow query came back full, the answer must be exact and stage 1
+ * asks again: up to 1,000 rows (Cassandra's cap on an ANN LIMIT) by an ANN LIMIT covering the
+ * table (the index search is then exhaustive); from there to `exactScanMaxRows` rows by a scan
+ * scored by the engine (key and score per row, no vectors: O(rows) on the server); above that the
+ * ANN answer (LIMIT 1,000) is approximate. Tables made before the counter (not counted) take
+ * n = min(1000, max(candidates, 2 x limit)) without a count.
+ *
+ * Filters run in the engine (filter-terms.ts): one ANN query per conjunction (at most 16, concurrently), merged.
+ * A filter the index cannot serve (comparisons, negations), or any filter on a table whose terms are
+ * still being filled in (terms-backfill.ts), is served exactly by the scored scan with the filter
+ * applied here when the table holds at most `exactScanMaxRows` rows, and refused with
+ * validation_failed naming the filter above that: never answered short.
+ *
+ * A query the index cannot rank (zero or near-zero under cosine, zero under dot product, huge
+ * components), or one under a metric other than the table's, is answered by reading the vectors and
+ * scoring here, exactly (the old exact scan: O(rows) over the wire).
  */
-import { compareScores, exactScore } from '../../index/metric.ts';
+import { invalid, ServiceError } from '../../errors.ts';
+import { compareScores, exactScore, type Metric } from '../../index/metric.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import { TopK } from '../../index/topk.ts';
-import type { Metadata, SearchQuery, StoredMatch, TableInfo } from '../api.ts';
-import { requireQueryDimension } from '../vector-dimension.ts';
+import type { Metadata, SearchQuery, StoredMatch } from '../api.ts';
 import { chunks, fromCqlVector, fromMetadataText, indexable, toCqlVector } from './codec.ts';
-import { countRows, requireTable } from './catalog.ts';
+import { requireTable } from './catalog.ts';
 import { type Ctx, dataTable } from './context.ts';
+import { rowCount, type StoredTable } from './counts.ts';
+import { filterQuery, whereTerms } from './filter-terms.ts';
 import { forEachLimit } from './session.ts';
 import { compile } from './vectors.ts';
 
 /** Cassandra's cap on LIMIT with ORDER BY ... ANN OF. */
 export const ANN_MAX_LIMIT = 1000;
-const OVERFETCH = 5;
+/**
+ * Rows stage 1 asks for per row returned when `candidates` does not cover the table: the engine's
+ * scores are the final order, so more only widens its search (jvector's beam is the LIMIT): LIMIT
+ * 2 x 10 gave recall@10 0.99+ on the bench's clustered 384-d rows, where LIMIT 100 cost 2.7x the
+ * engine time of LIMIT 10 (bench/cassandra.bench.ts).
+ */
+const OVERFETCH = 2;
 
 interface Candidate {
   key: string;
   score: number;
-  vector: Float32Array;
+  /** The row itself, when stage 1 read it (cosine: see INLINE). */
+  row?: { metadata: Metadata; text: string | null };
 }
 
-export type SearchPlan = 'exact' | 'ann';
+/** ann: the engine's ANN query; scan: a scan scored by the engine; client: vectors read and scored here. */
+export type SearchPlan = 'ann' | 'scan' | 'client';
+
+/** A query whose vector has arrived. */
+type VectorQuery = SearchQuery & { vector: Float32Array };
+type Match = ((m: Metadata) => boolean) | null;
+
+const SIMILARITY_FN: Record<Metric, string> = { cosine: 'similarity_cosine', dot_product: 'similarity_dot_product', euclidean: 'similarity_euclidean' };
+
+/**
+ * Cassandra's similarity (as jvector computes it) back to the metric's own score:
+ * cosine (1 + cos) / 2, dot product (1 + dot) / 2, Euclidean 1 / (1 + d²).
+ */
+export function fromEngine(metric: Metric, s: number): number {
+  if (metric === 'euclidean') return s > 0 ? Math.sqrt(Math.max(0, 1 / s - 1)) : Infinity;
+  return 2 * s - 1;
+}
 
 export async function search(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]> {
   return (await searchWithPlan(ctx, keyspace, table, q)).matches;
 }
 
 /** As search, also telling which stage 1 ran (for tests and diagnostics). */
-export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
+export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, query: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
   const t = await requireTable(ctx, keyspace, table);
-  requireQueryDimension(q.vector, t.dimension);
+  // A draft (SearchQuery.draft) is of no use here: Cassandra's index needs the vector itself.
+  const q: VectorQuery = { ...query, vector: await query.vector };
+  if (!(q.vector instanceof Float32Array)) throw invalid([{ path: '/vector', message: 'must be a Float32Array' }]);
+  if (q.vector.length !== t.dimension) {
+    throw new ServiceError('dimension_mismatch', `The query has ${q.vector.length} dimensions; table "${table}" holds ${t.dimension}.`, {
+      errors: [{ path: '/vector', message: `has ${q.vector.length} dimensions; the table holds ${t.dimension}` }],
+      extra: { expected: t.dimension },
+    });
+  }
+  if (!q.vector.every(Number.isFinite)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
   const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
-  if (!(limit > 0)) return { plan: 'exact', matches: [] };
-  const match = q.filter && Object.keys(q.filter).length > 0 ? compile(q.filter) : null;
+  if (!(limit > 0)) return { plan: 'ann', matches: [] };
+  const filtered = q.filter !== undefined && Object.keys(q.filter).length > 0;
+  const match = filtered ? compile(q.filter!) : null;
 
-  // A query the index cannot rank (zero or near-zero under cosine, all zeros under dot product,
-  // overflowing components) is answered by the exact scan instead of a server error.
   const zeroDot = q.metric === 'dot_product' && q.vector.every((x) => x === 0);
-  const mustScan = q.metric !== t.metric || zeroDot || !indexable(q.vector, q.metric);
-  const small = mustScan || (await isSmall(ctx, keyspace, table));
-
-  const plan: SearchPlan = small ? 'exact' : 'ann';
-  const best = small ? await exactScan(ctx, t, q, limit, match) : await ann(ctx, t, q, limit, match);
-  return { plan, matches: await finish(ctx, t, best, q.includeVector === true) };
+  if (q.metric !== t.metric || zeroDot || !indexable(q.vector, q.metric)) {
+    return { plan: 'client', matches: await finish(ctx, t, q, await clientScan(ctx, t, q, limit, match)) };
+  }
+  const plan = filtered ? filterQuery(q.filter!) : { branches: [[]] };
+  if ('unservable' in plan || !t.filterTerms) {
+    // Exact by the scored scan where the table is small enough; refused above that.
+    if ((await rowCount(ctx, t, ctx.exactScanMaxRows + 1)) > ctx.exactScanMaxRows) {
+      const why = 'unservable' in plan ? plan.unservable : { path: '/filter', message: 'cannot use the index on this table until its metadata is indexed (after the next start of the service)' };
+      throw invalid([why], `This filter cannot be served on a table above ${ctx.exactScanMaxRows} rows: ${why.path} ${why.message}.`);
+    }
+    return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
+  }
+  const candidates = Math.floor(q.candidates);
+  // Cosine scores are bounded: the engine's float32 score is within ~2e-7 of the exact one, so the
+  // rows come with stage 1 and there is no second read; other metrics' scores are not (a dot
+  // product of 1,000 is off by 5e-5) and are re-scored from the final rows' vectors.
+  const inline = t.metric === 'cosine' && q.includeVector !== true;
+  const annAll = (n: number) => Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms, inline)));
+  const small = Math.min(ANN_MAX_LIMIT, candidates, limit * OVERFETCH);
+  let found: Candidate[][];
+  if (t.counted) {
+    // The counter says whether `candidates` covers the table; read beside the narrow ANN query,
+    // which is the answer unless it does (and that query may not have covered the table).
+    const [rows, narrow] = await Promise.all([rowCount(ctx, t), annAll(small)]);
+    const complete = narrow.every((f) => f.length < small);
+    if (candidates < rows || complete) found = narrow;
+    else if (rows > ANN_MAX_LIMIT && rows <= ctx.exactScanMaxRows) return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
+    else found = await annAll(Math.min(ANN_MAX_LIMIT, Math.max(small, rows)));
+  } else {
+    // Not counted (made before the counter): ask for as many as `candidates`, up to the cap.
+    found = await annAll(Math.min(ANN_MAX_LIMIT, Math.max(limit * OVERFETCH, candidates)));
+  }
+  const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
+  const seen = new Set<string>();
+  for (const rows of found) {
+    for (const c of rows) {
+      if (seen.has(c.key)) continue;
+      seen.add(c.key);
+      top.push(c);
+    }
+  }
+  const best = top.sorted();
+  if (inline) return { plan: 'ann', matches: best.map((c) => ({ key: c.key, score: c.score, metadata: c.row!.metadata, text: c.row!.text })) };
+  return { plan: 'ann', matches: await finish(ctx, t, q, best) };
 }
 
-/** How long a table counted above exactScanMaxRows is taken to still be so without counting again. */
-export const LARGE_VERDICT_MS = 30_000;
-
-/** At most exactScanMaxRows rows? Counts keys (stopping past the threshold) unless the table was recently found larger. */
-async function isSmall(ctx: Ctx, keyspace: string, table: string): Promise<boolean> {
-  const id = `${keyspace}.${table}`;
-  const until = ctx.largeTables.get(id);
-  if (until !== undefined && until > Date.now()) return false;
-  const small = (await countRows(ctx, keyspace, table, ctx.exactScanMaxRows + 1)) <= ctx.exactScanMaxRows;
-  if (small) ctx.largeTables.delete(id);
-  else ctx.largeTables.set(id, Date.now() + LARGE_VERDICT_MS);
-  return small;
-}
-
-const byScoreThenKey = (metric: SearchQuery['metric']) => {
+const byScoreThenKey = (metric: Metric) => {
   const cmp = compareScores(metric);
   return (a: Candidate, b: Candidate): number => cmp(a, b) || compareCodePoints(a.key, b.key);
 };
 
-async function exactScan(ctx: Ctx, t: TableInfo, q: SearchQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
+/** One ANN query: keys and engine scores of the best `n` rows holding every term (with `inline`, their metadata and text too). */
+async function ann(ctx: Ctx, t: StoredTable, q: VectorQuery, n: number, terms: string[], inline: boolean): Promise<Candidate[]> {
+  const where = terms.length > 0 ? ` WHERE ${whereTerms(terms)}` : '';
+  const v = toCqlVector(q.vector);
+  const rs = await ctx.session.execute(
+    'ann',
+    `SELECT "key", ${SIMILARITY_FN[t.metric]}("vector", ?) AS s${inline ? ', "metadata", "text"' : ''} FROM ${dataTable(ctx, t.keyspace, t.name)}${where} ORDER BY "vector" ANN OF ? LIMIT ?`,
+    [v, ...terms, v, n],
+    { ctx: { keyspace: t.keyspace, table: t.name, action: 'searching (ANN)' }, fetchSize: n },
+  );
+  return rs.rows.map((r) => ({
+    key: r.key as string,
+    score: fromEngine(t.metric, r.s as number),
+    ...(inline ? { row: { metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null } } : {}),
+  }));
+}
+
+/** Every row scored by the engine (no vectors over the wire), filtered here when a filter is given. */
+async function scoredScan(ctx: Ctx, t: StoredTable, q: VectorQuery, limit: number, match: Match): Promise<Candidate[]> {
+  const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
+  const cols = match ? '"key", "metadata"' : '"key"';
+  for await (const page of ctx.session.pages(`SELECT ${cols}, ${SIMILARITY_FN[t.metric]}("vector", ?) AS s FROM ${dataTable(ctx, t.keyspace, t.name)}`, [toCqlVector(q.vector)], {
+    fetchSize: 5000,
+    ctx: { keyspace: t.keyspace, table: t.name, action: 'searching (scored scan)' },
+  })) {
+    for (const r of page) {
+      if (r.s === null || r.s === undefined) continue;
+      if (match && !match(fromMetadataText(r.metadata))) continue;
+      top.push({ key: r.key as string, score: fromEngine(t.metric, r.s as number) });
+    }
+  }
+  return top.sorted();
+}
+
+/** Every row's vector read and scored here: for queries the engine cannot score. */
+async function clientScan(ctx: Ctx, t: StoredTable, q: VectorQuery, limit: number, match: Match): Promise<Candidate[]> {
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
   for await (const page of ctx.session.pages(`SELECT ${cols} FROM ${dataTable(ctx, t.keyspace, t.name)}`, [], {
@@ -99,45 +199,29 @@ async function exactScan(ctx: Ctx, t: TableInfo, q: SearchQuery, limit: number, 
     for (const r of page) {
       if (r.vector === null || r.vector === undefined) continue;
       if (match && !match(fromMetadataText(r.metadata))) continue;
-      const vector = fromCqlVector(r.vector);
-      top.push({ key: r.key as string, score: exactScore(q.metric, q.vector, vector), vector });
+      top.push({ key: r.key as string, score: exactScore(q.metric, q.vector, fromCqlVector(r.vector)) });
     }
   }
   return top.sorted();
 }
 
-async function ann(ctx: Ctx, t: TableInfo, q: SearchQuery, limit: number, match: ((m: Metadata) => boolean) | null): Promise<Candidate[]> {
-  const n = match ? ANN_MAX_LIMIT : Math.min(ANN_MAX_LIMIT, Math.max(limit * OVERFETCH, Math.min(q.candidates, ANN_MAX_LIMIT)));
-  const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
-  const rs = await ctx.session.execute(
-    'ann',
-    `SELECT ${cols} FROM ${dataTable(ctx, t.keyspace, t.name)} ORDER BY "vector" ANN OF ? LIMIT ?`,
-    [toCqlVector(q.vector), n],
-    { ctx: { keyspace: t.keyspace, table: t.name, action: 'searching (ANN)' }, fetchSize: n },
-  );
-  const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
-  for (const r of rs.rows) {
-    if (match && !match(fromMetadataText(r.metadata))) continue;
-    const vector = fromCqlVector(r.vector);
-    top.push({ key: r.key as string, score: exactScore(q.metric, q.vector, vector), vector });
-  }
-  return top.sorted();
-}
-
-/** Metadata and text of the final keys; a key deleted meanwhile drops out. */
-async function finish(ctx: Ctx, t: TableInfo, best: Candidate[], includeVector: boolean): Promise<StoredMatch[]> {
+/**
+ * Metadata, text and vector of the final keys, each re-scored exactly (float64, as the contract's
+ * scores are) and re-sorted: `limit` vectors read, never the candidates'. A key deleted meanwhile drops out.
+ */
+async function finish(ctx: Ctx, t: StoredTable, q: VectorQuery, best: Candidate[]): Promise<StoredMatch[]> {
   if (best.length === 0) return [];
-  const rows = new Map<string, { metadata: Metadata; text: string | null }>();
-  const cql = `SELECT "key", "metadata", "text" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
+  const rows = new Map<string, { metadata: Metadata; text: string | null; vector: Float32Array }>();
+  const cql = `SELECT "key", "metadata", "text", "vector" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
   await forEachLimit(chunks(best.map((c) => c.key), 100), 4, async (keys) => {
     const rs = await ctx.session.execute('read', cql, [keys], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading matches' } });
-    for (const r of rs.rows) rows.set(r.key as string, { metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null });
+    for (const r of rs.rows) rows.set(r.key as string, { metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null, vector: fromCqlVector(r.vector) });
   });
-  const out: StoredMatch[] = [];
+  const out: (StoredMatch & { vector: Float32Array })[] = [];
   for (const c of best) {
     const row = rows.get(c.key);
-    if (!row) continue;
-    out.push(includeVector ? { key: c.key, score: c.score, metadata: row.metadata, text: row.text, vector: c.vector } : { key: c.key, score: c.score, metadata: row.metadata, text: row.text });
+    if (row) out.push({ key: c.key, score: exactScore(q.metric, q.vector, row.vector), metadata: row.metadata, text: row.text, vector: row.vector });
   }
-  return out;
+  out.sort(byScoreThenKey(q.metric));
+  return q.includeVector === true ? out : out.map(({ vector: _v, ...m }) => m);
 }

@@ -4,7 +4,8 @@
  * their own.
  *
  *   keyspaces         name -> owner, replication, created_at
- *   tables            (keyspace_name) table_name -> dimension, metric, model, created_at, lexical_tokenizer
+ *   tables            (keyspace_name) table_name -> dimension, metric, model, created_at, lexical_tokenizer,
+ *                     filter_terms, counted
  *   users             id -> name, email, plan, connections (JSON), created_at
  *   users_by_email    lower-cased email -> user id   (an LWT makes e-mails unique)
  *   api_keys          hash -> the key record         (authentication is one partition read)
@@ -16,6 +17,7 @@
  *   webhook_events    id -> type, user_id, plan, applied, received_at
  *   lexical_postings  (keyspace_name, table_name, term) tf DESC, dl, key   (lexical.ts)
  *   lexical_stats     (keyspace_name, table_name) -> docs, tokens counters
+ *   row_counts        (keyspace_name, table_name) -> rows counter            (counts.ts)
  *
  * Creation is idempotent and skips what system_schema already lists, so concurrent starts of
  * several service processes issue no DDL once the schema exists; columns added here later are
@@ -43,6 +45,10 @@ const TABLES: Record<string, TableDef> = {
       ['created_at', 'timestamp'],
       // null on tables made before lexical search: they tokenize as porter.
       ['lexical_tokenizer', 'text'],
+      // true once the table's "terms" column holds every row's metadata terms (filter-terms.ts).
+      ['filter_terms', 'boolean'],
+      // true when row_counts has counted the table since it was created (counts.ts).
+      ['counted', 'boolean'],
     ],
     primaryKey: '(keyspace_name, table_name)',
   },
@@ -105,6 +111,10 @@ const TABLES: Record<string, TableDef> = {
   },
   lexical_stats: {
     columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['docs', 'counter'], ['tokens', 'counter']],
+    primaryKey: '((keyspace_name, table_name))',
+  },
+  row_counts: {
+    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['rows', 'counter']],
     primaryKey: '((keyspace_name, table_name))',
   },
   webhook_events: {

@@ -1,4 +1,4 @@
-/** A user's usage: vectors and file bytes over the keyspaces they own (counts every row: O(rows)). */
+/** A user's usage: vectors and file bytes over the keyspaces they own (row counters: counts.ts). */
 import type { Usage } from '../api.ts';
 import { listKeyspaces, listTables } from './catalog.ts';
 import type { Ctx } from './context.ts';

@@ -8,13 +8,15 @@
  * text. Atomicity: a call whose rows and postings fit in one LOGGED batch (estimated <= 24 KiB:
  * Cassandra's own count of a batch runs ~1.3x our estimate and its default
  * batch_size_fail_threshold is 50 KiB; that is about 14 rows of 384 dimensions without text) is
- * all-or-nothing through the batchlog. Larger calls run as concurrent per-row batches (8 in flight,
+ * all-or-nothing through the batchlog. Larger calls run as concurrent per-row batches (32 in flight,
  * each retried on timeouts), each row with its postings: invalid input still writes nothing, but an
  * outage mid-call can leave part of the rows written; the call then fails with storage_unavailable
  * and repeating it is safe.
  *
- * Filters live in a JSON text column that SAI cannot index: deleteByFilter and countVectors page
- * through every row of the table (O(rows)); countVectors without a filter pages through keys only.
+ * Every row also carries its metadata as SAI terms (filter-terms.ts). countVectors reads the row
+ * counter (counts.ts) without a filter, and lets Cassandra count a filter its index serves; other
+ * filters, and deleteByFilter, page through every row's metadata (O(rows)). Writes and deletes add
+ * the rows they create or remove to the counter.
  *
  * deleteByFilter takes effect as of its scan: the scan reads each matching row's write time, and the
  * row is deleted `USING TIMESTAMP` that time, which removes the version the scan saw (and older
@@ -36,15 +38,18 @@ import { compileFilter } from '../../index/filter.ts';
 import { type Filter, MAX_TTL_SECONDS, type TableInfo, type VectorRow } from '../api.ts';
 import { requireRowDimensions } from '../vector-dimension.ts';
 import { checkIndexable, chunks, fromCqlVector, fromMetadataText, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
-import { countRows, requireTable } from './catalog.ts';
+import { requireTable } from './catalog.ts';
 import { type Ctx, dataTable, physicalKeyspace } from './context.ts';
+import { addRows, rowCount, stopCounting, type StoredTable } from './counts.ts';
+import { filterQuery, metadataTerms, whereTerms } from './filter-terms.ts';
 import type { ErrorContext } from './driver-errors.ts';
 import { addStats, indexed, postingChanges, postingDeletes, type Stmt, statsOf } from './lexical.ts';
 import { forEachLimit } from './session.ts';
 
 /** Well below Cassandra's default batch_size_fail_threshold (50 KiB), as Cassandra counts it. */
 const LOGGED_BATCH_MAX_BYTES = 24 * 1024;
-const WRITE_CONCURRENCY = 8;
+/** Rows (each with its postings) in flight per call: 8 left Cassandra idle between a call's reads and writes. */
+const WRITE_CONCURRENCY = 32;
 const IN_CHUNK = 100;
 
 /** A write timestamp (microseconds since the epoch) as the driver reads and binds a bigint. */
@@ -79,17 +84,18 @@ export function validateRows(t: TableInfo, rows: VectorRow[], basePath = ''): Ve
  * Writes validated rows with their lexical postings (lexical.ts): one LOGGED batch when small
  * enough, else one batch per row (8 rows in flight, each retried on timeouts); then the counters.
  */
-export async function writeRows(ctx: Ctx, t: TableInfo, rows: VectorRow[]): Promise<void> {
+export async function writeRows(ctx: Ctx, t: StoredTable, rows: VectorRow[]): Promise<void> {
   if (rows.length === 0) return;
-  const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text") VALUES (?, ?, ?, ?) USING TTL ?`;
   const clock = Date.now();
+  // Rows that expire leave the table without the engine telling anyone: such a table is counted
+  // by its keys (which the engine hides once expired) instead of the counter (counts.ts).
+  if (t.counted && rows.some((r) => r.expiresAt !== null && r.expiresAt !== undefined)) await stopCounting(ctx, t);
   const before = await currentTexts(ctx, t, rows.map((r) => r.key));
   let docs = 0;
   let tokens = 0;
   const groups = rows.map((r) => {
-    const metadata = toMetadataText(r.metadata);
     const ttl = ttlSeconds(r.expiresAt, clock);
-    const row = { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null, ttl], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + 128 };
+    const row = rowInsert(ctx, t, r, ttl);
     const old = indexed(t, before.get(r.key));
     const now = indexed(t, r.text);
     docs += statsOf(now).rows - statsOf(old).rows;
@@ -101,6 +107,19 @@ export async function writeRows(ctx: Ctx, t: TableInfo, rows: VectorRow[]): Prom
   });
   await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'writing vectors' });
   await addStats(ctx, t, docs, tokens);
+  await addRows(ctx, t, rows.length - before.size);
+}
+
+/**
+ * The INSERT of one row with every column, its metadata also as filter terms (filter-terms.ts),
+ * expiring after `ttl` seconds (0: never, which also overrides a table's default_time_to_live).
+ */
+function rowInsert(ctx: Ctx, t: TableInfo, r: VectorRow, ttl: number): Stmt {
+  const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text", "terms") VALUES (?, ?, ?, ?, ?) USING TTL ?`;
+  const metadata = toMetadataText(r.metadata);
+  const terms = metadataTerms(r.metadata ?? {});
+  const termBytes = terms.reduce((n, x) => n + utf8Bytes(x) + 8, 0);
+  return { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null, terms, ttl], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + termBytes + 128 };
 }
 
 /**
@@ -149,7 +168,7 @@ export async function setDefaultTtl(ctx: Ctx, keyspace: string, table: string, s
 
 /**
  * Runs groups of statements, each group as atomic as its size allows: all in one LOGGED batch when
- * they fit, else each group as one (8 in flight), and a group too large for a batch as consecutive
+ * they fit, else each group as one (WRITE_CONCURRENCY in flight), and a group too large for a batch as consecutive
  * batches in its order.
  */
 export async function writeGroups(ctx: Ctx, groups: Stmt[][], errCtx: ErrorContext): Promise<void> {
@@ -177,7 +196,7 @@ export async function writeGroups(ctx: Ctx, groups: Stmt[][], errCtx: ErrorConte
 async function currentTexts(ctx: Ctx, t: TableInfo, keys: string[]): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>();
   const cql = `SELECT "key", "text" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
-  await forEachLimit(chunks([...new Set(keys)], IN_CHUNK), 4, async (part) => {
+  await forEachLimit(chunks([...new Set(keys)], IN_CHUNK), 8, async (part) => {
     const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading rows' } });
     for (const r of rs.rows) found.set(r.key as string, (r.text as string | null) ?? null);
   });
@@ -194,10 +213,10 @@ export async function getVector(ctx: Ctx, keyspace: string, table: string, key: 
   return { key: r.key as string, vector: fromCqlVector(r.vector), metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null, ...expiryField(r.ttl) };
 }
 
-/** Deletes the keys as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read. */
-export async function deleteKeys(ctx: Ctx, t: TableInfo, keys: string[]): Promise<void> {
+/** Deletes those of the keys that exist as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read. */
+export async function deleteKeys(ctx: Ctx, t: StoredTable, keys: string[]): Promise<void> {
   const texts = await currentTexts(ctx, t, keys);
-  await deleteRows(ctx, t, keys.map((key) => ({ key, at: null, text: texts.get(key) ?? null })));
+  await deleteRows(ctx, t, [...texts].map(([key, text]) => ({ key, at: null, text })));
 }
 
 /** A key to delete and its text; with `at`, only cells written at or before that timestamp (`USING TIMESTAMP`). */
@@ -207,16 +226,8 @@ interface Doomed {
   text: string | null;
 }
 
-async function deleteRows(ctx: Ctx, t: TableInfo, rows: Doomed[]): Promise<void> {
-  try {
-    await deleteRowsNow(ctx, t, rows);
-  } finally {
-    // The table may now be small enough for an exact search again: search.ts counts it afresh.
-    if (rows.length > 0) ctx.largeTables.delete(`${t.keyspace}.${t.name}`);
-  }
-}
-
-async function deleteRowsNow(ctx: Ctx, t: TableInfo, rows: Doomed[]): Promise<void> {
+/** Deletes rows that existed when read, with their postings; then the counters. */
+async function deleteRows(ctx: Ctx, t: StoredTable, rows: Doomed[]): Promise<void> {
   const from = dataTable(ctx, t.keyspace, t.name);
   const now = `DELETE FROM ${from} WHERE "key" = ?`;
   // Each statement carries its own timestamp (a batch has none), as CQL allows.
@@ -232,6 +243,7 @@ async function deleteRowsNow(ctx: Ctx, t: TableInfo, rows: Doomed[]): Promise<vo
   });
   await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'deleting vectors' });
   await addStats(ctx, t, docs, tokens);
+  await addRows(ctx, t, -rows.length);
 }
 
 /** Deletes the keys; answers how many of them existed (read before delete). */
@@ -292,10 +304,30 @@ export async function deleteByFilter(ctx: Ctx, keyspace: string, table: string, 
   return rows.length;
 }
 
+/**
+ * Without a filter: the row counter (counts.ts). With one the index serves (filter-terms.ts): the
+ * engine counts each conjunction (SELECT COUNT(*) ... WHERE "terms" CONTAINS ...), or, for several,
+ * the union of their keys. Other filters: a scan of every row's metadata (O(rows)).
+ */
 export async function countVectors(ctx: Ctx, keyspace: string, table: string, filter?: Filter): Promise<number> {
-  await requireTable(ctx, keyspace, table);
-  if (filter === undefined || Object.keys(filter).length === 0) {
-    return countRows(ctx, keyspace, table);
+  const t = await requireTable(ctx, keyspace, table, { fresh: true });
+  if (filter === undefined || Object.keys(filter).length === 0) return rowCount(ctx, t);
+  compile(filter);
+  const plan = filterQuery(filter);
+  if (t.filterTerms && 'branches' in plan) {
+    const from = dataTable(ctx, keyspace, table);
+    const errCtx = { keyspace, table, action: 'counting matches' };
+    if (plan.branches.length === 1) {
+      const rs = await ctx.session.execute('read', `SELECT COUNT(*) AS n FROM ${from} WHERE ${whereTerms(plan.branches[0])}`, plan.branches[0], { ctx: errCtx });
+      return Number(String(rs.first()?.n ?? 0));
+    }
+    const keys = new Set<string>();
+    for (const terms of plan.branches) {
+      for await (const page of ctx.session.pages(`SELECT "key" FROM ${from} WHERE ${whereTerms(terms)}`, terms, { fetchSize: 5000, ctx: errCtx })) {
+        for (const r of page) keys.add(r.key as string);
+      }
+    }
+    return keys.size;
   }
   let n = 0;
   for await (const _ of matching(ctx, keyspace, table, filter)) n++;
