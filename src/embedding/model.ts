@@ -192,6 +192,21 @@ async function load(modelDir: string, name: string, opts: LoadModelOptions): Pro
   const verified = await verifyChecksums(info.dir);
   // Only a checked file reaches onnxruntime: an unlisted draft is not used.
   const draftFile = verified.some((rel) => path.normalize(rel) === path.normalize(DRAFT_FILE)) ? path.join(info.dir, DRAFT_FILE) : undefined;
+  return open(modelDir, info, opts, draftFile);
+}
+
+/**
+ * Opens a model whose files loadModel has already checked in this process's lifetime: the bulk
+ * embedding threads (bulk-pool.ts) open copies of a loaded model without hashing ~90 MB again.
+ */
+export async function openCheckedModel(modelDir: string, name: string, opts: LoadModelOptions = {}): Promise<EmbeddingModel> {
+  const run = loadChain.then(async () => open(modelDir, await readModelInfo(modelDir, name), opts, undefined));
+  loadChain = run.catch(() => undefined);
+  return run;
+}
+
+async function open(modelDir: string, info: ModelInfo, opts: LoadModelOptions, draftFile: string | undefined): Promise<EmbeddingModel> {
+  const { name } = info;
   const threads = opts.threads ?? DEFAULT_THREADS;
 
   env.localModelPath = path.resolve(modelDir) + path.sep;
