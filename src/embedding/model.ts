@@ -52,7 +52,8 @@ export interface LoadModelOptions {
 /**
  * Measured on the 2-core target (bench/embedding.bench.ts): 1 thread serves short queries as
  * fast as 2 (the threading overhead eats the gain on tiny inputs) and leaves the other core to
- * the HTTP server and storage; 2 threads only help large batches of long passages.
+ * the HTTP server and storage; 2 threads only help large batches of long passages, and those
+ * (written text, uploads) run on the bulk threads instead, one session per core (bulk-pool.ts).
  */
 export const DEFAULT_THREADS = 1;
 
