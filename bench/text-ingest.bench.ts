@@ -7,7 +7,7 @@
  * 2. Python (a venv under .bench-data/, made here on first use: onnxruntime, tokenizers, numpy
  *    from PyPI) embeds them with the same ONNX file on every core, in the same batches
  *    (bench/ort_embed.py).
- * 3. The server (its own process, a fresh data folder) is given 500 other passages in a `queries`
+ * 3. The server (its own process, a fresh data folder) is given 100 other passages in a `queries`
  *    table; then the passages are written as text to another table through POST /v1/vector/batch,
  *    `batch` a request from `writers` clients, until every write is acknowledged (nothing else
  *    runs: this is the time set against Python's).
@@ -103,7 +103,7 @@ async function write(server: RunningServer, table: string, texts: string[], firs
 ensureVenv();
 mkdirSync(WORK, { recursive: true });
 const passages = Array.from({ length: N }, () => passage());
-const others = Array.from({ length: 500 }, () => passage());
+const others = Array.from({ length: 100 }, () => passage());
 const passagesFile = path.join(WORK, 'passages.json');
 writeFileSync(passagesFile, JSON.stringify(passages));
 const words = passages.reduce((n, p) => n + p.split(' ').length, 0);
