@@ -1,14 +1,17 @@
 /**
  * Embedding throughput and latency of the shipped model.
- *   node --import tsx bench/embedding.bench.ts [--seconds 3] [--threads 1,2]
+ *   node --import tsx bench/embedding.bench.ts [--seconds 3] [--threads 1,2] [--bulk-workers N]
  * Rows: short queries one at a time (texts/s, p50/p99 ms), ~200-token passages in batches of 32
- * (texts/s), and 64 concurrent short queries through the micro-batching Embedder.
+ * (texts/s), and 64 concurrent short queries through the micro-batching Embedder; then the same
+ * passages through the bulk embedding threads (bulk-pool.ts: N threads of one ONNX thread, default
+ * one per core, two batches in flight per thread), as the service embeds written text.
  * texts/CPU-s divides by this process's CPU time, so it holds up when other work shares the
  * machine; with 1 ONNX thread it is the "texts per second on one core" figure.
  */
 import path from 'node:path';
 import { PROJECT_ROOT, DEFAULT_MODEL } from '../src/config/config.ts';
 import { Embedder } from '../src/embedding/embedder.ts';
+import { BulkPool } from '../src/embedding/bulk-pool.ts';
 import { loadModel, type EmbeddingModel } from '../src/embedding/model.ts';
 
 const args = process.argv.slice(2);
@@ -20,6 +23,7 @@ const SECONDS = Number(arg('seconds', '3'));
 const THREADS = arg('threads', '1,2').split(',').map(Number);
 const MODEL_DIR = arg('model-dir', path.join(PROJECT_ROOT, 'models'));
 const NAME = arg('model', DEFAULT_MODEL);
+const BULK_WORKERS = Number(arg('bulk-workers', String((await import('node:os')).availableParallelism())));
 
 const SUBJECTS = ['the service', 'a vector index', 'my password', 'the cluster', 'this invoice', 'our search', 'the dashboard', 'a table'];
 const VERBS = ['reset', 'scale', 'delete', 'configure', 'monitor', 'export', 'query', 'back up'];
@@ -50,7 +54,7 @@ const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.leng
 const f = (n: number, d = 0): string => n.toFixed(d);
 
 interface Row {
-  threads: number;
+  threads: number | string;
   workload: string;
   textsPerSec: number;
   /** Texts per second of this process's CPU time (user + system): insensitive to other load on the machine. */
@@ -140,6 +144,34 @@ for (const threads of THREADS) {
     for (let k = 0; k < 200; k++) model.countTokens(p);
     notes.push(`threads=${threads}: tokenising a ~200-token passage: ${f((performance.now() - s) / 200, 3)} ms`);
   }
+  await model.dispose();
+}
+
+// 4. The same passages through the bulk threads, every thread kept busy.
+{
+  const model = await loadModel(MODEL_DIR, NAME, { threads: 1 });
+  const pool = await BulkPool.start({ modelDir: MODEL_DIR, name: NAME, dimension: model.dimension, workers: BULK_WORKERS, threads: 1, nice: 0 });
+  const passages = Array.from({ length: 64 }, (_, i) => passage(i, model));
+  const avg = passages.reduce((a, p) => a + model.countTokens(p), 0) / passages.length;
+  await Promise.all([pool.embed(passages.slice(0, 32)), pool.embed(passages.slice(32))]);
+  const lat: number[] = [];
+  const cpu0 = process.cpuUsage();
+  const start = performance.now();
+  let n = 0;
+  const feed = async (k: number): Promise<void> => {
+    while (performance.now() - start < SECONDS * 1000) {
+      const s = performance.now();
+      await pool.embed(passages.slice((k % 2) * 32, (k % 2) * 32 + 32));
+      lat.push(performance.now() - s);
+      n += 32;
+    }
+  };
+  await Promise.all(Array.from({ length: 2 * BULK_WORKERS }, (_, k) => feed(k)));
+  const el = performance.now() - start;
+  const cpu = cpuMs(cpu0);
+  lat.sort((a, b) => a - b);
+  rows.push({ threads: `${BULK_WORKERS} × 1 (bulk threads)`, workload: `passage ~${f(avg)} tokens, batch 32`, textsPerSec: (n / el) * 1000, textsPerCpuSec: (n / cpu) * 1000, p50: pct(lat, 50), p99: pct(lat, 99) });
+  await pool.close();
   await model.dispose();
 }
 

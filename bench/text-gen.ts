@@ -29,3 +29,11 @@ export function makeText(bytes: number): Buffer {
   }
   return Buffer.from(parts.join('\n\n'));
 }
+
+/** One passage of `minWords` to `maxWords` words (whole sentences; ingest benches' documents). */
+export function passage(minWords = 150, maxWords = 250): string {
+  const target = minWords + rnd(maxWords - minWords + 1);
+  const words: string[] = [];
+  while (words.length < target) words.push(...sentence().split(' '));
+  return words.slice(0, target).join(' ').replace(/[,]?$/, '.');
+}

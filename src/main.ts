@@ -22,6 +22,7 @@ async function main(): Promise<void> {
   const models = new ModelRegistry({
     ...config,
     embedding: { ...config.embedding, onBatch: (model, size, ms, ok) => metrics?.onEmbeddingBatch(model, size, ms, ok) },
+    embedBulk: config.embedBulk,
   });
   // The model loads off the request path, from now on, while storage opens and the app is built;
   // the healthcheck answers 503 until it is ready. A failure is logged below, once there is a logger.

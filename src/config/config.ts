@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -126,6 +127,13 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** Embedding micro-batching: most texts per model call, and how long to wait to fill one. */
   readonly embedding: { readonly maxBatch: number; readonly batchWindowMs: number; readonly cacheEntries: number };
+  /**
+   * Bulk text (writes of texts, uploads) is embedded on its own threads while queries keep the
+   * main thread's model (src/embedding/bulk-pool.ts): `workers` threads of `threads` ONNX
+   * threads each (0 workers: bulk text runs on the main thread between queries), at CPU
+   * priority `nice` so that a query's call is scheduled first.
+   */
+  readonly embedBulk: { readonly workers: number; readonly threads: number; readonly nice: number };
   /** ANN index upkeep: save after this many changes or this many ms, whichever comes first. */
   /** MiB of vectors that small tables may also keep in memory (bigger ones are scanned from their files). */
   readonly vectorMemoryMb: number;
@@ -356,6 +364,13 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
       batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 0, 0, 1000),
       cacheEntries: int('VSS_EMBED_CACHE_ENTRIES', 2048, 0, 1_000_000),
+    },
+    embedBulk: {
+      // One single-threaded session per core: measured faster than one session of `cores` threads
+      // on batches of passages (docs/PERFORMANCE.md, "Text ingest").
+      workers: int('VSS_EMBED_BULK_WORKERS', os.availableParallelism(), 0, 256),
+      threads: int('VSS_EMBED_BULK_THREADS', 1, 1, 256),
+      nice: int('VSS_EMBED_BULK_NICE', 10, 0, 19),
     },
     extract: {
       workers: int('VSS_EXTRACT_WORKERS', 2, 1, 64),

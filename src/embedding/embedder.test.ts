@@ -290,6 +290,57 @@ describe('ModelRegistry', () => {
   });
 });
 
+describe('bulk text on this thread (no bulk threads)', () => {
+  test('a query that comes during a bulk write waits for one bulk batch at most', async () => {
+    const model = new FakeEmbeddingModel({ delayMs: 10 });
+    const e = new Embedder(model, { maxBatch: 4, batchWindowMs: 0, cacheEntries: 0 });
+    const bulkTexts = Array.from({ length: 16 }, (_, i) => `passage ${i}`);
+    const order: string[] = [];
+    const bulk = e.embed(bulkTexts, { bulk: true }).then((v) => (order.push('bulk'), v));
+    while (model.callCount === 0) await new Promise((r) => setTimeout(r, 1));
+    const query = e.embed(['the query']).then((v) => (order.push('query'), v));
+    const [bv, [qv]] = await Promise.all([bulk, query]);
+    assert.deepEqual(order, ['query', 'bulk']);
+    assert.deepEqual(model.calls.map((c) => c.length), [4, 1, 4, 4, 4], 'bulk in batches of maxBatch, the query right after the first');
+    assert.deepEqual(model.calls[1], ['the query']);
+    assert.deepEqual(qv, model.vectorOf('the query'));
+    bulkTexts.forEach((t, i) => assert.deepEqual(bv[i], model.vectorOf(t)));
+  });
+
+  test('an aborted bulk call rejects with the reason and its batches not yet started are dropped', async () => {
+    const model = new FakeEmbeddingModel({ delayMs: 10 });
+    const e = new Embedder(model, { maxBatch: 2, batchWindowMs: 0, cacheEntries: 0 });
+    const ac = new AbortController();
+    const bulk = e.embed(Array.from({ length: 10 }, (_, i) => `t${i}`), { bulk: true, signal: ac.signal });
+    while (model.callCount === 0) await new Promise((r) => setTimeout(r, 1));
+    ac.abort(new Error('client left'));
+    await assert.rejects(bulk, /client left/);
+    await assert.rejects(e.embed(['x'], { bulk: true, signal: ac.signal }), /client left/, 'an aborted signal refuses at once');
+    await e.close();
+    assert.ok(model.callCount <= 2, `${model.callCount} model calls of 5 batches`);
+  });
+
+  test('bulk threads that cannot start leave bulk text to this thread', async () => {
+    const model = new FakeEmbeddingModel();
+    let starts = 0;
+    const e = new Embedder(model, {
+      maxBatch: 8,
+      batchWindowMs: 0,
+      cacheEntries: 0,
+      startBulk: async () => {
+        starts++;
+        throw new Error('no threads here');
+      },
+    });
+    const v = await e.embed(['a', 'b'], { bulk: true });
+    await e.embed(['c'], { bulk: true });
+    assert.deepEqual(v, [model.vectorOf('a'), model.vectorOf('b')]);
+    assert.equal(starts, 1, 'started once, not again on every call');
+    assert.equal(e.stats().bulkThreads, false);
+    await e.close();
+  });
+});
+
 describe('meaning (real model)', () => {
   let model: EmbeddingModel;
   let reg: ModelRegistry;

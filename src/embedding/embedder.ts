@@ -1,4 +1,6 @@
+import { setMaxListeners } from 'node:events';
 import { ServiceError } from '../errors.ts';
+import type { BulkEncoder, Embedded } from './bulk-pool.ts';
 import type { EmbeddingModel } from './model.ts';
 
 export interface EmbedderOptions {
@@ -10,6 +12,23 @@ export interface EmbedderOptions {
   readonly cacheEntries: number;
   /** Told of every model call (for metrics): texts in it, and its duration. */
   readonly onBatch?: (model: string, size: number, ms: number, ok: boolean) => void;
+  /**
+   * Starts the threads that embed bulk text (bulk-pool.ts), called on the first bulk call. Until
+   * they are ready, or without them, bulk text is embedded here, one batch at a time after any
+   * query waiting.
+   */
+  readonly startBulk?: () => Promise<BulkEncoder>;
+}
+
+/** How a caller's texts are served. */
+export interface EmbedOptions {
+  /**
+   * Bulk text (a write of many texts, an upload): on the bulk threads when there are any, and
+   * here only when no query is waiting. Queries (the default) never wait behind bulk batches.
+   */
+  readonly bulk?: boolean;
+  /** Bulk only: when it aborts, batches not yet started are dropped and the call rejects with its reason. */
+  readonly signal?: AbortSignal;
 }
 
 /** Texts longer than this (in UTF-16 code units) are never cached, to bound memory. */
@@ -32,8 +51,11 @@ export interface EmbedderStats {
   cacheSize: number;
   /** Failed model calls. */
   errors: number;
-  /** Texts waiting for a model call right now. */
+  /** Texts waiting for a model call on this thread right now (queries and bulk). */
   queued: number;
+  /** Bulk batches waiting for a bulk thread, and whether bulk threads serve bulk text (false: it runs here). */
+  bulkQueued: number;
+  bulkThreads: boolean;
   /** Model calls by batch size: `batchSizes[i]` counts calls with size <= BATCH_BUCKETS[i] (and > the previous bound); the extra last slot counts larger ones. */
   batchSizes: number[];
   /** Sizes of the most recent model calls, oldest first (at most 32). */
@@ -70,7 +92,8 @@ const LAST_SIZES = 32;
  * Wraps one EmbeddingModel: micro-batches concurrent callers, sorts texts by token length so
  * similar lengths share a model call (padding is paid for), de-duplicates texts, and answers
  * repeated texts from an LRU cache. Model calls run one at a time (ONNX Runtime runs on the JS
- * thread; its own threads parallelise inside a call).
+ * thread; its own threads parallelise inside a call). Bulk text goes to the bulk threads
+ * (EmbedderOptions.startBulk) so that queries keep this thread's model to themselves.
  */
 export class Embedder {
   readonly model: EmbeddingModel;
@@ -79,6 +102,11 @@ export class Embedder {
   private readonly cacheEntries: number;
   private readonly cache = new Map<string, CacheEntry>();
   private pending: Pending[] = [];
+  /** Bulk texts to embed here (no bulk threads yet): taken a batch at a time, only when no query waits. */
+  private pendingBulk: Pending[] = [];
+  private readonly startBulk: EmbedderOptions['startBulk'];
+  private bulkEncoder: BulkEncoder | undefined;
+  private bulkStarting: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   /** A flush is running (at most one at a time). */
@@ -109,6 +137,7 @@ export class Embedder {
     this.windowMs = opts.batchWindowMs;
     this.cacheEntries = opts.cacheEntries;
     this.onBatch = opts.onBatch;
+    this.startBulk = opts.startBulk;
   }
 
   get name(): string {
@@ -122,12 +151,12 @@ export class Embedder {
   }
 
   /** One vector per text, in order. The arrays are the caller's own (safe to modify). */
-  async embed(texts: string[]): Promise<Float32Array[]> {
-    return (await this.embedWithUsage(texts)).vectors;
+  async embed(texts: string[], opts: EmbedOptions = {}): Promise<Float32Array[]> {
+    return (await this.embedWithUsage(texts, opts)).vectors;
   }
 
   /** Vectors plus each text's token count (specials included, after truncation), for usage reporting. */
-  embedWithUsage(texts: string[]): Promise<{ vectors: Float32Array[]; tokens: number[] }> {
+  embedWithUsage(texts: string[], opts: EmbedOptions = {}): Promise<Embedded> {
     if (this.closed) return Promise.reject(new ServiceError('not_ready', `model ${this.model.name} is shut down`));
     this.s.requests++;
     this.s.requestedTexts += texts.length;
@@ -147,12 +176,91 @@ export class Embedder {
       }
     }
     if (misses.length === 0) return Promise.resolve({ vectors, tokens });
+    if (opts.bulk) {
+      if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
+      this.bulkStarting ??= this.startBulkThreads();
+      if (this.bulkEncoder?.usable) return this.embedOnBulkThreads(this.bulkEncoder, texts, misses, { vectors, tokens }, opts.signal);
+    }
 
     return new Promise((resolve, reject) => {
       const req: Request = { vectors, tokens, remaining: misses.length, settled: false, resolve, reject };
-      for (const i of misses) this.pending.push({ req, index: i, text: texts[i] });
+      const queue = opts.bulk ? this.pendingBulk : this.pending;
+      for (const i of misses) queue.push({ req, index: i, text: texts[i] });
+      if (opts.bulk && opts.signal) opts.signal.addEventListener('abort', () => this.fail(req, opts.signal!.reason), { once: true });
       this.schedule();
     });
+  }
+
+  // ---- bulk threads ----
+
+  /** Starts the bulk threads once; a failure leaves bulk text to this thread. */
+  private async startBulkThreads(): Promise<void> {
+    if (!this.startBulk) return;
+    try {
+      const encoder = await this.startBulk();
+      if (this.closed) await encoder.close();
+      else this.bulkEncoder = encoder;
+    } catch {
+      // Bulk text is embedded here instead: slower, and still after every query waiting.
+    }
+  }
+
+  /**
+   * The texts at `misses`, de-duplicated and sorted by length (character length: counting tokens
+   * here would tokenise every text twice on this thread), cut in batches of at most maxBatch,
+   * all handed to the bulk threads at once, so every thread has work while this one stores.
+   */
+  private async embedOnBulkThreads(encoder: BulkEncoder, texts: string[], misses: number[], out: Embedded, signal?: AbortSignal): Promise<Embedded> {
+    const where = new Map<string, number[]>();
+    for (const i of misses) {
+      const at = where.get(texts[i]);
+      if (at) at.push(i);
+      else where.set(texts[i], [i]);
+    }
+    const unique = [...where.keys()].sort((a, b) => a.length - b.length);
+    // A failed batch drops the ones not yet started, as the caller's abort does.
+    const stop = new AbortController();
+    setMaxListeners(0, stop.signal); // one listener per batch handed over, however many
+    const onAbort = () => stop.abort(signal!.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const batch = async (slice: string[]): Promise<void> => {
+      this.recordBatch(slice.length);
+      const t0 = performance.now();
+      let r: Embedded;
+      try {
+        r = await encoder.embed(slice, stop.signal);
+        if (r.vectors.length !== slice.length || r.tokens.length !== slice.length) {
+          throw new Error(`model ${this.model.name} returned ${r.vectors.length} vectors for ${slice.length} texts`);
+        }
+      } catch (err) {
+        if (!stop.signal.aborted) this.s.errors++;
+        this.onBatch?.(this.model.name, slice.length, performance.now() - t0, false);
+        stop.abort(err);
+        throw err;
+      } finally {
+        this.s.modelMs += performance.now() - t0;
+      }
+      this.onBatch?.(this.model.name, slice.length, performance.now() - t0, true);
+      slice.forEach((text, j) => {
+        this.s.tokens += r.tokens[j];
+        this.cachePut(text, r.vectors[j], r.tokens[j]);
+        where.get(text)!.forEach((i, k) => {
+          out.vectors[i] = k === 0 ? r.vectors[j] : r.vectors[j].slice();
+          out.tokens[i] = r.tokens[j];
+        });
+      });
+    };
+    const batches: Promise<void>[] = [];
+    for (let start = 0; start < unique.length; start += this.maxBatch) batches.push(batch(unique.slice(start, start + this.maxBatch)));
+    try {
+      const settled = await Promise.allSettled(batches);
+      if (stop.signal.aborted) throw stop.signal.reason;
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      return out;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
   }
 
   stats(): EmbedderStats {
@@ -166,7 +274,9 @@ export class Embedder {
       cacheMisses: this.s.cacheMisses,
       cacheSize: this.cache.size,
       errors: this.s.errors,
-      queued: this.pending.length,
+      queued: this.pending.length + this.pendingBulk.length,
+      bulkQueued: this.bulkEncoder?.queued ?? 0,
+      bulkThreads: this.bulkEncoder?.usable ?? false,
       batchSizes: [...this.s.batchSizes],
       lastBatchSizes: [...this.s.lastBatchSizes],
       modelMs: this.s.modelMs,
@@ -176,7 +286,9 @@ export class Embedder {
   /** Finishes queued work, then refuses new calls. Does not dispose the model. */
   async close(): Promise<void> {
     this.closed = true;
-    while (this.pending.length > 0 || this.flushing) {
+    await this.bulkStarting;
+    await this.bulkEncoder?.close();
+    while (this.pending.length > 0 || this.pendingBulk.length > 0 || this.flushing) {
       if (this.timer) {
         clearTimeout(this.timer);
         this.timer = undefined;
@@ -245,13 +357,14 @@ export class Embedder {
     this.flushing = this.flush().finally(() => {
       this.flushing = undefined;
       // Texts that arrived during the flush have waited at least as long as a window.
-      if (this.pending.length > 0) this.startFlush();
+      if (this.pending.length > 0 || this.pendingBulk.length > 0) this.startFlush();
     });
   }
 
   private async flush(): Promise<void> {
-    const items = this.pending;
-    this.pending = [];
+    // Every query waiting; else one batch of bulk texts, so a query that comes meanwhile waits
+    // for that one batch at most.
+    const items = this.pending.length > 0 ? this.pending.splice(0) : this.takeBulkBatch();
 
     // De-duplicate: one model input per distinct text, shared by every item asking for it.
     const groups = new Map<string, Pending[]>();
@@ -304,6 +417,24 @@ export class Embedder {
         }
       }
     }
+  }
+
+  /** Up to maxBatch distinct bulk texts (with every copy of each waiting), first come first. */
+  private takeBulkBatch(): Pending[] {
+    const texts = new Set<string>();
+    const taken: Pending[] = [];
+    const left: Pending[] = [];
+    for (const p of this.pendingBulk) {
+      if (p.req.settled) continue;
+      if (texts.has(p.text) || texts.size < this.maxBatch) {
+        texts.add(p.text);
+        taken.push(p);
+      } else {
+        left.push(p);
+      }
+    }
+    this.pendingBulk = left;
+    return taken;
   }
 
   /** Sort key: token count when the model can tell cheaply, else the text length. */

@@ -44,7 +44,8 @@ export interface LoadModelOptions {
 /**
  * Measured on the 2-core target (bench/embedding.bench.ts): 1 thread serves short queries as
  * fast as 2 (the threading overhead eats the gain on tiny inputs) and leaves the other core to
- * the HTTP server and storage; 2 threads only help large batches of long passages.
+ * the HTTP server and storage; 2 threads only help large batches of long passages, and those
+ * (written text, uploads) run on the bulk threads instead, one session per core (bulk-pool.ts).
  */
 export const DEFAULT_THREADS = 1;
 
@@ -177,6 +178,21 @@ export async function loadModel(modelDir: string, name: string, opts: LoadModelO
 async function load(modelDir: string, name: string, opts: LoadModelOptions): Promise<EmbeddingModel> {
   const info = await readModelInfo(modelDir, name);
   await verifyChecksums(info.dir);
+  return open(modelDir, info, opts);
+}
+
+/**
+ * Opens a model whose files loadModel has already checked in this process's lifetime: the bulk
+ * embedding threads (bulk-pool.ts) open copies of a loaded model without hashing ~90 MB again.
+ */
+export async function openCheckedModel(modelDir: string, name: string, opts: LoadModelOptions = {}): Promise<EmbeddingModel> {
+  const run = loadChain.then(async () => open(modelDir, await readModelInfo(modelDir, name), opts));
+  loadChain = run.catch(() => undefined);
+  return run;
+}
+
+async function open(modelDir: string, info: ModelInfo, opts: LoadModelOptions): Promise<EmbeddingModel> {
+  const { name } = info;
   const threads = opts.threads ?? DEFAULT_THREADS;
 
   env.localModelPath = path.resolve(modelDir) + path.sep;

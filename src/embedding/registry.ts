@@ -2,11 +2,17 @@ import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config/config.ts';
 import { ServiceError } from '../errors.ts';
+import { BulkPool } from './bulk-pool.ts';
 import { Embedder, type EmbedderOptions } from './embedder.ts';
 import { loadModel, readModelInfo, type EmbeddingModel, type LoadModelOptions } from './model.ts';
 
 export interface ModelRegistryOptions extends Pick<Config, 'modelDir' | 'defaultModel'> {
   readonly embedding: EmbedderOptions;
+  /**
+   * Threads for bulk text, per model, started on its first bulk call (bulk-pool.ts). Absent, or
+   * 0 workers, or with a test's own `load`: bulk text runs on the main thread between queries.
+   */
+  readonly embedBulk?: Config['embedBulk'];
   /** ONNX Runtime threads per model (default: see model.ts DEFAULT_THREADS). */
   readonly threads?: number;
   /** How to load a model; tests may replace it. Default: loadModel. */
@@ -144,7 +150,7 @@ export class ModelRegistry {
           await model.dispose();
           return;
         }
-        this.slots.set(name, { state: 'ready', dimension: model.dimension, maxTokens: model.maxTokens, embedder: new Embedder(model, this.opts.embedding) });
+        this.slots.set(name, { state: 'ready', dimension: model.dimension, maxTokens: model.maxTokens, embedder: new Embedder(model, this.embedderOptions(model)) });
       } catch (e) {
         const error = e instanceof Error ? e : new Error(String(e));
         this.slots.set(name, { state: 'failed', dimension: slot.dimension, maxTokens: slot.maxTokens, error });
@@ -156,6 +162,15 @@ export class ModelRegistry {
     })();
     this.slots.set(name, { state: 'loading', dimension: slot.dimension, maxTokens: slot.maxTokens, promise });
     return promise;
+  }
+
+  /** The embedding options for a loaded model: the configured ones, and its bulk threads if any. */
+  private embedderOptions(model: EmbeddingModel): EmbedderOptions {
+    const bulk = this.opts.embedBulk;
+    // A test's own loader gives models that are not files the threads could open.
+    if (!bulk || bulk.workers === 0 || this.opts.load) return this.opts.embedding;
+    const { modelDir } = this.opts;
+    return { ...this.opts.embedding, startBulk: () => BulkPool.start({ modelDir, name: model.name, dimension: model.dimension, ...bulk }) };
   }
 
   /** Calls `listener` with every model that is loaded now and every one that loads later. */

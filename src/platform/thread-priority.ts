@@ -13,10 +13,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 
-/** Lowers the calling thread (only it) to nice 19; does nothing where that cannot be done. */
-export function lowerThisThreadPriority(): void {
+/**
+ * Lowers the calling thread (only it) to `nice` (default 19); does nothing where that cannot be
+ * done. Threads it starts afterwards (an onnxruntime session's pool) inherit the value.
+ */
+export function lowerThisThreadPriority(nice = 19): void {
   try {
-    os.setPriority(Number(fs.readlinkSync('/proc/thread-self').split('/').pop()), 19);
+    os.setPriority(Number(fs.readlinkSync('/proc/thread-self').split('/').pop()), nice);
   } catch {
     // not Linux, or refused: the thread keeps its priority
   }

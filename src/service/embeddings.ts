@@ -29,7 +29,8 @@ export async function openaiEmbeddings(deps: Deps, input: { input: string | stri
   if (errors.length) throw invalid(errors);
   const model = input.model ?? deps.config.defaultModel;
   const embedder = deps.models.get(model, '/body/model');
-  const { vectors, tokens } = await embedder.embedWithUsage(texts);
+  // Many texts in one call are documents being embedded (bulk): queries keep the way ahead of them.
+  const { vectors, tokens } = await embedder.embedWithUsage(texts, { bulk: texts.length > 1 });
   const total = tokens.reduce((a, b) => a + b, 0);
   return {
     object: 'list' as const,

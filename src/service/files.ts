@@ -19,15 +19,6 @@ import { checkModelName, validNames } from './validate.ts';
 
 const NAME = /^[a-z][a-z0-9_]{0,47}$/;
 
-/**
- * Chunks per call to the embedder. Model calls run one at a time, so a search arriving during an
- * upload waits for the upload's call in progress: keep that call short. Measured on 2 vCPUs
- * (a 341-chunk upload with searches every 50 ms): 64 a call, searches took a median 4.2 s;
- * 16, 0.7 s; 8, 0.33 s; 4, 0.16 s, and upload throughput was the same for all (22-27 chunks/s):
- * the model's cost is per token, not per call.
- */
-export const EMBED_BATCH = 8;
-
 /** The extraction processes of this server, with the configured limits (close it at shutdown). */
 export function createExtractPool(deps: Deps): ExtractPool {
   const { workers, queue, memoryMb, timeoutMs, maxChars, maxPages, maxExpandedBytes } = deps.config.extract;
@@ -152,11 +143,15 @@ export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput,
   const prepared = await prepareFile(bytes, name, { tokenizer: embedder.model, chunkSize, overlap, extractor, signal: input.signal });
   await checkVectorQuota(deps, ks.owner, prepared.chunks.length - (old?.chunks ?? 0));
 
-  const vectors: Float32Array[] = [];
-  for (let i = 0; i < prepared.chunks.length; i += EMBED_BATCH) {
-    stopIfLeft(input.signal);
-    vectors.push(...(await embedder.embed(prepared.chunks.slice(i, i + EMBED_BATCH).map((c) => c.text))));
-  }
+  // Bulk: every chunk at once to the bulk threads, which searches do not wait behind; a client
+  // that leaves drops the batches not yet started.
+  stopIfLeft(input.signal);
+  const vectors = await embedder
+    .embed(prepared.chunks.map((c) => c.text), { bulk: true, signal: input.signal })
+    .catch((e: unknown) => {
+      stopIfLeft(input.signal);
+      throw e;
+    });
 
   const rows: VectorRow[] = prepared.chunks.map((c, i) => ({
     key: `${name}#${i}`,

@@ -107,7 +107,7 @@ async function writeRecords(
   };
   await checkLimits(existing); // before the embedding it would waste
   if (embedder) {
-    const vectors = await embedder.embed(toEmbed.map((p) => p.text!));
+    const vectors = await embedder.embed(toEmbed.map((p) => p.text!), { bulk: true });
     toEmbed.forEach((p, i) => (p.vector = vectors[i]));
   }
 
