@@ -37,6 +37,7 @@ import { compareScores, exactScore, type Metric } from '../../index/metric.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import { TopK } from '../../index/topk.ts';
 import type { Metadata, SearchQuery, StoredMatch } from '../api.ts';
+import { requireQueryDimension } from '../vector-dimension.ts';
 import { chunks, fromCqlVector, fromMetadataText, indexable, toCqlVector } from './codec.ts';
 import { requireTable } from './catalog.ts';
 import { type Ctx, dataTable } from './context.ts';
@@ -65,8 +66,6 @@ interface Candidate {
 /** ann: the engine's ANN query; scan: a scan scored by the engine; client: vectors read and scored here. */
 export type SearchPlan = 'ann' | 'scan' | 'client';
 
-/** A query whose vector has arrived. */
-type VectorQuery = SearchQuery & { vector: Float32Array };
 type Match = ((m: Metadata) => boolean) | null;
 
 const SIMILARITY_FN: Record<Metric, string> = { cosine: 'similarity_cosine', dot_product: 'similarity_dot_product', euclidean: 'similarity_euclidean' };
@@ -85,18 +84,9 @@ export async function search(ctx: Ctx, keyspace: string, table: string, q: Searc
 }
 
 /** As search, also telling which stage 1 ran (for tests and diagnostics). */
-export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, query: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
+export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
   const t = await requireTable(ctx, keyspace, table);
-  // A draft (SearchQuery.draft) is of no use here: Cassandra's index needs the vector itself.
-  const q: VectorQuery = { ...query, vector: await query.vector };
-  if (!(q.vector instanceof Float32Array)) throw invalid([{ path: '/vector', message: 'must be a Float32Array' }]);
-  if (q.vector.length !== t.dimension) {
-    throw new ServiceError('dimension_mismatch', `The query has ${q.vector.length} dimensions; table "${table}" holds ${t.dimension}.`, {
-      errors: [{ path: '/vector', message: `has ${q.vector.length} dimensions; the table holds ${t.dimension}` }],
-      extra: { expected: t.dimension },
-    });
-  }
-  if (!q.vector.every(Number.isFinite)) throw invalid([{ path: '/vector', message: 'must hold finite numbers only' }]);
+  requireQueryDimension(q.vector, t.dimension);
   const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
   if (!(limit > 0)) return { plan: 'ann', matches: [] };
   const filtered = q.filter !== undefined && Object.keys(q.filter).length > 0;
@@ -155,7 +145,7 @@ const byScoreThenKey = (metric: Metric) => {
 };
 
 /** One ANN query: keys and engine scores of the best `n` rows holding every term (with `inline`, their metadata and text too). */
-async function ann(ctx: Ctx, t: StoredTable, q: VectorQuery, n: number, terms: string[], inline: boolean): Promise<Candidate[]> {
+async function ann(ctx: Ctx, t: StoredTable, q: SearchQuery, n: number, terms: string[], inline: boolean): Promise<Candidate[]> {
   const where = terms.length > 0 ? ` WHERE ${whereTerms(terms)}` : '';
   const v = toCqlVector(q.vector);
   const rs = await ctx.session.execute(
@@ -172,7 +162,7 @@ async function ann(ctx: Ctx, t: StoredTable, q: VectorQuery, n: number, terms: s
 }
 
 /** Every row scored by the engine (no vectors over the wire), filtered here when a filter is given. */
-async function scoredScan(ctx: Ctx, t: StoredTable, q: VectorQuery, limit: number, match: Match): Promise<Candidate[]> {
+async function scoredScan(ctx: Ctx, t: StoredTable, q: SearchQuery, limit: number, match: Match): Promise<Candidate[]> {
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const cols = match ? '"key", "metadata"' : '"key"';
   for await (const page of ctx.session.pages(`SELECT ${cols}, ${SIMILARITY_FN[t.metric]}("vector", ?) AS s FROM ${dataTable(ctx, t.keyspace, t.name)}`, [toCqlVector(q.vector)], {
@@ -189,7 +179,7 @@ async function scoredScan(ctx: Ctx, t: StoredTable, q: VectorQuery, limit: numbe
 }
 
 /** Every row's vector read and scored here: for queries the engine cannot score. */
-async function clientScan(ctx: Ctx, t: StoredTable, q: VectorQuery, limit: number, match: Match): Promise<Candidate[]> {
+async function clientScan(ctx: Ctx, t: StoredTable, q: SearchQuery, limit: number, match: Match): Promise<Candidate[]> {
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const cols = match ? '"key", "vector", "metadata"' : '"key", "vector"';
   for await (const page of ctx.session.pages(`SELECT ${cols} FROM ${dataTable(ctx, t.keyspace, t.name)}`, [], {
@@ -209,7 +199,7 @@ async function clientScan(ctx: Ctx, t: StoredTable, q: VectorQuery, limit: numbe
  * Metadata, text and vector of the final keys, each re-scored exactly (float64, as the contract's
  * scores are) and re-sorted: `limit` vectors read, never the candidates'. A key deleted meanwhile drops out.
  */
-async function finish(ctx: Ctx, t: StoredTable, q: VectorQuery, best: Candidate[]): Promise<StoredMatch[]> {
+async function finish(ctx: Ctx, t: StoredTable, q: SearchQuery, best: Candidate[]): Promise<StoredMatch[]> {
   if (best.length === 0) return [];
   const rows = new Map<string, { metadata: Metadata; text: string | null; vector: Float32Array }>();
   const cql = `SELECT "key", "metadata", "text", "vector" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
