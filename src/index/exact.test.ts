@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SegmentedMatrix } from './matrix.ts';
-import { exactSearchMatrix, rescore } from './exact.ts';
+import { compareScored, exactSearchMatrix, exactTopK, rescore } from './exact.ts';
 import { compareScores, exactScore, METRICS, type Metric } from './metric.ts';
 
 function rng(seed: number): () => number {
@@ -79,5 +79,29 @@ describe('exact search', () => {
     const got = rescore(Float32Array.of(1, 0.1), [2, 3, 3, 1, 77], m, 'dot_product', 2);
     assert.deepEqual(got.map((x) => x.rowId), [3, 1]);
     assert.ok(Math.abs(got[0].score - (1 + Math.fround(0.1))) < 1e-12);
+  });
+});
+
+describe('exactTopK with rows excluded', () => {
+  it('answers the exact best of the rows not excluded, however many are', () => {
+    const d = 8;
+    const n = 3000;
+    let seed = 7;
+    const rand = (): number => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
+    const vectors = Float32Array.from({ length: n * d }, rand);
+    const rowIds = Array.from({ length: n }, (_, i) => i + 100);
+    const query = Float32Array.from({ length: d }, rand);
+    for (const share of [0.1, 0.9, 0.995]) {
+      const exclude = new Set(rowIds.filter(() => rand() < share * 2 - 1));
+      const want = rowIds
+        .filter((id) => !exclude.has(id))
+        .map((id) => ({ rowId: id, score: exactScore('cosine', query, vectors.subarray((id - 100) * d, (id - 99) * d)) }))
+        .sort(compareScored('cosine'))
+        .slice(0, 10);
+      for (const hint of [0, exclude.size / n]) {
+        const got = exactTopK([{ vectors, rowIds: Float64Array.from(rowIds) }], query, 'cosine', 10, exclude, hint);
+        assert.deepEqual(got.map((x) => x.rowId), want.map((x) => x.rowId), `share ${share}, hint ${hint}`);
+      }
+    }
   });
 });

@@ -46,9 +46,10 @@ const SCORE_ALL_BELOW = 256;
  * float64. The block's answer is certain when its limit-th exact distance is below the k-th
  * float32 distance by more than float32 rounding could hide; otherwise k grows and the block is
  * searched again (this happens only around near-ties, e.g. duplicate vectors). Rows in `exclude`
- * (e.g. expired ones) are never answered; k also grows while they leave fewer than `limit`.
+ * (e.g. expired ones) are never answered; k also grows while they leave fewer than `limit`, and
+ * starts as large as `excludedShare` (their expected share of a block) calls for.
  */
-export function exactTopK(blocks: Iterable<VectorBlock>, query: Float32Array, metric: Metric, limit: number, exclude?: ReadonlySet<number>): Scored[] {
+export function exactTopK(blocks: Iterable<VectorBlock>, query: Float32Array, metric: Metric, limit: number, exclude?: ReadonlySet<number>, excludedShare = 0): Scored[] {
   if (limit <= 0) return [];
   const d = query.length;
   const q = atOffsetZero(query);
@@ -75,7 +76,8 @@ export function exactTopK(blocks: Iterable<VectorBlock>, query: Float32Array, me
       for (let i = 0; i < n; i++) if (kept(i)) top.push(score(i));
       continue;
     }
-    for (let k = limit + pad; ; k = Math.min(n, k * 4)) {
+    const k0 = Math.min(n, Math.ceil((limit + pad) / Math.max(1 / 64, 1 - excludedShare)));
+    for (let k = k0; ; k = Math.min(n, k * 4)) {
       const found = exactSearch(vectors, q, d, k, kind, 0);
       const cands: Scored[] = [];
       let cutoff = -Infinity;
@@ -120,5 +122,6 @@ export function rescore(query: Float32Array, rowIds: Iterable<number>, rows: Pic
 
 /** The exact best `limit` rows of the whole matrix, or of just `only` when given (e.g. a filter's rows), none of `exclude`. */
 export function exactSearchMatrix(matrix: VectorMatrix, query: Float32Array, metric: Metric, limit: number, only?: Iterable<number>, exclude?: ReadonlySet<number>): Scored[] {
-  return exactTopK(only === undefined ? matrix.segments() : matrix.gather(only), query, metric, limit, exclude);
+  const share = exclude === undefined || matrix.size === 0 ? 0 : Math.min(1, exclude.size / matrix.size);
+  return exactTopK(only === undefined ? matrix.segments() : matrix.gather(only), query, metric, limit, exclude, share);
 }
