@@ -631,6 +631,8 @@ export interface paths {
                         initial_top_k?: number;
                         /** @description Matches returned (default 5) */
                         final_top_k?: number;
+                        /** @description Graph search effort: candidates each graph walk explores (default chosen per table for recall@10 >= 0.98); embedded storage only */
+                        ef?: number;
                         /** @description Metadata filter: {field: value} or operators $eq $ne $in $nin $gt $gte $lt $lte $exists $and $or; at most 256 conditions */
                         filter?: components["schemas"]["Filter"];
                         include_vector?: boolean;
@@ -936,6 +938,8 @@ export interface paths {
                         metadata?: {
                             [key: string]: unknown;
                         };
+                        /** @description Seconds until this row expires (at most ten years); null: never, whatever the request or table says; absent: the request's, else the table's default_ttl_seconds */
+                        ttl_seconds?: number | null;
                     } & ({
                         vector_base64?: never;
                     } | {
@@ -1139,6 +1143,8 @@ export interface paths {
                             metadata?: {
                                 [key: string]: unknown;
                             };
+                            /** @description Seconds until this row expires (at most ten years); null: never, whatever the request or table says; absent: the request's, else the table's default_ttl_seconds */
+                            ttl_seconds?: number | null;
                         } & ({
                             vector_base64?: never;
                         } | {
@@ -1149,6 +1155,8 @@ export interface paths {
                         }))[];
                         /** @description Bare vectors (keys are generated) */
                         vector?: number[][];
+                        /** @description Seconds until the records that name no ttl_seconds expire; null: never; absent: the table's default_ttl_seconds */
+                        ttl_seconds?: number | null;
                     } & (unknown | unknown);
                 };
             };
@@ -1370,6 +1378,11 @@ export interface paths {
                             text: string | null;
                             /** @description float32 values (asked for with include_vector) */
                             vector?: number[];
+                            /**
+                             * Format: date-time
+                             * @description When it expires (ISO 8601, UTC); null: never
+                             */
+                            expires_at?: string | null;
                         };
                     };
                 };
@@ -1733,6 +1746,11 @@ export interface paths {
                                 text: string | null;
                                 /** @description float32 values (asked for with include_vector) */
                                 vector?: number[];
+                                /**
+                                 * Format: date-time
+                                 * @description When it expires (ISO 8601, UTC); null: never
+                                 */
+                                expires_at?: string | null;
                             }[];
                             /** @description Give it back for the next page; null after the last */
                             cursor: string | null;
@@ -2050,6 +2068,8 @@ export interface paths {
                         raw_value?: string;
                         source_type?: string;
                         processing_details?: string;
+                        /** @description Seconds until the record expires; absent or null: never */
+                        ttl_seconds?: number | null;
                     };
                 };
             };
@@ -2077,6 +2097,11 @@ export interface paths {
                             raw_value: string;
                             source_type: string;
                             processing_details: string;
+                            /**
+                             * Format: date-time
+                             * @description When it expires (ISO 8601, UTC); null: never
+                             */
+                            expires_at?: string | null;
                         };
                     };
                 };
@@ -2239,6 +2264,8 @@ export interface paths {
                             raw_value?: string;
                             source_type?: string;
                             processing_details?: string;
+                            /** @description Seconds until the record expires; absent or null: never */
+                            ttl_seconds?: number | null;
                         }[];
                     } | {
                         /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
@@ -2250,6 +2277,8 @@ export interface paths {
                         raw_value?: string;
                         source_type?: string;
                         processing_details?: string;
+                        /** @description Seconds until the record expires; absent or null: never */
+                        ttl_seconds?: number | null;
                     }[];
                 };
             };
@@ -2284,6 +2313,11 @@ export interface paths {
                                 raw_value: string;
                                 source_type: string;
                                 processing_details: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When it expires (ISO 8601, UTC); null: never
+                                 */
+                                expires_at?: string | null;
                             }[];
                         };
                     };
@@ -2495,6 +2529,8 @@ export interface paths {
                                  * @description ISO 8601, UTC
                                  */
                                 created_at: string;
+                                /** @description Seconds until rows written without a TTL expire; null: never */
+                                default_ttl_seconds?: number | null;
                                 /** @description Rows in the ANN index (embedded storage) */
                                 indexed_rows?: number;
                                 /** @description Rows still waiting for the ANN index (embedded storage) */
@@ -2703,6 +2739,8 @@ export interface paths {
                                  * @description ISO 8601, UTC
                                  */
                                 created_at: string;
+                                /** @description Seconds until rows written without a TTL expire; null: never */
+                                default_ttl_seconds?: number | null;
                                 /** @description Rows in the ANN index (embedded storage) */
                                 indexed_rows?: number;
                                 /** @description Rows still waiting for the ANN index (embedded storage) */
@@ -2878,6 +2916,8 @@ export interface paths {
                                      * @description ISO 8601, UTC
                                      */
                                     created_at: string;
+                                    /** @description Seconds until rows written without a TTL expire; null: never */
+                                    default_ttl_seconds?: number | null;
                                     /** @description Rows in the ANN index (embedded storage) */
                                     indexed_rows?: number;
                                     /** @description Rows still waiting for the ANN index (embedded storage) */
@@ -3030,6 +3070,8 @@ export interface paths {
                                      * @description ISO 8601, UTC
                                      */
                                     created_at: string;
+                                    /** @description Seconds until rows written without a TTL expire; null: never */
+                                    default_ttl_seconds?: number | null;
                                     /** @description Rows in the ANN index (embedded storage) */
                                     indexed_rows?: number;
                                     /** @description Rows still waiting for the ANN index (embedded storage) */
@@ -3153,6 +3195,8 @@ export interface paths {
                             /** @description How texts are split for lexical search (default porter: English stemming) */
                             tokenizer?: "porter" | "unicode61" | "trigram";
                         };
+                        /** @description Seconds until rows written without a TTL expire; absent or null: they never do */
+                        default_ttl_seconds?: number | null;
                     } & ({
                         model_name?: never;
                     } | {
@@ -3198,6 +3242,8 @@ export interface paths {
                              * @description ISO 8601, UTC
                              */
                             created_at: string;
+                            /** @description Seconds until rows written without a TTL expire; null: never */
+                            default_ttl_seconds?: number | null;
                         };
                     };
                 };
@@ -3330,6 +3376,173 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"] & {
                             /** @enum {string} */
                             code?: "insufficient_storage";
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keyspaces/table/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change a table's default TTL */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
+                        keyspace: string;
+                        /** @description Table name (same rule as keyspace names). */
+                        table: string;
+                        /** @description The new default TTL of rows written without one; null: none. Rows already written keep their expiry. */
+                        default_ttl_seconds: number | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "table": "vector",
+                         *       "default_ttl_seconds": 86400
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            table: string;
+                            /** @description The default TTL now; null: none */
+                            default_ttl_seconds: number | null;
+                        };
+                    };
+                };
+                /** @description Bad request: malformed_body, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "malformed_body" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found, table_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found" | "table_not_found";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
                         };
                     };
                 };
@@ -6461,6 +6674,1008 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The snapshots kept, and the one being taken */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "snapshots": [
+                         *         {
+                         *           "name": "snapshot-20260101T000000Z-a1b2c3.vss",
+                         *           "size": 1048576,
+                         *           "created_at": "2026-01-01T00:00:00.000Z",
+                         *           "rows": 42,
+                         *           "tables": [
+                         *             {
+                         *               "keyspace": "docs",
+                         *               "table": "vector",
+                         *               "rows": 42
+                         *             }
+                         *           ],
+                         *           "format_version": 1
+                         *         }
+                         *       ],
+                         *       "in_progress": null
+                         *     }
+                         */
+                        "application/json": {
+                            snapshots: {
+                                /** @description The archive name, for download and delete */
+                                name: string;
+                                /** @description Bytes */
+                                size: number;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                created_at: string;
+                                /** @description Rows in every table at that moment */
+                                rows: number;
+                                tables: {
+                                    keyspace: string;
+                                    table: string;
+                                    rows: number;
+                                }[];
+                                format_version: number;
+                            }[];
+                            /** @description The snapshot being taken */
+                            in_progress: {
+                                name: string;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                started_at: string;
+                                /** @description 0 to 1 */
+                                progress: number;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Not implemented: not_supported */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_supported";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Take a consistent snapshot of the data directory while writes go on (embedded storage) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "name": "snapshot-20260101T000000Z-a1b2c3.vss",
+                         *       "size": 1048576,
+                         *       "created_at": "2026-01-01T00:00:00.000Z",
+                         *       "rows": 42,
+                         *       "tables": [
+                         *         {
+                         *           "keyspace": "docs",
+                         *           "table": "vector",
+                         *           "rows": 42
+                         *         }
+                         *       ],
+                         *       "format_version": 1
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description The archive name, for download and delete */
+                            name: string;
+                            /** @description Bytes */
+                            size: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            created_at: string;
+                            /** @description Rows in every table at that moment */
+                            rows: number;
+                            tables: {
+                                keyspace: string;
+                                table: string;
+                                rows: number;
+                            }[];
+                            format_version: number;
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Conflict: snapshot_in_progress */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "snapshot_in_progress";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Not implemented: not_supported */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_supported";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/snapshots/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a snapshot archive */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The snapshot name, as listed */
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The archive (docs/API.md, "Snapshots") */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/octet-stream": string;
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Not implemented: not_supported */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_supported";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Remove a snapshot archive */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The snapshot name, as listed */
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "name": "snapshot-20260101T000000Z-a1b2c3.vss",
+                         *       "deleted": true
+                         *     }
+                         */
+                        "application/json": {
+                            name: string;
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Not implemented: not_supported */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "not_supported";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A keyspace (or one table) in the export format, as JSON lines */
+        get: {
+            parameters: {
+                query: {
+                    /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
+                    keyspace: string;
+                    /** @description Table name (same rule as keyspace names). */
+                    table?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description JSON lines */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/x-ndjson": string;
+                    };
+                };
+                /** @description Bad request: validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found, table_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found" | "table_not_found";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Write lines of an export into a keyspace (upserts: a batch sent again changes nothing) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Keyspace name: lower-case letter, then up to 47 lower-case letters, digits or underscores. */
+                        keyspace: string;
+                        /** @description Lines of an export after its header, in order (the `end` line is not sent) */
+                        items: ({
+                            /** @enum {string} */
+                            type: "table";
+                            /** @description Table name (same rule as keyspace names). */
+                            table: string;
+                            dimension: number;
+                            /** @enum {string} */
+                            metric: "cosine" | "cosine similarity" | "cosine_similarity" | "dot_product" | "dot" | "euclidean" | "l2";
+                            model: string | null;
+                            lexical: {
+                                tokenizer: "porter" | "unicode61" | "trigram";
+                            };
+                            default_ttl_seconds?: number | null;
+                        } | {
+                            /** @enum {string} */
+                            type: "row";
+                            /** @description Table name (same rule as keyspace names). */
+                            table: string;
+                            /** @description Vector key: 1 to 512 bytes of UTF-8. */
+                            key: string;
+                            /**
+                             * Format: byte
+                             * @description The vector as its float32 values in little-endian IEEE-754 byte order, standard base64 with padding (numpy: base64.b64encode(v.astype("<f4").tobytes()); Node: Buffer.from(f32.buffer).toString("base64")). Give this or `vector`, not both; it skips parsing one JSON number per value.
+                             */
+                            vector_base64: string;
+                            text: string | null;
+                            /** @description Free-form JSON object, at most 64 KiB as JSON and 64 levels deep */
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            /** @description When the row expires; null: never */
+                            expires_at?: string | null;
+                        } | {
+                            /** @enum {string} */
+                            type: "metadata";
+                            /** @description Table name (same rule as keyspace names). */
+                            table: string;
+                            source_file: string;
+                            raw_value: string;
+                            source_type: string;
+                            processing_details: string;
+                            /** @description When the record expires; null: never */
+                            expires_at?: string | null;
+                        } | {
+                            /** @enum {string} */
+                            type: "file";
+                            /** @description Table name (same rule as keyspace names). */
+                            table: string;
+                            name: string;
+                            file_type: string;
+                            size: number;
+                            sha256: string;
+                            created_at: string;
+                            /**
+                             * Format: byte
+                             * @description The stored bytes, standard base64
+                             */
+                            content_base64: string;
+                            record: {
+                                raw_value: string;
+                                source_type: string;
+                                processing_details: string;
+                                /** @description When the record expires; null: never */
+                                expires_at?: string | null;
+                            };
+                            /** @description The chunk rows `<name>#<i>`, in order */
+                            chunks: {
+                                /** @description Vector key: 1 to 512 bytes of UTF-8. */
+                                key: string;
+                                /**
+                                 * Format: byte
+                                 * @description The vector as its float32 values in little-endian IEEE-754 byte order, standard base64 with padding (numpy: base64.b64encode(v.astype("<f4").tobytes()); Node: Buffer.from(f32.buffer).toString("base64")). Give this or `vector`, not both; it skips parsing one JSON number per value.
+                                 */
+                                vector_base64: string;
+                                text: string | null;
+                                /** @description Free-form JSON object, at most 64 KiB as JSON and 64 levels deep */
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description When the row expires; null: never */
+                                expires_at?: string | null;
+                            }[];
+                        })[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "keyspace": "docs",
+                         *       "imported": {
+                         *         "tables": 1,
+                         *         "rows": 500,
+                         *         "metadata": 0,
+                         *         "files": 0
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            keyspace: string;
+                            /** @description Items written by this request */
+                            imported: {
+                                tables: number;
+                                rows: number;
+                                metadata: number;
+                                files: number;
+                            };
+                        };
+                    };
+                };
+                /** @description Bad request: dimension_mismatch, malformed_body, unknown_metric, validation_failed */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "dimension_mismatch" | "malformed_body" | "unknown_metric" | "validation_failed";
+                        };
+                    };
+                };
+                /** @description Unauthenticated: unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unauthenticated";
+                        };
+                    };
+                };
+                /** @description Forbidden: forbidden, quota_exceeded */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "forbidden" | "quota_exceeded";
+                        };
+                    };
+                };
+                /** @description Not found: keyspace_not_found, table_not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "keyspace_not_found" | "table_not_found";
+                        };
+                    };
+                };
+                /** @description Conflict: already_exists */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "already_exists";
+                        };
+                    };
+                };
+                /** @description Payload too large: payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+                /** @description Unsupported media type: unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "unsupported_media_type";
+                        };
+                    };
+                };
+                /** @description Too many requests: rate_limited */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "rate_limited";
+                        };
+                    };
+                };
+                /** @description Internal error: internal */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "internal";
+                        };
+                    };
+                };
+                /** @description Unavailable: storage_unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "storage_unavailable";
+                        };
+                    };
+                };
+                /** @description Insufficient storage: insufficient_storage */
+                507: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"] & {
+                            /** @enum {string} */
+                            code?: "insufficient_storage";
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -6501,7 +7716,7 @@ export interface components {
              * @description The error code (stable; the `type` URI ends with it)
              * @enum {string}
              */
-            code: "validation_failed" | "malformed_body" | "unauthenticated" | "forbidden" | "not_found" | "keyspace_not_found" | "table_not_found" | "vector_not_found" | "user_not_found" | "key_not_found" | "file_not_found" | "already_exists" | "dimension_mismatch" | "unknown_model" | "unknown_metric" | "payload_too_large" | "unprocessable_file" | "unsupported_media_type" | "method_not_allowed" | "rate_limited" | "quota_exceeded" | "not_ready" | "request_aborted" | "request_timeout" | "range_not_satisfiable" | "headers_too_large" | "storage_unavailable" | "insufficient_storage" | "runtime_unavailable" | "internal";
+            code: "validation_failed" | "malformed_body" | "unauthenticated" | "forbidden" | "not_found" | "keyspace_not_found" | "table_not_found" | "vector_not_found" | "user_not_found" | "key_not_found" | "file_not_found" | "already_exists" | "dimension_mismatch" | "unknown_model" | "unknown_metric" | "payload_too_large" | "unprocessable_file" | "unsupported_media_type" | "method_not_allowed" | "rate_limited" | "quota_exceeded" | "not_ready" | "request_aborted" | "request_timeout" | "range_not_satisfiable" | "headers_too_large" | "storage_unavailable" | "insufficient_storage" | "runtime_unavailable" | "snapshot_in_progress" | "not_supported" | "internal";
             /** @description Also in the x-request-id header and the server log */
             request_id: string;
             /** @description Every bad field (up to the bound) */
