@@ -10,7 +10,7 @@ import type { Metric } from '../../index/metric.ts';
 import type { Filter, LexicalQuery, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import type { Catalog } from './catalog.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
-import { indexTexts, matchExpression, rankLexical, unindexRows } from './lexical.ts';
+import { indexTexts, searchLexical, unindexRows } from './lexical.ts';
 import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
 
 /**
@@ -251,9 +251,8 @@ export class Vectors {
     const t = this.#catalog.require(keyspace, table);
     const filter = q.filter === undefined ? undefined : this.#filterSql(q.filter);
     const limit = Math.floor(q.limit);
-    const match = typeof q.text === 'string' ? matchExpression(q.text) : null;
-    if (match === null || !(limit >= 1)) return [];
-    const best = rankLexical(this.#db, t.meta.id, match, limit, filter);
+    if (typeof q.text !== 'string' || !(limit >= 1)) return [];
+    const best = searchLexical(this.#db, t.meta.id, t.meta.lexical.tokenizer, q.text, limit, filter);
     return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
