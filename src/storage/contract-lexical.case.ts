@@ -17,25 +17,18 @@ const row = (key: string, text: string | null, metadata: Record<string, unknown>
   text,
 });
 
-/**
- * FTS5's bm25() over whitespace-separated texts: k1 1.2, b 0.75, idf floored at 1e-6; null: the row
- * does not match. A row matches by holding a query term in fewer than half the rows, or any query
- * term when every one that some row holds is that common (storage/lexical/prune.ts).
- */
+/** FTS5's bm25() over whitespace-separated texts: k1 1.2, b 0.75, idf floored at 1e-6; null: no term matched. */
 function bm25(texts: string[], query: string[], doc: string): number | null {
   const docs = texts.map((t) => t.split(' '));
   const n = docs.length;
   const avgdl = docs.reduce((s, d) => s + d.length, 0) / n;
   const words = doc.split(' ');
-  const dfOf = (term: string) => docs.filter((d) => d.includes(term)).length;
-  const present = [...new Set(query)].filter((t) => dfOf(t) > 0);
-  const rare = present.filter((t) => 2 * dfOf(t) < n);
-  const seeds = rare.length > 0 ? rare : present;
   let score = 0;
-  const hit = seeds.some((t) => words.includes(t));
+  let hit = false;
   for (const term of new Set(query)) {
     const tf = words.filter((w) => w === term).length;
     if (tf === 0) continue;
+    hit = true;
     const df = docs.filter((d) => d.includes(term)).length;
     let idf = Math.log((n - df + 0.5) / (df + 0.5));
     if (idf <= 0) idf = 1e-6;

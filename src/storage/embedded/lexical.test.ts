@@ -11,6 +11,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { mulberry32 } from '../contract-random.case.ts';
 import { queryPhrases } from '../lexical/bm25.ts';
+import { PRUNE_FROM_ROWS } from '../lexical/prune.ts';
 import { tokenize } from '../lexical/tokenize.ts';
 import { openEmbeddedStorage } from './embedded-storage.ts';
 import { lexicalTotals, matchExpression, rankLexical } from './lexical.ts';
@@ -57,16 +58,18 @@ describe('embedded lexical index', () => {
 
   it('pruned search gives the rows and scores FTS5 ranks over every row, before and after writes', async () => {
     const r = mulberry32(11);
+    // Past PRUNE_FROM_ROWS, where searches are pruned (smaller tables are ranked by FTS5 whole).
+    const ROWS = PRUNE_FROM_ROWS + 1000;
     // Zipf-like words: a few in most rows (no candidates of their own), some in many, most in few.
     const vocab = Array.from({ length: 400 }, (_, i) => `w${i}x`);
-    const text = () => Array.from({ length: 5 + Math.floor(r() * 30) }, () => vocab[Math.floor(vocab.length * r() ** 3)]).join(' ');
-    const texts = new Map<string, string | null>(Array.from({ length: 3000 }, (_, i) => [`k${i}`, text()]));
+    const text = () => Array.from({ length: 3 + Math.floor(r() * 15) }, () => vocab[Math.floor(vocab.length * r() ** 3)]).join(' ');
+    const texts = new Map<string, string | null>(Array.from({ length: ROWS }, (_, i) => [`k${i}`, text()]));
     const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'pruned'), index });
     const put = (keys: string[]) => s.upsertVectors('ks', 't', keys.map((key, i) => ({ key, vector: Float32Array.of(1, i % 5), metadata: {}, text: texts.get(key) ?? null })));
     try {
       await s.createKeyspace({ name: 'ks', owner: null });
       await s.createTable({ keyspace: 'ks', name: 't', dimension: 2, metric: 'cosine', model: null });
-      for (let i = 0; i < 3000; i += 500) await put([...texts.keys()].slice(i, i + 500));
+      for (let i = 0; i < ROWS; i += 2000) await put([...texts.keys()].slice(i, i + 2000));
       const queries = Array.from({ length: 40 }, (_, q) => Array.from({ length: 1 + (q % 5) }, () => vocab[Math.floor(vocab.length * r() ** 2)]).join(' '));
       let compared = 0;
       // The reference: FTS5 ranking every row of the same table (its row count and total length are
@@ -106,7 +109,7 @@ describe('embedded lexical index', () => {
       };
       await check('fresh');
       // Writes after the first queries: rewrites to other texts, new rows, rows losing their text, deletes.
-      const changed = Array.from({ length: 300 }, (_, i) => `k${(i * 7) % 3000}`);
+      const changed = Array.from({ length: 300 }, (_, i) => `k${(i * 7) % ROWS}`);
       for (const k of changed.slice(0, 200)) texts.set(k, text());
       for (const k of changed.slice(200, 250)) texts.set(k, null);
       for (let i = 0; i < 100; i++) texts.set(`n${i}`, `${vocab[1]} ${vocab[2]} ${vocab[3]} `.repeat(1 + (i % 3)).trim());

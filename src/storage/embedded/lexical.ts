@@ -13,7 +13,7 @@
 import type { LexicalTokenizer } from '../api.ts';
 import { queryWords } from '../lexical-terms.ts';
 import { BM25_K1, type Bm25Stats } from '../lexical/bm25.ts';
-import { type Candidate, isCommon, prunedTopK, weigh } from '../lexical/prune.ts';
+import { type Candidate, isCommon, PRUNE_FROM_ROWS, prunedTopK, weigh } from '../lexical/prune.ts';
 import { tokenize } from '../lexical/tokenize.ts';
 import type { Db, Sqlite } from './sql.ts';
 
@@ -210,19 +210,16 @@ function head(db: Db, tableId: number, word: string, token: string, tokenIdf: nu
 
 /**
  * The best `limit` rows for the query's words by BM25 (positive, higher better; ties by key), with
- * an optional SQL condition on the `vectors` row, pruned as prune.ts describes. A word that splits
- * into several tokens (trigram tables) has no document frequency in fts5vocab: such queries are
- * ranked by FTS5 alone, every row holding a word scored.
+ * an optional SQL condition on the `vectors` row, pruned as prune.ts describes. Small tables, and
+ * queries with a word that splits into several tokens (trigram tables; fts5vocab has no count for
+ * it), are ranked by FTS5 alone, every row holding a word scored.
  */
 export function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokenizer, text: string, limit: number, filter?: Filter): { rowId: number; score: number }[] {
   const words = queryWords(text);
   const split = words.map((w) => ({ word: w, phrase: tokenize(tokenizer, w) })).filter((p) => p.phrase.length > 0);
-  if (split.some((p) => p.phrase.length > 1)) {
-    const match = matchWords(words);
-    return match === null ? [] : rankLexical(db, tableId, match, limit, filter);
-  }
   const stats = lexicalTotals(db, tableId);
   if (split.length === 0 || stats.rows === 0) return [];
+  if (stats.rows < PRUNE_FROM_ROWS || split.some((p) => p.phrase.length > 1)) return rankLexical(db, tableId, matchWords(words)!, limit, filter);
   const dfs = new Map<string, number>();
   for (const { phrase } of split) if (!dfs.has(phrase[0])) dfs.set(phrase[0], documentFrequency(db, tableId, phrase[0], stats.rows));
   const phrases = weigh(split.map((p) => ({ phrase: p.phrase, df: dfs.get(p.phrase[0])! })), stats.rows);

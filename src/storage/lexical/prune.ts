@@ -6,8 +6,9 @@
  * upper bounds cannot lift a row they alone match past the k-th score found; when they could,
  * another phrase (or more candidates) is taken in and the search repeats, so the top k is exact.
  *
- * One rule changes what matches: a phrase in half the rows or more (whose idf FTS5 floors at 1e-6)
- * brings no rows of its own, unless every phrase of the query is that common. It still scores the
+ * One rule changes what matches: in a table of PRUNE_FROM_ROWS rows or more, a phrase in half the
+ * rows or more (whose idf FTS5 floors at 1e-6) brings no rows of its own, unless every phrase of the
+ * query is that common. It still scores the
  * rows the others bring. Both backends apply it (seedPhrases), so they rank alike.
  */
 import { compareCodePoints } from '../../index/filter.ts';
@@ -22,8 +23,14 @@ export interface WeightedPhrase {
 
 export const weigh = (phrases: readonly { phrase: Phrase; df: number }[], rows: number): WeightedPhrase[] => phrases.map((p) => ({ ...p, idf: idf(rows, p.df) }));
 
-/** Whether a phrase is in half the rows or more: BM25 floors its idf, and it brings no rows of its own. */
-export const isCommon = (df: number, rows: number): boolean => 2 * df >= rows;
+/**
+ * Tables smaller than this are ranked whole (every matching row scored; cheap at this size) and keep
+ * every matching row: in a few rows every word looks common.
+ */
+export const PRUNE_FROM_ROWS = 20_000;
+
+/** Whether a phrase is in half the rows or more of a table not small: BM25 floors its idf, and it brings no rows of its own. */
+export const isCommon = (df: number, rows: number): boolean => rows >= PRUNE_FROM_ROWS && 2 * df >= rows;
 
 /**
  * The indexes of the phrases whose rows are candidates: those in some row and in fewer than half,
