@@ -140,8 +140,9 @@ function cacheOf(db: Sqlite, tableId: number): TableCache {
 }
 /** Past this many rows written, a table's caches start afresh (a head's candidates include every row written since it was read). */
 const MAX_TOUCHED = 20_000;
-/** Tokens whose counts or heads a table keeps, each. */
-const MAX_CACHED = 5_000;
+/** Tokens whose counts a table keeps (a few bytes each), and whose heads (~16 KB each). */
+const MAX_COUNTS = 5_000;
+const MAX_HEADS = 500;
 
 function touched(db: Db, tableId: number, ids: readonly number[]): void {
   const c = cacheOf(db.raw, tableId);
@@ -151,8 +152,8 @@ function touched(db: Db, tableId: number, ids: readonly number[]): void {
   } else c.touched.push(...ids);
 }
 
-const remember = <V>(m: Map<string, V>, key: string, v: V): void => {
-  if (m.size >= MAX_CACHED) m.delete(m.keys().next().value!);
+const remember = <V>(m: Map<string, V>, key: string, v: V, max: number): void => {
+  if (m.size >= max) m.delete(m.keys().next().value!);
   m.set(key, v);
 };
 
@@ -177,7 +178,7 @@ function documentFrequency(db: Db, tableId: number, token: string, rows: number)
     c.vocab = true;
   }
   const df = (db.stmt(`SELECT doc FROM temp.${t}_vocab WHERE term = ?`).pluck().get(token) as number | undefined) ?? 0;
-  remember(c.dfs, token, { df, at: writes });
+  remember(c.dfs, token, { df, at: writes }, MAX_COUNTS);
   return df;
 }
 
@@ -199,7 +200,7 @@ function head(db: Db, tableId: number, word: string, token: string, tokenIdf: nu
     const all = best.length <= want;
     const listed = best.slice(0, want);
     h = { ids: listed.map((r) => r.rowId), shares: listed.map((r) => r.score / tokenIdf), tail: all ? 0 : best[want - 1].score / tokenIdf, avg, at: c.touched.length };
-    remember(c.heads, token, h);
+    remember(c.heads, token, h, MAX_HEADS);
   }
   const grown = Math.max(1, avg / h.avg);
   const share = (x: number): number => tokenIdf * Math.min(BM25_K1 + 1, x * grown);

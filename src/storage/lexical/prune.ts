@@ -12,7 +12,7 @@
  * rows the others bring. Both backends apply it (seedPhrases), so they rank alike.
  */
 import { compareCodePoints } from '../../index/filter.ts';
-import { BM25_K1, type Bm25Stats, idf, type Phrase, phraseCount, scoreTokens } from './bm25.ts';
+import { BM25_B, BM25_K1, type Bm25Stats, idf, type Phrase, phraseCount, scoreTokens } from './bm25.ts';
 
 /** A query phrase with its document frequency and idf. */
 export interface WeightedPhrase {
@@ -80,7 +80,7 @@ export interface Ranked<Id> {
 const bestFirst = (a: { score: number; key: string }, b: { score: number; key: string }): number => b.score - a.score || compareCodePoints(a.key, b.key);
 
 /** A phrase's share of its idf in a row holding it once, in a text 2.5 times the average length. */
-const LOW_TF_SHARE = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - 0.75 + 0.75 * 2.5));
+const LOW_TF_SHARE = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * 2.5));
 
 /** Slack on bounds: the backend's partial scores and ours may differ in the last bits. */
 const SLACK = 1 + 1e-9;
@@ -103,15 +103,17 @@ export function prunedTopK<Id>(phrases: readonly WeightedPhrase[], stats: Bm25St
     if (rowsSeen >= limit && weakest > restBound(essential)) break;
     rowsSeen += phrases[order[essential]].df;
   }
+  // Phrases too common to seed still add to a row's score: at most their upper bounds.
+  const common = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + upperBound(p) : s), 0) * SLACK;
   const scored = new Map<Id, Ranked<Id> | null>();
   if (source.head) {
-    const settled = fromHeads(phrases, seeds, stats, limit, source, scored);
+    const settled = fromHeads(phrases, seeds, common, stats, limit, source, scored);
     if (settled !== null) return settled;
   }
   let depth = limit;
   for (;;) {
     const found = source.candidates(order.slice(0, essential), depth);
-    const rest = restBound(essential);
+    const rest = restBound(essential) + common;
     const top = scoreCandidates(found, phrases, seeds, stats, limit, rest, source, scored);
     const kth = top.length >= limit ? top[limit - 1].score : -Infinity;
     const unseenPartial = found.length < depth ? null : found[depth - 1].partial * SLACK;
@@ -140,6 +142,7 @@ const MAX_PAIRED = 6;
 function fromHeads<Id>(
   phrases: readonly WeightedPhrase[],
   seeds: readonly number[],
+  common: number,
   stats: Bm25Stats,
   limit: number,
   source: PrunedSource<Id>,
@@ -154,7 +157,6 @@ function fromHeads<Id>(
   const tails = heads.reduce((s, h) => s + h.tail, 0);
   // A row's BM25 over the seeding phrases is at most, for each, its share if listed, else the tail.
   const summed = (id: Id): number => heads.reduce((s, h) => s + (h.shares.get(id) ?? h.tail), 0);
-  const common = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + upperBound(p) : s), 0) * SLACK;
   const settle = (bound: (id: Id) => number, unseen: number): Ranked<Id>[] | null => {
     const candidates = [...ids].map((id) => ({ id, partial: bound(id) })).sort((a, b) => b.partial - a.partial);
     const top = scoreCandidates(candidates, phrases, seeds, stats, limit, common, source, scored);
