@@ -21,7 +21,9 @@
  * one-token phrase takes tf and dl from its postings; a longer one is looked for in the texts of
  * the rows holding its first, middle and last tokens. BM25 is summed over those; then the best
  * candidates' rows are read (metadata for the filter, text for the answer) and each row's score is
- * computed again from its current text, which drops postings left stale by a race or a crash.
+ * computed again from its current text, which drops postings left stale by a race or a crash. A row
+ * must hold a seeding phrase (storage/lexical/prune.ts: in a large table, words in half the rows or
+ * more bring no rows of their own), as on the embedded backend.
  * Exact (the same rows and scores as FTS5 on the same data) while every query token has at most
  * POSTINGS_PER_TERM rows and the counters are true; beyond that, a row whose only postings were
  * cut off is missed. Counter updates are not idempotent and cannot join
@@ -32,7 +34,8 @@
 import { invalid } from '../../errors.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import type { LexicalQuery, Metadata, StoredMatch, TableInfo } from '../api.ts';
-import { type Bm25Stats, idf, type Phrase, phraseCount, queryPhrases, scoreTokens, termScore } from '../lexical/bm25.ts';
+import { type Bm25Stats, type Phrase, phraseCount, queryPhrases, scoreTokens, termScore } from '../lexical/bm25.ts';
+import { holdsSeed, seedPhrases, weigh } from '../lexical/prune.ts';
 import { termCounts, tokenize } from '../lexical/tokenize.ts';
 import { chunks, fromCqlVector, fromMetadataText, utf8Bytes } from './codec.ts';
 import { requireTable } from './catalog.ts';
@@ -193,15 +196,20 @@ export async function lexicalSearch(ctx: Ctx, keyspace: string, table: string, q
   const s: Bm25Stats = { rows, tokens: Math.max(stats.tokens, rows) };
   const weighted: { phrase: Phrase; idf: number }[] = [];
   const scores = new Map<string, number>();
+  // Rows holding none of the seeding phrases do not match (storage/lexical/prune.ts): as on the embedded backend.
+  const all = weigh(phrases.map((phrase, i) => ({ phrase, df: hits[i].df })), rows);
+  const seeds = seedPhrases(all, rows);
+  const seeded = new Set<string>();
   phrases.forEach((phrase, i) => {
     const { postings, df } = hits[i];
     if (df === 0) return;
-    const w = idf(rows, df);
+    const w = all[i].idf;
     weighted.push({ phrase, idf: w });
     for (const p of postings) scores.set(p.key, (scores.get(p.key) ?? 0) + termScore(w, p.tf, p.dl, s));
+    if (seeds.includes(i)) for (const p of postings) seeded.add(p.key);
   });
-  const candidates: Scored[] = [...scores].map(([key, score]) => ({ key, score })).sort(bestFirst);
-  return verify(ctx, t, candidates, weighted, s, limit, match, q.includeVector === true);
+  const candidates: Scored[] = [...scores].filter(([key]) => seeded.has(key)).map(([key, score]) => ({ key, score })).sort(bestFirst);
+  return verify(ctx, t, candidates, weighted, s, limit, match, q.includeVector === true, (tokens) => holdsSeed(tokens, all, seeds));
 }
 
 /** The keys in every one of the lists. */
@@ -244,6 +252,7 @@ async function verify(
   limit: number,
   match: ((m: Metadata) => boolean) | null,
   includeVector: boolean,
+  seeded: (tokens: string[]) => boolean,
 ): Promise<StoredMatch[]> {
   const found: StoredMatch[] = [];
   const cols = includeVector ? '"key", "metadata", "text", "vector"' : '"key", "metadata", "text"';
@@ -261,7 +270,9 @@ async function verify(
         if (text === null || text === '') continue;
         const metadata = fromMetadataText(r.metadata);
         if (match && !match(metadata)) continue;
-        const score = scoreTokens(tokenize(t.lexical.tokenizer, text), phrases, stats);
+        const tokens = tokenize(t.lexical.tokenizer, text);
+        if (!seeded(tokens)) continue;
+        const score = scoreTokens(tokens, phrases, stats);
         if (score <= 0) continue;
         const m: StoredMatch = { key: r.key as string, score, metadata, text };
         if (includeVector && r.vector != null) m.vector = fromCqlVector(r.vector);

@@ -1,6 +1,7 @@
 /**
  * The embedded lexical index's own cases (the shared ones are in contract-lexical.case.ts):
- * a database from before the index existed gets one at start, with its rows that have text.
+ * a database from before the index existed gets one at start, with its rows that have text; the
+ * pruned search (prune.ts) answers FTS5's own ranking, through writes made after its caches filled.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,7 +9,13 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { mulberry32 } from '../contract-random.case.ts';
+import { queryPhrases } from '../lexical/bm25.ts';
+import { PRUNE_FROM_ROWS } from '../lexical/prune.ts';
+import { tokenize } from '../lexical/tokenize.ts';
 import { openEmbeddedStorage } from './embedded-storage.ts';
+import { lexicalTotals, matchExpression, rankLexical } from './lexical.ts';
+import { Db } from './sql.ts';
 
 const index = { saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows: 0 };
 
@@ -46,6 +53,74 @@ describe('embedded lexical index', () => {
       assert.deepEqual((await s.lexicalSearch('ks', 'b', { text: 'granite quartz', limit: 5 })).map((m) => m.key).sort(), ['b1', 'b3']);
       await s.upsertVectors('ks', 'a', [{ key: 'a2', vector: Float32Array.of(0, 1), metadata: {}, text: 'quartz' }]);
       assert.deepEqual((await s.lexicalSearch('ks', 'a', { text: 'quartz', limit: 5 })).map((m) => m.key).sort(), ['a1', 'a2']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('pruned search gives the rows and scores FTS5 ranks over every row, before and after writes', async () => {
+    const r = mulberry32(11);
+    // Past PRUNE_FROM_ROWS, where searches are pruned (smaller tables are ranked by FTS5 whole).
+    const ROWS = PRUNE_FROM_ROWS + 1000;
+    // Zipf-like words: a few in most rows (no candidates of their own), some in many, most in few.
+    const vocab = Array.from({ length: 400 }, (_, i) => `w${i}x`);
+    const text = () => Array.from({ length: 3 + Math.floor(r() * 15) }, () => vocab[Math.floor(vocab.length * r() ** 3)]).join(' ');
+    const texts = new Map<string, string | null>(Array.from({ length: ROWS }, (_, i) => [`k${i}`, text()]));
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'pruned'), index });
+    const put = (keys: string[]) => s.upsertVectors('ks', 't', keys.map((key, i) => ({ key, vector: Float32Array.of(1, i % 5), metadata: {}, text: texts.get(key) ?? null })));
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 't', dimension: 2, metric: 'cosine', model: null });
+      for (let i = 0; i < ROWS; i += 2000) await put([...texts.keys()].slice(i, i + 2000));
+      const queries = Array.from({ length: 40 }, (_, q) => Array.from({ length: 1 + (q % 5) }, () => vocab[Math.floor(vocab.length * r() ** 2)]).join(' '));
+      let compared = 0;
+      // The reference: FTS5 ranking every row of the same table (its row count and total length are
+      // its own, which after rewrites can differ from a fresh index of the same texts).
+      const reference = new Database(path.join(dir, 'pruned', 'vss.db'), { readonly: true });
+      const fts5 = {
+        rank: (q: string) =>
+          rankLexical(new Db(reference), 1, matchExpression(q)!, 100_000).map((m) => ({
+            key: reference.prepare('SELECT key FROM vectors WHERE id = ?').pluck().get(m.rowId) as string,
+            score: m.score,
+          })),
+      };
+      const check = async (round: string) => {
+        const rows = [...texts.values()].filter((t) => t !== null && t !== '').map((t) => tokenize('porter', t!));
+        const n = lexicalTotals(new Db(reference), 1).rows;
+        {
+          for (const q of queries) {
+            // The rule of prune.ts: a row matches by a word in fewer than half the rows, unless all are that common.
+            const df = (p: string[]) => rows.filter((t) => t.includes(p[0])).length;
+            const present = queryPhrases('porter', q).filter((p) => df(p) > 0);
+            const rare = present.filter((p) => 2 * df(p) < n);
+            const seeds = new Set((rare.length > 0 ? rare : present).map((p) => p[0]));
+            const want = fts5.rank(q).filter((m) => tokenize('porter', texts.get(m.key)!).some((t) => seeds.has(t)));
+            for (const limit of [1, 10, 100]) {
+              const got = await s.lexicalSearch('ks', 't', { text: q, limit });
+              assert.equal(got.length, Math.min(limit, want.length), `${round} ${q} ${limit}`);
+              if (process.env.DBG && Math.abs(got[0]?.score - want[0]?.score) > 1e-9) console.error(q, got.slice(0, 3).map((m) => [m.key, m.score]), want.slice(0, 3));
+              got.forEach((m, i) => assert.ok(Math.abs(m.score - want[i].score) <= 1e-9 * want[i].score, `${round} ${q} #${i}: ${m.score} vs ${want[i].score}`));
+              // The rows themselves, wherever the score is not tied with the next row outside.
+              const cut = want[got.length]?.score ?? -1;
+              const sure = new Set(want.slice(0, got.length).filter((m) => Math.abs(m.score - cut) > 1e-12).map((m) => m.key));
+              for (const k of sure) assert.ok(got.some((m) => m.key === k), `${round} ${q} ${limit}: ${k} missing`);
+              compared += got.length;
+            }
+          }
+        }
+      };
+      await check('fresh');
+      // Writes after the first queries: rewrites to other texts, new rows, rows losing their text, deletes.
+      const changed = Array.from({ length: 300 }, (_, i) => `k${(i * 7) % ROWS}`);
+      for (const k of changed.slice(0, 200)) texts.set(k, text());
+      for (const k of changed.slice(200, 250)) texts.set(k, null);
+      for (let i = 0; i < 100; i++) texts.set(`n${i}`, `${vocab[1]} ${vocab[2]} ${vocab[3]} `.repeat(1 + (i % 3)).trim());
+      await put([...changed.slice(0, 250), ...Array.from({ length: 100 }, (_, i) => `n${i}`)]);
+      await s.deleteVectors('ks', 't', changed.slice(250));
+      for (const k of changed.slice(250)) texts.delete(k);
+      await check('after writes');
+      reference.close();
+      assert.ok(compared > 3000, `compared ${compared} rows`);
     } finally {
       await s.close();
     }

@@ -12,7 +12,7 @@ import { requireQueryDimension, requireRowDimensions } from '../vector-dimension
 import type { Catalog } from './catalog.ts';
 import { ExpiryTracker, LIVE, NONE_EXPIRED, expiryField } from './expiry.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
-import { indexTexts, matchExpression, rankLexical, unindexRows } from './lexical.ts';
+import { indexTexts, searchLexical, unindexRows } from './lexical.ts';
 import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
 
 /**
@@ -287,9 +287,8 @@ export class Vectors {
     // Without expired rows and a filter, FTS5 ranks alone; else the condition joins the rows.
     const filter = q.filter !== undefined ? this.#liveFilterSql(q.filter) : this.#expired(t).size > 0 ? { sql: LIVE, params: [this.#now()] } : undefined;
     const limit = Math.floor(q.limit);
-    const match = typeof q.text === 'string' ? matchExpression(q.text) : null;
-    if (match === null || !(limit >= 1)) return [];
-    const best = rankLexical(this.#db, t.meta.id, match, limit, filter);
+    if (typeof q.text !== 'string' || !(limit >= 1)) return [];
+    const best = searchLexical(this.#db, t.meta.id, t.meta.lexical.tokenizer, q.text, limit, filter);
     return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
