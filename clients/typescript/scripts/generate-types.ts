@@ -6,7 +6,7 @@
  * code; generate-types.test.ts fails when it differs from what the server's schemas now give.
  * Run: npm run generate -w @vss/client
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
@@ -59,6 +59,15 @@ export async function generateTypes(): Promise<string> {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  await writeFile(GENERATED_PATH, await generateTypes());
-  console.log(`wrote ${GENERATED_PATH}`);
+  // The client's build runs this too: the file is replaced whole (never seen half-written by a
+  // test reading it) and only when the document changed.
+  const types = await generateTypes();
+  const current = await readFile(GENERATED_PATH, 'utf8').catch(() => null);
+  if (current === types) {
+    console.log(`${GENERATED_PATH} is up to date`);
+  } else {
+    await writeFile(`${GENERATED_PATH}.${process.pid}.tmp`, types);
+    await rename(`${GENERATED_PATH}.${process.pid}.tmp`, GENERATED_PATH);
+    console.log(`wrote ${GENERATED_PATH}`);
+  }
 }

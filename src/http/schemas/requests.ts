@@ -144,30 +144,20 @@ export type SearchBody = Static<typeof SearchBody>;
 const TtlSeconds = (description: string) => Type.Union([Type.Integer({ minimum: 1, maximum: MAX_TTL_SECONDS }), Type.Null()], { description });
 const RECORD_TTL = 'Seconds until this row expires (at most ten years); null: never, whatever the request or table says; absent: the request\'s, else the table\'s default_ttl_seconds';
 
-const VectorRecord = Type.Object(
-  {
-    key: Type.Optional(Key),
-    vector: Type.Optional(VectorValues),
-    vector_base64: Type.Optional(VectorBase64),
-    text: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.textBytes, description: 'Embedded with model_name when no vector is given; at most 64 KiB of UTF-8' })),
-    metadata: Type.Optional(MetadataObject),
-    ttl_seconds: Type.Optional(TtlSeconds(RECORD_TTL)),
-  },
-  { additionalProperties: false, ...serviceChecked(VECTOR_FORMS) },
-);
+/** One record's members: in a batch's `vectors`, and at the top of a single write. */
+const RecordFields = {
+  key: Type.Optional(Key),
+  vector: Type.Optional(VectorValues),
+  vector_base64: Type.Optional(VectorBase64),
+  text: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.textBytes, description: 'Embedded with model_name when no vector is given; at most 64 KiB of UTF-8' })),
+  metadata: Type.Optional(MetadataObject),
+  ttl_seconds: Type.Optional(TtlSeconds(RECORD_TTL)),
+};
+
+const VectorRecord = Type.Object(RecordFields, { additionalProperties: false, ...serviceChecked(VECTOR_FORMS) });
 
 export const VectorWriteBody = Type.Object(
-  {
-    keyspace: Keyspace,
-    table: TableName,
-    model_name: Type.Optional(ModelName),
-    key: Type.Optional(Key),
-    vector: Type.Optional(VectorValues),
-    vector_base64: Type.Optional(VectorBase64),
-    text: Type.Optional(Type.String({ maxLength: DEFAULT_LIMITS.textBytes, description: 'Embedded with model_name when no vector is given; at most 64 KiB of UTF-8' })),
-    metadata: Type.Optional(MetadataObject),
-    ttl_seconds: Type.Optional(TtlSeconds(RECORD_TTL)),
-  },
+  { keyspace: Keyspace, table: TableName, model_name: Type.Optional(ModelName), ...RecordFields },
   { additionalProperties: false, description: "The vector must have the table's dimension (checked by the service).", ...serviceChecked(VECTOR_FORMS) },
 );
 export type VectorWriteBody = Static<typeof VectorWriteBody>;
