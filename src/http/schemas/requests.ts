@@ -332,15 +332,17 @@ export const ConnectionBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** An exported item's expiry: ISO 8601, or null (or absent) for never. */
+const exportExpiry = (what: string) => Type.Optional(Type.Union([Type.String({ format: 'date-time', maxLength: 64 }), Type.Null()], { description: `When the ${what} expires; null: never` }));
+
 /** Export format items (service/portable.ts, docs/API.md "Export format"): what `POST /v1/import` takes. */
 const ExportRowFields = {
   key: Key,
   vector_base64: VectorBase64,
   text: Type.Union([Type.String({ maxLength: DEFAULT_LIMITS.textBytes }), Type.Null()]),
   metadata: MetadataObject,
-  expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time', maxLength: 64 }), Type.Null()], { description: 'When the row expires; null: never' })),
+  expires_at: exportExpiry('row'),
 };
-const ExportExpiry = Type.Optional(Type.Union([Type.String({ format: 'date-time', maxLength: 64 }), Type.Null()], { description: 'When the record expires; null: never' }));
 const ExportTableItem = Type.Object(
   {
     type: Type.Literal('table'),
@@ -362,7 +364,7 @@ const ExportMetadataItem = Type.Object(
     raw_value: Type.String({ maxLength: DEFAULT_LIMITS.textBytes * 16 }),
     source_type: Type.String({ maxLength: 256 }),
     processing_details: Type.String({ maxLength: 65536 }),
-    expires_at: ExportExpiry,
+    expires_at: exportExpiry('record'),
   },
   { additionalProperties: false },
 );
@@ -377,7 +379,7 @@ const ExportFileItem = Type.Object(
     created_at: Type.String({ minLength: 1, maxLength: 64 }),
     content_base64: Type.String({ format: BASE64_FORMAT, maxLength: base64Length(4096 * 2 ** 20), description: 'The stored bytes, standard base64' }),
     record: Type.Object(
-      { raw_value: ExportMetadataItem.properties.raw_value, source_type: ExportMetadataItem.properties.source_type, processing_details: ExportMetadataItem.properties.processing_details, expires_at: ExportExpiry },
+      { raw_value: ExportMetadataItem.properties.raw_value, source_type: ExportMetadataItem.properties.source_type, processing_details: ExportMetadataItem.properties.processing_details, expires_at: exportExpiry('record') },
       { additionalProperties: false },
     ),
     chunks: Type.Array(Type.Object(ExportRowFields, { additionalProperties: false }), { maxItems: 1_000_000, description: 'The chunk rows `<name>#<i>`, in order' }),
