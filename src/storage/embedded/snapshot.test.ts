@@ -25,9 +25,15 @@ describe('embedded snapshot', () => {
     const copy = path.join(dir, 'copy');
     await fs.mkdir(copy);
     const fractions: number[] = [];
-    const taking = s.snapshot!(copy, (f) => fractions.push(f));
-    await s.close(); // while the backup is under way
+    // close() is asked from the backup's first progress report: surely while it is under way.
+    let closing: Promise<void> | null = null;
+    const taking = s.snapshot!(copy, (f) => {
+      fractions.push(f);
+      closing ??= s.close();
+    });
     const image = await taking;
+    assert.ok(closing !== null && fractions[0] < 0.5, `close() was asked at ${fractions[0]}, during the backup`);
+    await closing;
     assert.deepEqual(image.tables, [{ keyspace: 'ks', table: 't', rows: 20_000 }]);
     assert.deepEqual(image.members, ['vss.db']);
     assert.ok(fractions.length > 0 && fractions.every((f, i) => f >= 0 && f <= 1 && (i === 0 || f >= fractions[i - 1])), `progress ${fractions}`);
