@@ -125,6 +125,11 @@ function remember<T>(m: Map<string, T>, id: string, v: T): void {
   m.set(id, v);
 }
 
+/** Drops what this process remembers of a table (it was marked uncounted), so its next use reads the catalog. */
+export function forgetTable(ctx: Ctx, keyspace: string, name: string): void {
+  knownOf(ctx).tables.delete(`${keyspace}.${name}`);
+}
+
 export async function getKeyspace(ctx: Ctx, name: string): Promise<KeyspaceInfo | null> {
   const cached = knownOf(ctx).keyspaces.get(name);
   if (cached !== undefined) return cached;

@@ -38,7 +38,7 @@ import { compileFilter } from '../../index/filter.ts';
 import { type Filter, MAX_TTL_SECONDS, type TableInfo, type VectorRow } from '../api.ts';
 import { requireRowDimensions } from '../vector-dimension.ts';
 import { checkIndexable, chunks, fromCqlVector, fromMetadataText, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
-import { requireTable } from './catalog.ts';
+import { forgetTable, requireTable } from './catalog.ts';
 import { type Ctx, dataTable, physicalKeyspace } from './context.ts';
 import { addRows, rowCount, stopCounting, type StoredTable } from './counts.ts';
 import { filterQuery, metadataTerms, whereTerms } from './filter-terms.ts';
@@ -89,7 +89,11 @@ export async function writeRows(ctx: Ctx, t: StoredTable, rows: VectorRow[]): Pr
   const clock = Date.now();
   // Rows that expire leave the table without the engine telling anyone: such a table is counted
   // by its keys (which the engine hides once expired) instead of the counter (counts.ts).
-  if (t.counted && rows.some((r) => r.expiresAt !== null && r.expiresAt !== undefined)) await stopCounting(ctx, t);
+  // Once: the remembered entry goes with the flag, so later writes read the table as uncounted.
+  if (t.counted && rows.some((r) => r.expiresAt !== null && r.expiresAt !== undefined)) {
+    await stopCounting(ctx, t);
+    forgetTable(ctx, t.keyspace, t.name);
+  }
   const before = await currentTexts(ctx, t, rows.map((r) => r.key));
   let docs = 0;
   let tokens = 0;
