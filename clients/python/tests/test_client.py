@@ -236,3 +236,32 @@ def test_metadata_record_joins_search_matches(client: vss.Client, keyspace: str,
     client.write(keyspace=keyspace, table=table, key="m1", text="Press the red button to stop the machine.", metadata={"source_file": "manual.pdf"})
     match = client.search("how do I stop it", keyspace=keyspace, table=table, final_top_k=1).matches[0]
     assert match.metadata["raw_value"] == "https://example.com/manual.pdf" and match.metadata["source_type"] == "pdf"
+
+
+def test_ttl_fields_are_sent_and_expiry_read(client: vss.Client, keyspace: str, table: str) -> None:
+    """A row's own TTL, a request's TTL for the items that name none, and a table default, read back."""
+    from datetime import datetime, timedelta, timezone
+
+    assert client.create_table(keyspace, table, dimension=4, default_ttl_seconds=86400).default_ttl_seconds == 86400
+    client.write(keyspace=keyspace, table=table, key="own", vector=[1.0, 0.0, 0.0, 0.0], ttl_seconds=600)
+    client.upsert([{"key": "req", "vector": [0.0, 1.0, 0.0, 0.0]},
+                   {"key": "item", "vector": [0.0, 0.0, 1.0, 0.0], "ttl_seconds": 7200}],
+                  keyspace=keyspace, table=table, ttl_seconds=3600)
+    client.write(keyspace=keyspace, table=table, key="dflt", vector=[0.0, 0.0, 0.0, 1.0])
+    now = datetime.now(timezone.utc)
+    for key, seconds in [("own", 600), ("req", 3600), ("item", 7200), ("dflt", 86400)]:
+        expires = client.get(key, keyspace=keyspace, table=table).expires_at
+        assert expires is not None, key
+        left = datetime.fromisoformat(expires.replace("Z", "+00:00")) - now
+        assert abs(left - timedelta(seconds=seconds)) < timedelta(seconds=60), (key, expires)
+    assert client.set_default_ttl(keyspace, table, None) is None
+    client.write(keyspace=keyspace, table=table, key="dflt", vector=[0.0, 0.0, 0.0, 1.0])
+    assert client.get("dflt", keyspace=keyspace, table=table).expires_at is None
+
+
+def test_search_effort_is_sent(client: vss.Client, keyspace: str, table: str) -> None:
+    client.upsert([{"key": f"e{i}", "vector": [1.0, float(i), 0.0, 0.0]} for i in range(5)], keyspace=keyspace, table=table)
+    assert [m.key for m in client.search(vector=[1.0, 4.0, 0.0, 0.0], keyspace=keyspace, table=table, final_top_k=1, ef=16).matches] == ["e4"]
+    with pytest.raises(vss.errors.ValidationError) as err:
+        client.search(vector=[1.0, 0.0, 0.0, 0.0], keyspace=keyspace, table=table, ef=0)
+    assert [e["path"] for e in err.value.errors] == ["/body/ef"]

@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Sequence
 
 # Room for the body's envelope ({"keyspace":…,"table":…,"model_name":…,"vectors":[]}).
 ENVELOPE_BYTES = 4096
-ITEM_FIELDS = ("key", "vector", "vector_base64", "text", "metadata")
+ITEM_FIELDS = ("key", "vector", "vector_base64", "text", "metadata", "ttl_seconds")
 
 
 def float32_base64(vector: Sequence[float]) -> str:

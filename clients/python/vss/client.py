@@ -122,22 +122,31 @@ class _Api:
         body = _without_none({"keyspace": keyspace, "table": table, "dimension": dimension, "metric": metric, "model_name": model_name, **extra})
         return self._run(_map(Request("POST", "/v1/keyspaces/table/create", json=body), TableInfo.from_json))
 
+    def set_default_ttl(self, keyspace: str, table: str, seconds: Optional[int]) -> Any:
+        """Sets (or, with None, removes) the TTL of rows later written without one; answers it."""
+        body = {"keyspace": keyspace, "table": table, "default_ttl_seconds": seconds}
+        return self._run(_map(Request("POST", "/v1/keyspaces/table/update", json=body), lambda a: a["default_ttl_seconds"]))
+
     # --- vectors -----------------------------------------------------------------------------
     def write(self, *, keyspace: str = DEFAULT_KEYSPACE, table: str = DEFAULT_TABLE, key: Optional[str] = None,
               vector: Optional[Sequence[float]] = None, text: Optional[str] = None,
-              metadata: Optional[Mapping[str, Any]] = None, model_name: Optional[str] = None) -> Any:
-        """Upserts one row (``text`` alone is embedded by the server); answers its key."""
-        record = to_record({"key": key, "vector": vector, "text": text, "metadata": metadata}, self.binary_vectors)
+              metadata: Optional[Mapping[str, Any]] = None, model_name: Optional[str] = None,
+              ttl_seconds: Optional[int] = None) -> Any:
+        """Upserts one row (``text`` alone is embedded by the server); answers its key.
+        ``ttl_seconds``: the row expires that long after the write (else the table's default)."""
+        record = to_record({"key": key, "vector": vector, "text": text, "metadata": metadata, "ttl_seconds": ttl_seconds},
+                           self.binary_vectors)
         body = _without_none({"keyspace": keyspace, "table": table, "model_name": model_name, **record})
         return self._run(_map(Request("POST", "/v1/vector/write", json=body), lambda a: a["key"]))
 
     def upsert(self, items: Sequence[Mapping[str, Any]], *, keyspace: str = DEFAULT_KEYSPACE, table: str = DEFAULT_TABLE,
-               model_name: Optional[str] = None) -> Any:
-        """Upserts ``items`` (dicts of key, vector, text, metadata) in as many requests as the
-        server's batch limits need. Each request is all or nothing; a failure raises after the
-        batches before it were written (upserts by key: sending all again is safe)."""
+               model_name: Optional[str] = None, ttl_seconds: Optional[int] = None) -> Any:
+        """Upserts ``items`` (dicts of key, vector, text, metadata, ttl_seconds) in as many requests
+        as the server's batch limits need. Each request is all or nothing; a failure raises after
+        the batches before it were written (upserts by key: sending all again is safe).
+        ``ttl_seconds`` applies to the items that name none."""
         records = [to_record(i, self.binary_vectors) for i in items]
-        return self._run(_upsert(records, keyspace, table, model_name, self.max_batch_items, self.max_body_bytes))
+        return self._run(_upsert(records, keyspace, table, model_name, ttl_seconds, self.max_batch_items, self.max_body_bytes))
 
     def get(self, key: str, *, keyspace: str = DEFAULT_KEYSPACE, table: str = DEFAULT_TABLE, include_vector: bool = True) -> Any:
         """One row; a missing key raises NotFoundError (``code`` ``vector_not_found``)."""
@@ -169,15 +178,16 @@ class _Api:
                initial_top_k: Optional[int] = None, filter: Optional[Mapping[str, Any]] = None,
                include_vector: Optional[bool] = None, model_name: Optional[str] = None, metric: Optional[str] = None,
                mode: Optional[str] = None, fusion: Optional[Mapping[str, Any]] = None,
-               mmr: Optional[Mapping[str, Any]] = None, rerank: Optional[bool] = None, **extra: Any) -> Any:
+               mmr: Optional[Mapping[str, Any]] = None, rerank: Optional[bool] = None, ef: Optional[int] = None,
+               **extra: Any) -> Any:
         """Search by text (``query``) or by ``vector``. ``mode`` (semantic, lexical, hybrid),
-        ``fusion``, ``mmr`` ({diversity, candidates}) and ``rerank`` go to servers that have them;
-        ``extra`` passes any newer field through."""
+        ``fusion``, ``mmr`` ({diversity, candidates}), ``rerank`` and ``ef`` (the graph walk's
+        width) go to servers that have them; ``extra`` passes any newer field through."""
         body = _without_none({
             "query": query, "keyspace": keyspace, "table": table, "final_top_k": final_top_k,
             "initial_top_k": initial_top_k, "filter": filter, "include_vector": include_vector,
             "model_name": model_name, "metric": metric, "mode": mode, "fusion": fusion, "mmr": mmr,
-            "rerank": rerank, **extra,
+            "rerank": rerank, "ef": ef, **extra,
         })
         if vector is not None:
             body.update({"vector_base64": float32_base64(vector)} if self.binary_vectors else {"vector": list(vector)})
@@ -232,11 +242,13 @@ def _map(req: Request, fn: Any) -> Op:
     return fn((yield req))
 
 
-def _upsert(records: List[Dict[str, Any]], keyspace: str, table: str, model_name: Optional[str], max_items: int, max_bytes: int) -> Op:
+def _upsert(records: List[Dict[str, Any]], keyspace: str, table: str, model_name: Optional[str], ttl_seconds: Optional[int],
+            max_items: int, max_bytes: int) -> Op:
     keys: List[str] = []
     batches = split_batches(records, max_items, max_bytes)
     for batch in batches:
-        body = _without_none({"keyspace": keyspace, "table": table, "model_name": model_name, "vectors": batch})
+        body = _without_none({"keyspace": keyspace, "table": table, "model_name": model_name, "ttl_seconds": ttl_seconds,
+                              "vectors": batch})
         answer = yield Request("POST", "/v1/vector/batch", json=body)
         keys.extend(answer["keys"])
     return WriteResult(keyspace=keyspace, table=table, written=len(keys), keys=keys, requests=len(batches))

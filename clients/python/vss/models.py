@@ -56,10 +56,13 @@ class VectorRecord:
     metadata: Dict[str, Any]
     text: Optional[str]
     vector: Optional[List[float]] = None
+    # When the row expires (ISO 8601, UTC); None: never, or a server without TTLs.
+    expires_at: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "VectorRecord":
-        return cls(key=d["key"], metadata=dict(d.get("metadata") or {}), text=d.get("text"), vector=_floats(d.get("vector")))
+        return cls(key=d["key"], metadata=dict(d.get("metadata") or {}), text=d.get("text"), vector=_floats(d.get("vector")),
+                   expires_at=d.get("expires_at"))
 
 
 @dataclass
@@ -90,12 +93,14 @@ class TableInfo:
     metric: str
     model: Optional[str]
     row_count: Optional[int]
+    # Seconds until rows written without a TTL expire; None: never.
+    default_ttl_seconds: Optional[int] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "TableInfo":
         return cls(table=d["table"], dimension=int(d["dimension"]), metric=d["metric"], model=d.get("model"),
-                   row_count=d.get("row_count"), raw=d)
+                   row_count=d.get("row_count"), default_ttl_seconds=d.get("default_ttl_seconds"), raw=d)
 
 
 @dataclass
