@@ -480,6 +480,20 @@ describe('search', () => {
     }
   });
 
+  it('sends the search effort: --candidates as initial_top_k and --ef', async () => {
+    const server = await fakeServer(() => ({ json: { matches: [] } }));
+    try {
+      const res = await vss(at(server, 'search', 'q', '-n', '3', '--candidates', '50', '--ef', '256'));
+      assert.equal(res.code, 0, res.err);
+      assert.deepEqual(server.seen.at(-1)!.body, { query: 'q', keyspace: 'default_keyspace', table: 'vector', final_top_k: 3, initial_top_k: 50, ef: 256 });
+      const bad = await vss(at(server, 'search', 'q', '--ef', '0'));
+      assert.equal(bad.code, 2);
+      assert.match(bad.err, /--ef/);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('sends none of the new fields unless asked, and keeps the plain table for answers without per-list scores', async () => {
     const server = await fakeServer(() => ({ json: { matches: [{ key: 'k1', score: 0.75, metadata: { text: 'hello' } }] } }));
     try {

@@ -18,6 +18,8 @@ export interface SearchOptions {
   mmr?: number;
   mmrCandidates?: number;
   rerank?: boolean;
+  candidates?: number;
+  ef?: number;
 }
 
 export function addSearchOptions(c: Command): Command {
@@ -30,7 +32,9 @@ export function addSearchOptions(c: Command): Command {
     .option('--alpha <x>', "hybrid, relative: the semantic side's weight, 0 to 1", unitInterval)
     .option('--mmr <diversity>', 'maximal marginal relevance: 0 = relevance order, 1 = most diverse', unitInterval)
     .option('--mmr-candidates <n>', 'with --mmr: how many candidates it picks from', positiveInteger)
-    .option('--rerank', "reorder the candidates with the server's reranker");
+    .option('--rerank', "reorder the candidates with the server's reranker")
+    .option('--candidates <n>', 'how many rows stage 1 retrieves before refining (initial_top_k; server default 1,000,000)', positiveInteger)
+    .option('--ef <n>', 'how wide each graph walk of stage 1 is (higher: better recall, slower; server default 128)', positiveInteger);
 }
 
 /** The body of POST /v1/search/. Throws UsageError for options that do not go together. */
@@ -41,6 +45,8 @@ export function searchRequest(text: string, o: SearchOptions): Record<string, un
     keyspace: o.keyspace,
     table: o.table,
     final_top_k: o.top,
+    ...(o.candidates !== undefined ? { initial_top_k: o.candidates } : {}),
+    ...(o.ef !== undefined ? { ef: o.ef } : {}),
     ...(o.filter ? { filter: o.filter } : {}),
     ...(o.mode ? { mode: o.mode } : {}),
     ...fusionOf(o),
