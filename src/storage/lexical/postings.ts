@@ -62,18 +62,23 @@ export class PostingIndex {
     this.#rowOf[doc] = rowId;
     this.#length[doc] = tokens.length;
     this.#docOf.set(rowId, doc);
-    const counts = new Map<string, number>();
-    for (const t of tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
-    for (const [term, tf] of counts) {
+    // A term's postings end with this document once it has been seen in it: count there.
+    for (const term of tokens) {
       let p = this.#terms.get(term);
       if (p === undefined) this.#terms.set(term, (p = { docs: new Int32Array(2), tfs: new Uint16Array(2), n: 0, df: 0, dfAt: 0 }));
+      const last = p.n - 1;
+      if (last >= 0 && p.docs[last] === doc) {
+        const tf = (p.tfs[last] === TF_MAX ? p.big!.get(doc)! : p.tfs[last]) + 1;
+        if (tf >= TF_MAX) (p.big ??= new Map()).set(doc, tf);
+        p.tfs[last] = Math.min(tf, TF_MAX);
+        continue;
+      }
       if (p.n === p.docs.length) {
         p.docs = grow(p.docs, Int32Array);
         p.tfs = grow(p.tfs, Uint16Array);
       }
       p.docs[p.n] = doc;
-      p.tfs[p.n] = Math.min(tf, TF_MAX);
-      if (tf >= TF_MAX) (p.big ??= new Map()).set(doc, tf);
+      p.tfs[p.n] = 1;
       p.n++;
       if (p.dfAt === this.#dead) p.df++;
     }
