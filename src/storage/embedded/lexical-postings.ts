@@ -121,12 +121,19 @@ export function searchPostings(db: Db, tableId: number, tokenizer: LexicalTokeni
   const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * (BM25_K1 + 1) : s), 0);
   postingSearches.answered++;
   const found = index.topK(terms, phrases.map((p) => p.idf), seeds, stats, limit, slack);
+  found.sort((a, b) => b.score - a.score);
+  if (found.length <= limit) return tiesByKey(db, found);
+  // The rows past the k-th and not tied with it are out; ties are broken by key.
+  let to = limit;
+  while (to < found.length && found[to].score === found[limit - 1].score) to++;
+  return tiesByKey(db, found.slice(0, to)).slice(0, limit);
+}
+
+/** Rows sorted by score, runs of equal scores ordered by key (read only when there are some). */
+function tiesByKey(db: Db, rows: { rowId: number; score: number }[]): { rowId: number; score: number }[] {
+  if (rows.every((r, i) => i === 0 || rows[i - 1].score !== r.score)) return rows;
   const keys = new Map(
-    (db.stmt('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(found.map((f) => f.rowId))) as { id: number; key: string }[]).map((r) => [r.id, r.key]),
+    (db.stmt('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(rows.map((f) => f.rowId))) as { id: number; key: string }[]).map((r) => [r.id, r.key]),
   );
-  return found
-    .map((f) => ({ ...f, key: keys.get(f.rowId) ?? '' }))
-    .sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key))
-    .slice(0, limit)
-    .map(({ rowId, score }) => ({ rowId, score }));
+  return rows.sort((a, b) => b.score - a.score || compareCodePoints(keys.get(a.rowId) ?? '', keys.get(b.rowId) ?? ''));
 }

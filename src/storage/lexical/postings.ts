@@ -9,7 +9,7 @@
  * their end and stay sorted by document; dead documents are skipped, and the caller rebuilds the
  * index when they pile up (deadShare).
  */
-import { termScore, type Bm25Stats } from './bm25.ts';
+import { BM25_B, BM25_K1, termScore, type Bm25Stats } from './bm25.ts';
 
 /** A term's postings: documents ascending, each with its term frequency (tf >= 65,535 kept in `big`). */
 interface Postings {
@@ -102,31 +102,61 @@ export class PostingIndex {
    * into `idfs`, summed in that order, each term's share computed as FTS5 computes it), or rather
    * those of the best `limit` and every row within `slack` of the k-th: `score` is exact, the
    * caller breaks ties. Rows holding only other terms are not matches (prune.ts's seeding rule).
+   *
+   * The seeds' postings are summed term at a time, rarest first, as MaxScore does it (Lucene's
+   * MaxScoreBulkScorer): once the k-th sum so far beats what the terms left could give a row not yet
+   * reached (idf (k1 + 1) each), those terms only add to the rows reached, looked up by binary
+   * search, instead of their whole lists being read. The sums are approximate (another order, the
+   * arithmetic rearranged), so the rows near the k-th are scored again exactly.
    */
   topK(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number): { rowId: number; score: number }[] {
     if (this.#acc.length < this.#docs) this.#acc = new Float64Array(this.#length.length);
     const acc = this.#acc;
     const length = this.#length;
     const reached: number[] = [];
-    // Term at a time over the seeds' postings: an approximate sum (the order differs from FTS5's),
-    // so the rows near the k-th are scored again exactly below.
-    for (const i of seeds) {
-      const p = this.#terms.get(terms[i]);
-      if (p === undefined) continue;
-      for (let j = 0; j < p.n; j++) {
-        const d = p.docs[j];
-        const len = length[d];
-        if (len < 0) continue;
-        if (acc[d] === 0) reached.push(d);
-        acc[d] += termScore(idfs[i], this.#tf(p, j), len, stats);
+    const lists = seeds
+      .map((i) => ({ p: this.#terms.get(terms[i]), idf: idfs[i] }))
+      .filter((x): x is { p: Postings; idf: number } => x.p !== undefined)
+      .sort((x, y) => x.p.n - y.p.n);
+    const c1 = BM25_K1 * (1 - BM25_B);
+    const c2 = (BM25_K1 * BM25_B * stats.rows) / stats.tokens;
+    // What the lists not yet read can add to a row: idf (k1 + 1) each.
+    let left = lists.reduce((sum, x) => sum + x.idf * (BM25_K1 + 1), 0);
+    let open = true;
+    for (const { p, idf } of lists) {
+      const w = idf * (BM25_K1 + 1);
+      left -= w;
+      if (open) {
+        for (let j = 0; j < p.n; j++) {
+          const d = p.docs[j];
+          const len = length[d];
+          if (len < 0) continue;
+          if (acc[d] === 0) reached.push(d);
+          const tf = this.#tf(p, j);
+          acc[d] += (w * tf) / (tf + c1 + c2 * len);
+        }
+        // Closed when no row outside `reached` can reach the k-th with what the terms left give.
+        if (left > 0 && reached.length >= limit) open = kthOf(reached, acc, limit) * (1 - 1e-9) <= (left + slack) * (1 + 1e-9);
+      } else if (reached.length * Math.log2(p.n + 1) < p.n) {
+        for (const d of reached) {
+          const j = search(p.docs, p.n, d);
+          if (j < 0) continue;
+          const tf = this.#tf(p, j);
+          acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
+        }
+      } else {
+        for (let j = 0; j < p.n; j++) {
+          const d = p.docs[j];
+          if (acc[d] === 0) continue;
+          const tf = this.#tf(p, j);
+          acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
+        }
       }
     }
     let found: number[];
     try {
-      const top = best(reached, acc, limit);
       // Every row that could, with the other terms' shares (at most `slack`), reach the k-th.
-      const kth = top.length < limit ? 0 : top.reduce((m, d) => Math.min(m, acc[d]), Infinity);
-      const floor = kth * (1 - 1e-9) - slack;
+      const floor = reached.length < limit ? 0 : kthOf(reached, acc, limit) * (1 - 1e-9) - slack;
       found = floor > 0 ? reached.filter((d) => acc[d] >= floor) : reached.slice();
     } finally {
       for (const d of reached) acc[d] = 0;
@@ -172,6 +202,9 @@ function search(docs: Int32Array, n: number, d: number): number {
   }
   return -1;
 }
+
+/** The `limit`-th highest `acc` of the documents (there are at least `limit`). */
+const kthOf = (docs: readonly number[], acc: Float64Array, limit: number): number => best(docs, acc, limit).reduce((m, d) => Math.min(m, acc[d]), Infinity);
 
 /** The `limit` documents of highest `acc` (a min-heap over them), in no particular order. */
 function best(docs: readonly number[], acc: Float64Array, limit: number): number[] {
