@@ -6,9 +6,11 @@
  * syntax: the words are split here (lexical-terms.ts) and each one is quoted.
  *
  * FTS5 ranks an OR of words by scoring every row that holds any of them, so a common word costs a
- * scan of most of the table. searchLexical prunes instead (storage/lexical/prune.ts): FTS5 ranks
- * only the rows of the rarer words, and the candidates' scores over every word are computed from
- * their texts with bm25.ts, from the document frequencies (fts5vocab) and totals FTS5 itself keeps.
+ * scan of most of the table. A large table's unfiltered searches are answered from posting lists in
+ * memory instead (lexical-postings.ts), with the totals FTS5 keeps. Filtered ones, and any while
+ * the lists are being built, are pruned (storage/lexical/prune.ts): FTS5 ranks only the rows of the
+ * rarer words, and the candidates' scores over every word are computed from their texts with
+ * bm25.ts, from the document frequencies (fts5vocab) and totals FTS5 itself keeps.
  */
 import type { LexicalTokenizer } from '../api.ts';
 import { queryWords } from '../lexical-terms.ts';
