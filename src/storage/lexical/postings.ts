@@ -11,18 +11,21 @@
  */
 import { BM25_B, BM25_K1, termScore, type Bm25Stats } from './bm25.ts';
 
-/** A term's postings: documents ascending, each with its term frequency (tf >= 65,535 kept in `big`). */
+/**
+ * A term's postings, documents ascending, each packed with its term frequency as doc * 128 + tf in
+ * one array of small integers (tf >= 127 kept in `big`). Plain arrays: typed arrays per term (tens
+ * of thousands of small buffers) made every garbage collection slower as the index grew.
+ */
 interface Postings {
-  docs: Int32Array;
-  tfs: Uint16Array;
-  n: number;
+  e: number[];
   big?: Map<number, number>;
   /** Live documents holding the term, and `dead` (the index's) when it was counted. */
   df: number;
   dfAt: number;
 }
 
-const TF_MAX = 0xffff;
+const TF_MAX = 127;
+const docAt = (p: Postings, j: number): number => Math.floor(p.e[j] / 128);
 
 export class PostingIndex {
   readonly #terms = new Map<string, Postings>();
@@ -65,21 +68,15 @@ export class PostingIndex {
     // A term's postings end with this document once it has been seen in it: count there.
     for (const term of tokens) {
       let p = this.#terms.get(term);
-      if (p === undefined) this.#terms.set(term, (p = { docs: new Int32Array(2), tfs: new Uint16Array(2), n: 0, df: 0, dfAt: 0 }));
-      const last = p.n - 1;
-      if (last >= 0 && p.docs[last] === doc) {
-        const tf = (p.tfs[last] === TF_MAX ? p.big!.get(doc)! : p.tfs[last]) + 1;
+      if (p === undefined) this.#terms.set(term, (p = { e: [], df: 0, dfAt: 0 }));
+      const last = p.e.length - 1;
+      if (last >= 0 && docAt(p, last) === doc) {
+        const tf = this.#tf(p, last) + 1;
         if (tf >= TF_MAX) (p.big ??= new Map()).set(doc, tf);
-        p.tfs[last] = Math.min(tf, TF_MAX);
+        p.e[last] = doc * 128 + Math.min(tf, TF_MAX);
         continue;
       }
-      if (p.n === p.docs.length) {
-        p.docs = grow(p.docs, Int32Array);
-        p.tfs = grow(p.tfs, Uint16Array);
-      }
-      p.docs[p.n] = doc;
-      p.tfs[p.n] = 1;
-      p.n++;
+      p.e.push(doc * 128 + 1);
       if (p.dfAt === this.#dead) p.df++;
     }
   }
@@ -90,7 +87,7 @@ export class PostingIndex {
     if (p === undefined) return 0;
     if (p.dfAt !== this.#dead) {
       let df = 0;
-      for (let i = 0; i < p.n; i++) if (this.#length[p.docs[i]] >= 0) df++;
+      for (let i = 0; i < p.e.length; i++) if (this.#length[docAt(p, i)] >= 0) df++;
       p.df = df;
       p.dfAt = this.#dead;
     }
@@ -117,7 +114,7 @@ export class PostingIndex {
     const lists = seeds
       .map((i) => ({ p: this.#terms.get(terms[i]), idf: idfs[i] }))
       .filter((x): x is { p: Postings; idf: number } => x.p !== undefined)
-      .sort((x, y) => x.p.n - y.p.n);
+      .sort((x, y) => x.p.e.length - y.p.e.length);
     const c1 = BM25_K1 * (1 - BM25_B);
     const c2 = (BM25_K1 * BM25_B * stats.rows) / stats.tokens;
     // What the lists not yet read can add to a row: idf (k1 + 1) each.
@@ -127,8 +124,8 @@ export class PostingIndex {
       const w = idf * (BM25_K1 + 1);
       left -= w;
       if (open) {
-        for (let j = 0; j < p.n; j++) {
-          const d = p.docs[j];
+        for (let j = 0; j < p.e.length; j++) {
+          const d = docAt(p, j);
           const len = length[d];
           if (len < 0) continue;
           if (acc[d] === 0) reached.push(d);
@@ -137,16 +134,16 @@ export class PostingIndex {
         }
         // Closed when no row outside `reached` can reach the k-th with what the terms left give.
         if (left > 0 && reached.length >= limit) open = kthOf(reached, acc, limit) * (1 - 1e-9) <= (left + slack) * (1 + 1e-9);
-      } else if (reached.length * Math.log2(p.n + 1) < p.n) {
+      } else if (reached.length * Math.log2(p.e.length + 1) < p.e.length) {
         for (const d of reached) {
-          const j = search(p.docs, p.n, d);
+          const j = search(p.e, d);
           if (j < 0) continue;
           const tf = this.#tf(p, j);
           acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
         }
       } else {
-        for (let j = 0; j < p.n; j++) {
-          const d = p.docs[j];
+        for (let j = 0; j < p.e.length; j++) {
+          const d = docAt(p, j);
           if (acc[d] === 0) continue;
           const tf = this.#tf(p, j);
           acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
@@ -170,32 +167,32 @@ export class PostingIndex {
     for (let i = 0; i < terms.length; i++) {
       const p = this.#terms.get(terms[i]);
       if (p === undefined) continue;
-      const j = search(p.docs, p.n, d);
+      const j = search(p.e, d);
       if (j >= 0) score += termScore(idfs[i], this.#tf(p, j), this.#length[d], stats);
     }
     return score;
   }
 
   #tf(p: Postings, j: number): number {
-    const tf = p.tfs[j];
-    return tf === TF_MAX ? p.big!.get(p.docs[j])! : tf;
+    const tf = p.e[j] % 128;
+    return tf === TF_MAX ? p.big!.get(docAt(p, j))! : tf;
   }
 }
 
-type TypedArray = Int32Array | Uint16Array | Float64Array;
+type TypedArray = Int32Array | Float64Array;
 function grow<T extends TypedArray>(a: T, make: new (n: number) => T): T {
   const b = new make(a.length * 2);
   b.set(a as never);
   return b;
 }
 
-/** The index of `d` in the sorted `docs[0..n)`, -1 if absent. */
-function search(docs: Int32Array, n: number, d: number): number {
+/** The index of document `d` in the postings `e` (sorted), -1 if absent. */
+function search(e: readonly number[], d: number): number {
   let lo = 0;
-  let hi = n - 1;
+  let hi = e.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    const v = docs[mid];
+    const v = Math.floor(e[mid] / 128);
     if (v < d) lo = mid + 1;
     else if (v > d) hi = mid - 1;
     else return mid;
