@@ -204,6 +204,9 @@ async function main() {
     }
     row('hybrid p50 / semantic p50, concurrency 1', (median(results.hybrid.c1).p50 / median(results.semantic.c1).p50).toFixed(2));
     row('hybrid p50 / semantic p50, concurrency 16', (median(results.hybrid.c16).p50 / median(results.semantic.c16).p50).toFixed(2));
+  } catch (e) {
+    console.error(`the server's last output:\n${server.output().slice(-4000)}`);
+    throw e;
   } finally {
     await server.kill('SIGTERM');
   }
