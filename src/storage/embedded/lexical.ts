@@ -226,7 +226,8 @@ export function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokeniz
   const stats = lexicalTotals(db, tableId);
   if (split.length === 0 || stats.rows === 0) return [];
   if (stats.rows < PRUNE_FROM_ROWS || split.some((p) => p.phrase.length > 1)) return rankLexical(db, tableId, matchWords(words)!, limit, filter);
-  if (filter === undefined) {
+  // Trigram tables are left to FTS5: a row holds about as many trigrams as characters, too many to keep.
+  if (filter === undefined && tokenizer !== 'trigram') {
     const found = searchPostings(db, tableId, tokenizer, split.map((p) => p.phrase[0]), stats, limit);
     if (found !== null) return found;
   }
