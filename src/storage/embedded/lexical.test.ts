@@ -15,6 +15,7 @@ import { PRUNE_FROM_ROWS } from '../lexical/prune.ts';
 import { tokenize } from '../lexical/tokenize.ts';
 import { openEmbeddedStorage } from './embedded-storage.ts';
 import { lexicalTotals, matchExpression, rankLexical } from './lexical.ts';
+import { postingSearches } from './lexical-postings.ts';
 import { Db } from './sql.ts';
 
 const index = { saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows: 0 };
@@ -85,6 +86,13 @@ describe('embedded lexical index', () => {
           })),
       };
       const check = async (round: string) => {
+        // The first search starts the in-memory lists' build (a slice per turn; FTS5 answers meanwhile).
+        for (let i = 0; postingSearches.answered === 0; i++) {
+          assert.ok(i < 1000, 'the posting lists were never built');
+          await s.lexicalSearch('ks', 't', { text: vocab[5], limit: 1 });
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        const answered = postingSearches.answered;
         const rows = [...texts.values()].filter((t) => t !== null && t !== '').map((t) => tokenize('porter', t!));
         const n = lexicalTotals(new Db(reference), 1).rows;
         {
@@ -108,6 +116,7 @@ describe('embedded lexical index', () => {
             }
           }
         }
+        assert.equal(postingSearches.answered - answered, queries.length * 3, `${round}: every search answered from the posting lists`);
       };
       await check('fresh');
       // Writes after the first queries: rewrites to other texts, new rows, rows losing their text, deletes.

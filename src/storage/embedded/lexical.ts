@@ -6,15 +6,18 @@
  * syntax: the words are split here (lexical-terms.ts) and each one is quoted.
  *
  * FTS5 ranks an OR of words by scoring every row that holds any of them, so a common word costs a
- * scan of most of the table. searchLexical prunes instead (storage/lexical/prune.ts): FTS5 ranks
- * only the rows of the rarer words, and the candidates' scores over every word are computed from
- * their texts with bm25.ts, from the document frequencies (fts5vocab) and totals FTS5 itself keeps.
+ * scan of most of the table. A large table's unfiltered searches are answered from posting lists in
+ * memory instead (lexical-postings.ts), with the totals FTS5 keeps. Filtered ones, and any while
+ * the lists are being built, are pruned (storage/lexical/prune.ts): FTS5 ranks only the rows of the
+ * rarer words, and the candidates' scores over every word are computed from their texts with
+ * bm25.ts, from the document frequencies (fts5vocab) and totals FTS5 itself keeps.
  */
 import type { LexicalTokenizer } from '../api.ts';
 import { queryWords } from '../lexical-terms.ts';
 import { BM25_K1, type Bm25Stats } from '../lexical/bm25.ts';
 import { type Candidate, isCommon, PRUNE_FROM_ROWS, prunedTopK, weigh } from '../lexical/prune.ts';
 import { tokenize } from '../lexical/tokenize.ts';
+import { forgetPostings, postingsTouched, searchPostings } from './lexical-postings.ts';
 import type { Db, Sqlite } from './sql.ts';
 
 const TOKENIZE: Record<LexicalTokenizer, string> = {
@@ -30,6 +33,7 @@ export const lexTable = (tableId: number): string => `lex_${Math.trunc(tableId)}
 export function createLexicalIndex(db: Sqlite, tableId: number, tokenizer: LexicalTokenizer): void {
   // A table id can be reused after a table is deleted: nothing known of the old one may remain.
   caches.get(db)?.delete(tableId);
+  forgetPostings(db, tableId);
   db.exec(`CREATE VIRTUAL TABLE ${lexTable(tableId)} USING fts5(text, content='', contentless_delete=1, tokenize='${TOKENIZE[tokenizer]}')`);
 }
 
@@ -145,6 +149,7 @@ const MAX_COUNTS = 5_000;
 const MAX_HEADS = 500;
 
 function touched(db: Db, tableId: number, ids: readonly number[]): void {
+  postingsTouched(db, tableId, ids);
   const c = cacheOf(db.raw, tableId);
   if (c.touched.length + ids.length > MAX_TOUCHED) {
     caches.get(db.raw)!.delete(tableId);
@@ -221,6 +226,11 @@ export function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokeniz
   const stats = lexicalTotals(db, tableId);
   if (split.length === 0 || stats.rows === 0) return [];
   if (stats.rows < PRUNE_FROM_ROWS || split.some((p) => p.phrase.length > 1)) return rankLexical(db, tableId, matchWords(words)!, limit, filter);
+  // Trigram tables are left to FTS5: a row holds about as many trigrams as characters, too many to keep.
+  if (filter === undefined && tokenizer !== 'trigram') {
+    const found = searchPostings(db, tableId, tokenizer, split.map((p) => p.phrase[0]), stats, limit);
+    if (found !== null) return found;
+  }
   const dfs = new Map<string, number>();
   for (const { phrase } of split) if (!dfs.has(phrase[0])) dfs.set(phrase[0], documentFrequency(db, tableId, phrase[0], stats.rows));
   const phrases = weigh(split.map((p) => ({ phrase: p.phrase, df: dfs.get(p.phrase[0])! })), stats.rows);

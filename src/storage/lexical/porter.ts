@@ -126,17 +126,25 @@ class Buf {
 /** One buffer for every call: stemming is synchronous, and this runs for every token written or searched. */
 const w = new Buf();
 
-/** Stems of recent tokens: words repeat (Zipf), and stemming is most of the tokenizing time. */
-const cache = new Map<string, string>();
-const CACHE_MAX = 50_000;
+/**
+ * Stems of recent tokens: words repeat (Zipf), and stemming is most of the tokenizing time. Two
+ * generations, so that filling the cache drops only the words not seen since the last time it filled
+ * (clearing it all made a vocabulary just past the cap miss on nearly every word).
+ */
+let recent = new Map<string, string>();
+let older = new Map<string, string>();
+const GENERATION_MAX = 50_000;
 
 /** One token's stem, as FTS5's porter tokenizer gives it. */
 export function porterStem(token: string): string {
-  let stemmed = cache.get(token);
+  let stemmed = recent.get(token);
   if (stemmed === undefined) {
-    if (cache.size >= CACHE_MAX) cache.clear();
-    stemmed = stemOnce(token);
-    cache.set(token, stemmed);
+    stemmed = older.get(token) ?? stemOnce(token);
+    if (recent.size >= GENERATION_MAX) {
+      older = recent;
+      recent = new Map();
+    }
+    recent.set(token, stemmed);
   }
   return stemmed;
 }

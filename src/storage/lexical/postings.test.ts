@@ -1,0 +1,72 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mulberry32 } from '../contract-random.case.ts';
+import { idf, scoreTokens } from './bm25.ts';
+import { PostingIndex } from './postings.ts';
+
+/** Every row's BM25 over the terms from its tokens (bm25.ts), best first: what topK must agree with. */
+function bruteForce(rows: Map<number, string[]>, terms: string[], seeds: number[]) {
+  const stats = { rows: rows.size, tokens: [...rows.values()].reduce((s, t) => s + t.length, 0) };
+  const idfs = terms.map((t) => idf(stats.rows, [...rows.values()].filter((r) => r.includes(t)).length));
+  const phrases = terms.map((t, i) => ({ phrase: [t], idf: idfs[i] }));
+  const scored = [...rows]
+    .filter(([, tokens]) => seeds.some((i) => tokens.includes(terms[i])))
+    .map(([rowId, tokens]) => ({ rowId, score: scoreTokens(tokens, phrases, stats) }))
+    .sort((a, b) => b.score - a.score || a.rowId - b.rowId);
+  return { stats, idfs, scored };
+}
+
+describe('PostingIndex', () => {
+  it('gives the top k rows and exact scores of a brute-force BM25, through rewrites and deletes', () => {
+    const r = mulberry32(5);
+    const vocab = Array.from({ length: 60 }, (_, i) => `t${i}`);
+    const text = () => Array.from({ length: 1 + Math.floor(r() * 12) }, () => vocab[Math.floor(vocab.length * r() ** 2)]);
+    const rows = new Map<number, string[]>();
+    const index = new PostingIndex();
+    for (let id = 1; id <= 2000; id++) {
+      rows.set(id, text());
+      index.set(id, rows.get(id)!);
+    }
+    let compared = 0;
+    for (let round = 0; round < 3; round++) {
+      for (let q = 0; q < 30; q++) {
+        const terms = Array.from({ length: 1 + (q % 4) }, () => vocab[Math.floor(vocab.length * r())]);
+        const seeds = terms.map((_, i) => i).filter((i) => i !== 0 || terms.length === 1);
+        const { stats, idfs, scored } = bruteForce(rows, terms, seeds);
+        for (const t of terms) assert.equal(index.documentFrequency(t), [...rows.values()].filter((x) => x.includes(t)).length);
+        // Term 0 brings no rows of its own: its share is bounded by idf (k1 + 1).
+        const slack = seeds.includes(0) ? 0 : idfs[0] * 2.2;
+        const limit = 1 + (q % 20);
+        const got = index.topK(terms, idfs, seeds, stats, limit, slack).sort((a, b) => b.score - a.score || a.rowId - b.rowId);
+        assert.ok(got.length >= Math.min(limit, scored.length));
+        for (let i = 0; i < Math.min(limit, scored.length); i++) {
+          assert.equal(got[i].score, scored[i].score, `round ${round} query ${terms.join(' ')} #${i}`);
+          compared++;
+        }
+        // Every row returned beyond the first `limit` is tied with, or close to, the k-th.
+        for (const g of got) assert.equal(g.score, scored.find((s) => s.rowId === g.rowId)!.score);
+      }
+      // Rewrites (same and other texts), rows losing their text, deletes, new rows.
+      for (let k = 0; k < 300; k++) {
+        const id = 1 + Math.floor(r() * 2100);
+        const what = r();
+        const tokens = what < 0.7 ? text() : what < 0.85 ? [] : null;
+        if (tokens === null) rows.delete(id);
+        else rows.set(id, tokens);
+        index.set(id, tokens);
+      }
+      assert.equal(index.size, rows.size);
+    }
+    assert.ok(compared > 500, `compared ${compared}`);
+    assert.ok(index.deadShare > 0);
+  });
+
+  it('counts a term past 65,535 times in one row', () => {
+    const index = new PostingIndex();
+    const long = Array.from({ length: 70_000 }, () => 'echo');
+    index.set(7, [...long, 'other']);
+    index.set(8, ['echo', 'other']);
+    const { stats, idfs, scored } = bruteForce(new Map([[7, [...long, 'other']], [8, ['echo', 'other']]]), ['echo'], [0]);
+    assert.deepEqual(index.topK(['echo'], idfs, [0], stats, 2, 0).sort((a, b) => b.score - a.score), scored);
+  });
+});
