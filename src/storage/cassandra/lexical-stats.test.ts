@@ -13,7 +13,7 @@ import { fts5Ranker } from '../lexical/fts5-reference.case.ts';
 import { termCounts } from '../lexical/tokenize.ts';
 import { openCassandraStorage } from './cassandra-storage.ts';
 import type { Ctx } from './context.ts';
-import { BUCKET_CLASSES, bucketOf, liveBucketBound, readStats } from './lexical-stats.ts';
+import { BUCKET_CLASSES, bucketOf, liveBucketBound, readStats, StatsChange } from './lexical-stats.ts';
 import { Session } from './session.ts';
 import { dropPrefixed, freshNames } from './test-support.ts';
 
@@ -165,5 +165,23 @@ describe('Cassandra lexical statistics of expiring rows', { skip: !ENABLED && 's
     await s2.deleteVectors(KS, 'lived', ['gone1']);
     survivors.delete('gone1');
     await scoresAsIn('lived', survivors, 'after deleting the far-expiring row');
+  });
+
+  it('a write drops the buckets that ended over an hour before it', async () => {
+    await s.createTable({ keyspace: KS, name: 'swept', dimension: D, metric: 'cosine', model: null });
+    const t = (await s.getTable(KS, 'swept'))!;
+    await s.upsertVectors(KS, 'swept', [rowOf('a', 'walrus', Date.now() + 60_000, 0), rowOf('b', 'ocean ice', Date.now() + 120_000, 1)]);
+    const cells = async (): Promise<number> => {
+      const rs = await session.execute('read', `SELECT count(*) AS n FROM "${names.systemKeyspace}".lexical_stats_expiring WHERE keyspace_name = ? AND table_name = ?`, [KS, 'swept']);
+      return Number(String(rs.first().n));
+    };
+    assert.equal(await cells(), 2, 'two one-second buckets');
+    // A write three hours on: its own bucket is added, the two that ended over an hour before are removed.
+    const later = Date.now() + 3 * 3_600_000;
+    const change = await StatsChange.of(ctx, t, new Set());
+    change.add('c', { counts: new Map([['seal', 1]]), length: 1 }, 60, later);
+    await change.apply(later);
+    assert.equal(await cells(), 1);
+    assert.deepEqual(await readStats(ctx, t, later), { rows: 1, tokens: 1 });
   });
 });
