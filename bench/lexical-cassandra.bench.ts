@@ -124,6 +124,22 @@ const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[M
 const mean = (xs: number[]): number => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
 const f = (x: number, d = 2): string => x.toFixed(d);
 
+/**
+ * Repeats a write the storage gave up on as unavailable (a node overloaded by other work on a
+ * shared machine times out now and then): writes are idempotent, so repeating one is safe.
+ */
+async function retried<T>(f: () => Promise<T>, attempts = 6): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await f();
+    } catch (err) {
+      if (i >= attempts || (err as { code?: string }).code !== 'storage_unavailable') throw err;
+      console.log(`# a write timed out (${(err as Error).message}); again in ${i * 5} s`);
+      await new Promise((resolve) => setTimeout(resolve, i * 5_000));
+    }
+  }
+}
+
 type Backend = 'embedded' | 'cassandra';
 type Mode = 'lexical' | 'semantic' | 'hybrid';
 
@@ -226,7 +242,7 @@ async function main(): Promise<void> {
       const ms: number[] = [];
       for (let i = 0; i < data.length; i += BATCH) {
         const t0 = performance.now();
-        await s.upsertVectors(KS, table, data.slice(i, i + BATCH));
+        await retried(() => s.upsertVectors(KS, table, data.slice(i, i + BATCH)));
         ms.push(performance.now() - t0);
       }
       return ms;
