@@ -232,11 +232,12 @@ async function main(): Promise<void> {
   const contactPoints = args['contact-points']!.split(',');
   // Both backends as the service configures them by default (exact below 10,000 rows).
   const embedded = await openEmbeddedStorage({ dataDir: dir, index: { saveEveryChanges: 1e9, saveEveryMs: 1e9, exactBelowRows: 10_000 } });
-  const cassandra = await openCassandraStorage({ contactPoints, localDc: 'datacenter1', replication: "{'class': 'SimpleStrategy', 'replication_factor': 1}", ...names });
+  let cassandra: Storage | null = null;
   try {
+    cassandra = await retried(() => openCassandraStorage({ contactPoints, localDc: 'datacenter1', replication: "{'class': 'SimpleStrategy', 'replication_factor': 1}", ...names }));
     const create = async (s: Storage, table: string): Promise<void> => {
-      if ((await s.getKeyspace(KS)) === null) await s.createKeyspace({ name: KS, owner: null });
-      await s.createTable({ keyspace: KS, name: table, dimension, metric: 'cosine', model: null, lexical: { tokenizer: TOKENIZER } });
+      if ((await s.getKeyspace(KS)) === null) await retried(() => s.createKeyspace({ name: KS, owner: null }));
+      await retried(() => s.createTable({ keyspace: KS, name: table, dimension, metric: 'cosine', model: null, lexical: { tokenizer: TOKENIZER } }));
     };
     const load = async (s: Storage, table: string, data: VectorRow[]): Promise<number[]> => {
       const ms: number[] = [];
@@ -275,7 +276,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await embedded.close();
-    await cassandra.close();
+    await cassandra?.close();
     await rm(dir, { recursive: true, force: true });
     await dropPrefixed(contactPoints, 'datacenter1', names.keyspacePrefix);
   }
