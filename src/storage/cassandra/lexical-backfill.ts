@@ -2,16 +2,20 @@
  * Indexes tables made before lexical search existed (their catalog row has no lexical_tokenizer):
  * started in the background when a service process opens the store. Each row's postings are
  * written `USING TIMESTAMP` of the row's text as read, so a rewrite or delete made meanwhile
- * (a later timestamp) wins over them. Once every row is indexed, one process claims the table by
- * an LWT setting its tokenizer (porter, what such tables read as) and sets the counters to what the
- * scan counted; writes made during the scan can leave them off by those rows. A process that dies
- * midway leaves the tokenizer unset, and the next start indexes the table again (idempotent).
+ * (a later timestamp) wins over them, and with the TTL the text has left, so they expire with it.
+ * Once every row is indexed, one process claims the table by an LWT setting its tokenizer (porter,
+ * what such tables read as) and sets the counters of rows that never expire to what the scan
+ * counted; writes made during the scan can leave them off by those rows. Expiring rows not yet
+ * counted in an expiry bucket (lexical-stats.ts) are added to theirs page by page; a second process
+ * scanning at the same time counts them again, until they expire. A process that dies midway
+ * leaves the tokenizer unset, and the next start indexes the table again (idempotent).
  */
 import type { TableInfo } from '../api.ts';
 import { DEFAULT_LEXICAL } from '../api.ts';
 import { getTable } from './catalog.ts';
 import { type Ctx, dataTable, sysTable } from './context.ts';
-import { addStats, indexed, postingInserts, readStats, statsOf } from './lexical.ts';
+import { indexed, postingInserts } from './lexical.ts';
+import { addLasting, readLasting, StatsChange } from './lexical-stats.ts';
 import { writeGroups } from './vectors.ts';
 
 /** Indexes every table whose catalog row has no tokenizer yet, one after another. */
@@ -30,14 +34,24 @@ async function backfillTable(ctx: Ctx, t: TableInfo): Promise<void> {
   let rows = 0;
   let tokens = 0;
   const errCtx = { keyspace: t.keyspace, table: t.name, action: 'indexing text for lexical search' };
-  for await (const page of ctx.session.pages(`SELECT "key", "text", WRITETIME("text") AS wt FROM ${dataTable(ctx, t.keyspace, t.name)}`, [], { fetchSize: 500, ctx: errCtx })) {
+  const cql = `SELECT "key", "text", WRITETIME("text") AS wt, TTL("text") AS tl FROM ${dataTable(ctx, t.keyspace, t.name)}`;
+  for await (const page of ctx.session.pages(cql, [], { fetchSize: 500, ctx: errCtx })) {
+    const expiring = new Set(page.filter((r) => r.tl != null).map((r) => r.key as string));
+    const stats = await StatsChange.of(ctx, t, expiring);
+    const now = Date.now();
     const groups = page.map((r) => {
+      const key = r.key as string;
       const x = indexed(t, r.text as string | null);
-      rows += statsOf(x).rows;
-      tokens += statsOf(x).tokens;
-      return postingInserts(ctx, t, r.key as string, x, r.wt);
+      const ttl = r.tl == null ? 0 : Number(r.tl);
+      if (ttl === 0 && x !== null) {
+        rows += 1;
+        tokens += x.length;
+      }
+      const bucket = ttl > 0 && !stats.inBucket(key) ? stats.add(key, x, ttl, now) : [];
+      return [...postingInserts(ctx, t, key, x, r.wt, ttl), ...bucket];
     });
     await writeGroups(ctx, groups, errCtx);
+    await stats.apply();
   }
   const claim = await ctx.session.execute(
     'lwt',
@@ -46,6 +60,6 @@ async function backfillTable(ctx: Ctx, t: TableInfo): Promise<void> {
     { ctx: errCtx },
   );
   if (!claim.wasApplied()) return;
-  const now = await readStats(ctx, t);
-  await addStats(ctx, t, rows - now.rows, tokens - now.tokens);
+  const now = await readLasting(ctx, t);
+  await addLasting(ctx, t, rows - now.rows, tokens - now.tokens);
 }

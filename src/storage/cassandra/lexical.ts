@@ -6,7 +6,8 @@
  * tokenizers in JS) and kept in the system keyspace, where every service process reads the same:
  *   lexical_postings ((keyspace_name, table_name, term), tf DESC, dl ASC, key): one row per
  *     (term, row of the table) with the term's count in the row (tf) and the row's length (dl);
- *   lexical_stats ((keyspace_name, table_name)): counters of rows with text and of their tokens.
+ *   lexical_stats and lexical_stats_expiring: counters of rows with text and of their tokens,
+ *     those of expiring rows by expiry bucket, so that they leave N when they expire (lexical-stats.ts).
  *
  * Writes (vectors.ts) read the rows' current text first, then write the row, the postings of its
  * terms and the deletes of postings it no longer has in one LOGGED batch (the row's own
@@ -40,6 +41,7 @@ import { termCounts, tokenize } from '../lexical/tokenize.ts';
 import { chunks, fromCqlVector, fromMetadataText, utf8Bytes } from './codec.ts';
 import { requireTable } from './catalog.ts';
 import { type Ctx, dataTable, sysTable } from './context.ts';
+import { readStats } from './lexical-stats.ts';
 import { forEachLimit, type Params } from './session.ts';
 import { compile } from './vectors.ts';
 
@@ -86,11 +88,11 @@ export function postingChanges(ctx: Ctx, t: TableInfo, key: string, before: Inde
   return { inserts, deletes };
 }
 
-/** Inserts of a row's postings, `USING TIMESTAMP` `at` (lexical-backfill.ts). */
-export function postingInserts(ctx: Ctx, t: TableInfo, key: string, x: Indexed, at: unknown): Stmt[] {
+/** Inserts of a row's postings, `USING TIMESTAMP` `at`, expiring after `ttl` seconds as the row does (0: never) (lexical-backfill.ts). */
+export function postingInserts(ctx: Ctx, t: TableInfo, key: string, x: Indexed, at: unknown, ttl: number): Stmt[] {
   if (x === null || at === null || at === undefined) return [];
-  const query = `INSERT INTO ${sysTable(ctx, 'lexical_postings')} (keyspace_name, table_name, term, tf, dl, key) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`;
-  return [...x.counts].map(([term, tf]) => ({ query, params: [t.keyspace, t.name, term, tf, x.length, key, at], bytes: postingBytes(key, term) }));
+  const query = `INSERT INTO ${sysTable(ctx, 'lexical_postings')} (keyspace_name, table_name, term, tf, dl, key) VALUES (?, ?, ?, ?, ?, ?) USING TTL ? AND TIMESTAMP ?`;
+  return [...x.counts].map(([term, tf]) => ({ query, params: [t.keyspace, t.name, term, tf, x.length, key, ttl, at], bytes: postingBytes(key, term) }));
 }
 
 /** Deletes of a row's postings; with `at`, only as written at or before that timestamp (`USING TIMESTAMP`). */
@@ -105,29 +107,7 @@ export function postingDeletes(ctx: Ctx, t: TableInfo, key: string, before: Inde
   });
 }
 
-/** Adds to the table's counters of rows with text and their tokens (after the rows are written). */
-export async function addStats(ctx: Ctx, t: TableInfo, rows: number, tokens: number): Promise<void> {
-  if (rows === 0 && tokens === 0) return;
-  await ctx.session.execute('counter', `UPDATE ${sysTable(ctx, 'lexical_stats')} SET docs = docs + ?, tokens = tokens + ? WHERE keyspace_name = ? AND table_name = ?`, [
-    rows,
-    tokens,
-    t.keyspace,
-    t.name,
-  ], { ctx: { keyspace: t.keyspace, table: t.name, action: 'counting text for lexical search' } });
-}
-
-/** A row's share of the counters: one row with text and its length. */
-export const statsOf = (x: Indexed): { rows: number; tokens: number } => (x === null ? { rows: 0, tokens: 0 } : { rows: 1, tokens: x.length });
-
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : typeof v === 'number' ? v : Number(String(v)));
-
-export async function readStats(ctx: Ctx, t: TableInfo): Promise<Bm25Stats> {
-  const rs = await ctx.session.execute('read', `SELECT docs, tokens FROM ${sysTable(ctx, 'lexical_stats')} WHERE keyspace_name = ? AND table_name = ?`, [t.keyspace, t.name], {
-    ctx: { keyspace: t.keyspace, table: t.name, action: 'reading lexical statistics' },
-  });
-  const r = rs.first();
-  return { rows: Math.max(0, num(r?.docs)), tokens: Math.max(0, num(r?.tokens)) };
-}
 
 interface Posting {
   key: string;

@@ -16,7 +16,9 @@
  *   file_content      (content_id) seq -> 256 KiB pieces of a file's bytes
  *   webhook_events    id -> type, user_id, plan, applied, received_at
  *   lexical_postings  (keyspace_name, table_name, term) tf DESC, dl, key   (lexical.ts)
- *   lexical_stats     (keyspace_name, table_name) -> docs, tokens counters
+ *   lexical_stats     (keyspace_name, table_name) -> docs, tokens counters (rows that never expire)
+ *   lexical_stats_expiring (keyspace_name, table_name) bucket -> docs, tokens counters (lexical-stats.ts)
+ *   lexical_row_buckets (keyspace_name, table_name, key) -> bucket   (with the row's TTL)
  *   row_counts        (keyspace_name, table_name) -> rows counter            (counts.ts)
  *
  * Creation is idempotent and skips what system_schema already lists, so concurrent starts of
@@ -112,6 +114,16 @@ const TABLES: Record<string, TableDef> = {
   lexical_stats: {
     columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['docs', 'counter'], ['tokens', 'counter']],
     primaryKey: '((keyspace_name, table_name))',
+  },
+  // Expiring rows' share of those counters by expiry bucket, and the bucket each such row is
+  // counted in (written with the row's TTL), so that they leave BM25's statistics when they expire.
+  lexical_stats_expiring: {
+    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['bucket', 'bigint'], ['docs', 'counter'], ['tokens', 'counter']],
+    primaryKey: '((keyspace_name, table_name), bucket)',
+  },
+  lexical_row_buckets: {
+    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['key', 'text'], ['bucket', 'bigint']],
+    primaryKey: '((keyspace_name, table_name, key))',
   },
   row_counts: {
     columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['rows', 'counter']],

@@ -28,9 +28,8 @@
  * so the row, its postings and its count (a key scan) vanish together at the engine's clock, to
  * the second. The table's default TTL is the Cassandra table's `default_time_to_live`; the service
  * resolves it into each write, so the engine applies it only to rows other CQL clients write.
- * The lexical counters (rows with text, their tokens) cannot expire: they keep counting an
- * expired row until its key is written again or deleted, which moves BM25 scores slightly (see
- * docs/CASSANDRA.md), never which rows match.
+ * The lexical statistics count an expiring row in the bucket of its expiry (lexical-stats.ts), so
+ * it leaves them when it expires too.
  */
 import cassandra from 'cassandra-driver';
 import { type FieldError, invalid } from '../../errors.ts';
@@ -43,7 +42,8 @@ import { type Ctx, dataTable, physicalKeyspace } from './context.ts';
 import { addRows, rowCount, stopCounting, type StoredTable } from './counts.ts';
 import { filterQuery, metadataTerms, whereTerms } from './filter-terms.ts';
 import type { ErrorContext } from './driver-errors.ts';
-import { addStats, indexed, postingChanges, postingDeletes, type Stmt, statsOf } from './lexical.ts';
+import { indexed, postingChanges, postingDeletes, type Stmt } from './lexical.ts';
+import { StatsChange } from './lexical-stats.ts';
 import { forEachLimit } from './session.ts';
 
 /** Well below Cassandra's default batch_size_fail_threshold (50 KiB), as Cassandra counts it. */
@@ -94,23 +94,23 @@ export async function writeRows(ctx: Ctx, t: StoredTable, rows: VectorRow[]): Pr
     await stopCounting(ctx, t);
     forgetTable(ctx, t.keyspace, t.name);
   }
-  const before = await currentTexts(ctx, t, rows.map((r) => r.key));
-  let docs = 0;
-  let tokens = 0;
+  const expiring = new Set<string>();
+  const before = await currentTexts(ctx, t, rows.map((r) => r.key), expiring);
+  const stats = await StatsChange.of(ctx, t, expiring);
   const groups = rows.map((r) => {
     const ttl = ttlSeconds(r.expiresAt, clock);
     const row = rowInsert(ctx, t, r, ttl);
     const old = indexed(t, before.get(r.key));
     const now = indexed(t, r.text);
-    docs += statsOf(now).rows - statsOf(old).rows;
-    tokens += statsOf(now).tokens - statsOf(old).tokens;
+    stats.remove(r.key, old);
+    const bucket = stats.add(r.key, now, ttl, clock);
     const { inserts, deletes } = postingChanges(ctx, t, r.key, old, now);
     // If the row's statements must be split, new postings go first and stale ones last: a crash
     // midway leaves stale postings (a search drops them), never a row missing from the index.
-    return [...inserts.map((s) => withTtl(s, ttl)), row, ...deletes];
+    return [...inserts.map((s) => withTtl(s, ttl)), ...bucket, row, ...deletes];
   });
   await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'writing vectors' });
-  await addStats(ctx, t, docs, tokens);
+  await stats.apply();
   await addRows(ctx, t, rows.length - before.size);
 }
 
@@ -196,13 +196,16 @@ export async function writeGroups(ctx: Ctx, groups: Stmt[][], errCtx: ErrorConte
   await forEachLimit(groups, WRITE_CONCURRENCY, run);
 }
 
-/** The text of those of `keys` that exist (null: a row without text), one read per 100 keys. */
-async function currentTexts(ctx: Ctx, t: TableInfo, keys: string[]): Promise<Map<string, string | null>> {
+/** The text of those of `keys` that exist (null: a row without text), one read per 100 keys; adds to `expiring` those whose text has a TTL. */
+async function currentTexts(ctx: Ctx, t: TableInfo, keys: string[], expiring = new Set<string>()): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>();
-  const cql = `SELECT "key", "text" FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
+  const cql = `SELECT "key", "text", TTL("text") AS ttl FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
   await forEachLimit(chunks([...new Set(keys)], IN_CHUNK), 8, async (part) => {
     const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading rows' } });
-    for (const r of rs.rows) found.set(r.key as string, (r.text as string | null) ?? null);
+    for (const r of rs.rows) {
+      found.set(r.key as string, (r.text as string | null) ?? null);
+      if (r.ttl != null) expiring.add(r.key as string);
+    }
   });
   return found;
 }
@@ -219,8 +222,9 @@ export async function getVector(ctx: Ctx, keyspace: string, table: string, key: 
 
 /** Deletes those of the keys that exist as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read. */
 export async function deleteKeys(ctx: Ctx, t: StoredTable, keys: string[]): Promise<void> {
-  const texts = await currentTexts(ctx, t, keys);
-  await deleteRows(ctx, t, [...texts].map(([key, text]) => ({ key, at: null, text })));
+  const expiring = new Set<string>();
+  const texts = await currentTexts(ctx, t, keys, expiring);
+  await deleteRows(ctx, t, [...texts].map(([key, text]) => ({ key, at: null, text })), expiring);
 }
 
 /** A key to delete and its text; with `at`, only cells written at or before that timestamp (`USING TIMESTAMP`). */
@@ -230,23 +234,21 @@ interface Doomed {
   text: string | null;
 }
 
-/** Deletes rows that existed when read, with their postings; then the counters. */
-async function deleteRows(ctx: Ctx, t: StoredTable, rows: Doomed[]): Promise<void> {
+/** Deletes rows that existed when read, with their postings; then the counters. `expiring`: those whose text was read with a TTL. */
+async function deleteRows(ctx: Ctx, t: StoredTable, rows: Doomed[], expiring: ReadonlySet<string>): Promise<void> {
   const from = dataTable(ctx, t.keyspace, t.name);
   const now = `DELETE FROM ${from} WHERE "key" = ?`;
   // Each statement carries its own timestamp (a batch has none), as CQL allows.
   const asOf = `DELETE FROM ${from} USING TIMESTAMP ? WHERE "key" = ?`;
-  let docs = 0;
-  let tokens = 0;
+  const stats = await StatsChange.of(ctx, t, expiring);
   const groups = rows.map((r) => {
     const row: Stmt = r.at === null ? { query: now, params: [r.key], bytes: utf8Bytes(r.key) + 64 } : { query: asOf, params: [r.at, r.key], bytes: utf8Bytes(r.key) + 64 };
     const old = indexed(t, r.text);
-    docs -= statsOf(old).rows;
-    tokens -= statsOf(old).tokens;
+    stats.remove(r.key, old);
     return [row, ...postingDeletes(ctx, t, r.key, old, r.at)];
   });
   await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'deleting vectors' });
-  await addStats(ctx, t, docs, tokens);
+  await stats.apply();
   await addRows(ctx, t, -rows.length);
 }
 
@@ -255,8 +257,9 @@ export async function deleteVectors(ctx: Ctx, keyspace: string, table: string, k
   const t = await requireTable(ctx, keyspace, table);
   const unique = [...new Set(keys.filter((k) => typeof k === 'string' && k.length > 0))];
   if (unique.length === 0) return 0;
-  const existing = await currentTexts(ctx, t, unique);
-  await deleteRows(ctx, t, [...existing].map(([key, text]) => ({ key, at: null, text })));
+  const expiring = new Set<string>();
+  const existing = await currentTexts(ctx, t, unique, expiring);
+  await deleteRows(ctx, t, [...existing].map(([key, text]) => ({ key, at: null, text })), expiring);
   return existing.size;
 }
 
@@ -285,9 +288,10 @@ async function* matching(ctx: Ctx, keyspace: string, table: string, filter: Filt
  * so one timestamp); "text" may be null, and WRITETIME of a null cell is null. A row with no
  * timestamp at all (none of its cells set: not one this backend writes) gets a plain delete.
  */
-async function matchingRows(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<Doomed[]> {
+async function matchingRows(ctx: Ctx, keyspace: string, table: string, filter: Filter, expiring: Set<string>): Promise<Doomed[]> {
   const out: Doomed[] = [];
-  for await (const r of matching(ctx, keyspace, table, filter, ', "text", WRITETIME("vector") AS wv, WRITETIME("metadata") AS wm, WRITETIME("text") AS wt')) {
+  for await (const r of matching(ctx, keyspace, table, filter, ', "text", WRITETIME("vector") AS wv, WRITETIME("metadata") AS wm, WRITETIME("text") AS wt, TTL("text") AS tl')) {
+    if (r.tl != null) expiring.add(r.key as string);
     let at: Long | null = null;
     for (const w of [r.wv, r.wm, r.wt] as (Long | null)[]) if (w !== null && w !== undefined && (at === null || w.greaterThan(at))) at = w;
     out.push({ key: r.key as string, at, text: (r.text as string | null) ?? null });
@@ -303,8 +307,9 @@ async function matchingRows(ctx: Ctx, keyspace: string, table: string, filter: F
 export async function deleteByFilter(ctx: Ctx, keyspace: string, table: string, filter: Filter): Promise<number> {
   const t = await requireTable(ctx, keyspace, table);
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw invalid([{ path: '/filter', message: 'must be an object' }]);
-  const rows = await matchingRows(ctx, keyspace, table, filter);
-  await deleteRows(ctx, t, rows);
+  const expiring = new Set<string>();
+  const rows = await matchingRows(ctx, keyspace, table, filter, expiring);
+  await deleteRows(ctx, t, rows, expiring);
   return rows.length;
 }
 
