@@ -175,25 +175,37 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
         return taking.finally(() => snapshots.delete(taking));
       }),
     close: () => {
-      closing ??= (async () => {
-        await Promise.allSettled([...snapshots]);
-        try {
-          await sweep.close();
-          await warmer.close();
-          await keeper.close();
-          // Last, with nothing left to write: the files then match the database's final seq.
-          for (const m of matrices) await m.save(seq.value, tag);
-        } finally {
-          for (const m of matrices) m.close();
-          await worker?.close();
-          raw.close();
-        }
-      })();
+      closing ??= closeStore({ snapshots, background: [sweep, warmer, keeper], matrices, seq, tag, worker, raw });
       return closing;
     },
   };
 
   return storage;
+}
+
+/**
+ * Closes the store: snapshots under way finish, the background work stops, the vector files are
+ * saved last (with nothing left to write they match the database's final seq), then all is released.
+ */
+async function closeStore(parts: {
+  snapshots: Set<Promise<unknown>>;
+  background: { close(): Promise<void> }[];
+  matrices: FileMatrix[];
+  seq: SeqCounter;
+  tag: string;
+  worker: GraphWorker | null;
+  raw: Database.Database;
+}): Promise<void> {
+  const { snapshots, background, matrices, seq, tag, worker, raw } = parts;
+  await Promise.allSettled([...snapshots]);
+  try {
+    for (const b of background) await b.close();
+    for (const m of matrices) await m.save(seq.value, tag);
+  } finally {
+    for (const m of matrices) m.close();
+    await worker?.close();
+    raw.close();
+  }
 }
 
 /** A storage method's guard: runs its body unless the store is closed, mapping driver errors. */
