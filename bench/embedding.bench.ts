@@ -13,17 +13,20 @@ import { PROJECT_ROOT, DEFAULT_MODEL } from '../src/config/config.ts';
 import { Embedder } from '../src/embedding/embedder.ts';
 import { BulkPool } from '../src/embedding/bulk-pool.ts';
 import { loadModel, type EmbeddingModel } from '../src/embedding/model.ts';
+import { benchArgs } from './lib/args.ts';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1] : def;
-};
-const SECONDS = Number(arg('seconds', '3'));
-const THREADS = arg('threads', '1,2').split(',').map(Number);
-const MODEL_DIR = arg('model-dir', path.join(PROJECT_ROOT, 'models'));
-const NAME = arg('model', DEFAULT_MODEL);
-const BULK_WORKERS = Number(arg('bulk-workers', String((await import('node:os')).availableParallelism())));
+const args = benchArgs({
+  seconds: 3,
+  threads: '1,2',
+  'model-dir': path.join(PROJECT_ROOT, 'models'),
+  model: DEFAULT_MODEL,
+  'bulk-workers': (await import('node:os')).availableParallelism(),
+});
+const SECONDS = args.seconds;
+const THREADS = args.threads.split(',').map(Number);
+const MODEL_DIR = args['model-dir'];
+const NAME = args.model;
+const BULK_WORKERS = args['bulk-workers'];
 
 const SUBJECTS = ['the service', 'a vector index', 'my password', 'the cluster', 'this invoice', 'our search', 'the dashboard', 'a table'];
 const VERBS = ['reset', 'scale', 'delete', 'configure', 'monitor', 'export', 'query', 'back up'];

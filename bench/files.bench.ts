@@ -13,15 +13,9 @@ import { randomUUID } from 'node:crypto';
 import { makePdf } from '../src/ingest/fixtures.ts';
 import { makeText, paragraph } from './text-gen.ts';
 import { ADMIN_KEY, startTestApp } from '../src/http/testing.ts';
+import { benchArgs } from './lib/args.ts';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1] : def;
-};
-const RUNS = Number(arg('runs', '1'));
-const MB = Number(arg('mb', '3'));
-const PAGES = Number(arg('pages', '100'));
+const { runs: RUNS, mb: MB, pages: PAGES } = benchArgs({ runs: 1, mb: 3, pages: 100 });
 
 
 function multipart(filename: string, content: Buffer, table: string): { payload: Buffer; headers: Record<string, string> } {

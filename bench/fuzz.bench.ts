@@ -14,15 +14,12 @@ import fc from 'fast-check';
 import { describe, operationsOf, send, type OpenApiDocument } from '../src/http/openapi-fuzz.ts';
 import { ADMIN_KEY, startTestApp } from '../src/http/testing.ts';
 import { machineKind } from './machine-check.ts';
+import { benchArgs } from './lib/args.ts';
 
-const args = process.argv.slice(2);
-const arg = (name: string): string | undefined => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : undefined;
-};
-const SECONDS = Number(arg('seconds') ?? (arg('runs') ? 0 : 60));
-const RUNS = Number(arg('runs') ?? 0);
-const SEED = Number(arg('seed') ?? Date.now() % 2 ** 31);
+const args = benchArgs({ seconds: undefined, runs: undefined, seed: undefined });
+const SECONDS = Number(args.seconds ?? (args.runs ? 0 : 60));
+const RUNS = Number(args.runs ?? 0);
+const SEED = Number(args.seed ?? Date.now() % 2 ** 31);
 
 const t = await startTestApp({ model: 'fake', env: { STRIPE_WEBHOOK_SECRET: 'whsec_fuzz' } });
 let failed = false;

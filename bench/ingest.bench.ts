@@ -14,15 +14,9 @@ import { detectType } from '../src/ingest/detect.ts';
 import { DEFAULT_EXTRACT_LIMITS, extractText } from '../src/ingest/extract/index.ts';
 import { makePdf } from '../src/ingest/fixtures.ts';
 import { makeText, paragraph } from './text-gen.ts';
+import { benchArgs } from './lib/args.ts';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1] : def;
-};
-const RUNS = Number(arg('runs', '3'));
-const MB = Number(arg('mb', '5'));
-const PAGES = Number(arg('pages', '100'));
+const { runs: RUNS, mb: MB, pages: PAGES } = benchArgs({ runs: 3, mb: 5, pages: 100 });
 
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -9,18 +9,11 @@
  * a few seconds more, then sends `--queries` vector searches (initial_top_k 100, final_top_k 10,
  * concurrency 1) per round to table `bench` of `default_keyspace`.
  */
-import { parseArgs } from 'node:util';
 import { startServer } from '../test/server.ts';
+import { benchArgs } from './lib/args.ts';
 import { fmt, makeCentres, makeVectors, runQueries } from './workload.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    'data-dir': { type: 'string' },
-    rounds: { type: 'string', default: '2' },
-    queries: { type: 'string', default: '300' },
-    'settle-ms': { type: 'string', default: '4000' },
-  },
-});
+const args = benchArgs({ 'data-dir': undefined, rounds: 2, queries: 300, 'settle-ms': 4000 });
 if (!args['data-dir']) throw new Error('--data-dir is required (a directory kept by vectors.bench.ts --keep)');
 const KEY = 'bench-admin-key-0123456789abcdef';
 
@@ -33,15 +26,15 @@ try {
     if (!t.pending_rows) break;
     await new Promise((r) => setTimeout(r, 200));
   }
-  await new Promise((r) => setTimeout(r, Number(args['settle-ms'])));
-  const bodies = makeVectors(5_000_000, Number(args.queries), 384, makeCentres(64, 384)).map((v) => ({
+  await new Promise((r) => setTimeout(r, args['settle-ms']));
+  const bodies = makeVectors(5_000_000, args.queries, 384, makeCentres(64, 384)).map((v) => ({
     keyspace: 'default_keyspace',
     table: 'bench',
     vector: Array.from(v),
     initial_top_k: 100,
     final_top_k: 10,
   }));
-  for (let r = 0; r < Number(args.rounds); r++) console.log(`round ${r + 1}: ${fmt(await runQueries(server, bodies, 1))}`);
+  for (let r = 0; r < args.rounds; r++) console.log(`round ${r + 1}: ${fmt(await runQueries(server, bodies, 1))}`);
 } finally {
   await server.kill('SIGTERM');
 }

@@ -16,16 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { PROJECT_ROOT } from '../src/config/config.ts';
+import { benchArgs } from './lib/args.ts';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] ? args[i + 1] : def;
-};
-const RUNS = Number(arg('runs', '5'));
-const ENTRY = arg('entry', 'scripts/start.mjs');
-const WARMUP = Number(arg('warmup', '1'));
-const DATA_DIR = arg('data-dir', '');
+const { runs: RUNS, entry: ENTRY, warmup: WARMUP, 'data-dir': DATA_DIR } = benchArgs({ runs: 5, entry: 'scripts/start.mjs', warmup: 1, 'data-dir': '' });
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {

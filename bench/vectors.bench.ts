@@ -18,25 +18,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { startServer, type RunningServer } from '../test/server.ts';
+import { benchArgs } from './lib/args.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
 import { filePmdMappedMb, fmt, ingest, makeCentres, makeVectors, restart, rssMb, runQueries, textSearch, WIRE_ENCODINGS, writeVector, type WireEncoding } from './workload.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    n: { type: 'string', default: '100000' },
-    dim: { type: 'string', default: '384' },
-    queries: { type: 'string', default: '200' },
-    batch: { type: 'string', default: '1000' },
-    encoding: { type: 'string', default: 'base64' },
-    keep: { type: 'boolean', default: false },
-  },
-});
-const N = Number(args.n);
-const DIM = Number(args.dim);
-const QUERIES = Number(args.queries);
-const BATCH = Number(args.batch);
+const args = benchArgs({ n: 100000, dim: 384, queries: 200, batch: 1000, encoding: 'base64', keep: false });
+const { n: N, dim: DIM, queries: QUERIES, batch: BATCH } = args;
 const ENCODING = args.encoding as WireEncoding;
 if (!WIRE_ENCODINGS.includes(ENCODING)) {
   console.error(`--encoding must be one of ${WIRE_ENCODINGS.join(', ')} (got ${args.encoding})`);

@@ -12,21 +12,12 @@
  * Prints a markdown table: body size, median and mean ms per batch, vectors/s (from the mean).
  */
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { ADMIN_KEY, startTestApp } from '../src/http/testing.ts';
+import { benchArgs } from './lib/args.ts';
 import { machineKind } from './machine-check.ts';
 import { makeCentres, makeVectors, pct, vectorField, type WireEncoding } from './workload.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    batches: { type: 'string', default: '20' },
-    batch: { type: 'string', default: '1000' },
-    dim: { type: 'string', default: '384' },
-  },
-});
-const BATCHES = Number(args.batches);
-const BATCH = Number(args.batch);
-const DIM = Number(args.dim);
+const { batches: BATCHES, batch: BATCH, dim: DIM } = benchArgs({ batches: 20, batch: 1000, dim: 384 });
 const KS = 'default_keyspace';
 const ENCODINGS: WireEncoding[] = ['json', 'base64'];
 

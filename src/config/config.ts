@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { EnvReader, type Env } from './env-reader.ts';
 
 /**
  * Settings are read from the environment exactly once, here, validated, frozen and passed down.
@@ -190,8 +191,6 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   authFailuresPerMinuteGlobal: 1200,
 });
 
-type Env = Record<string, string | undefined>;
-
 /** VSS_TRUST_PROXY: true, false, or comma-separated addresses and CIDR ranges of the proxies. */
 function trustProxy(raw: string | undefined, problems: string[]): boolean | string[] {
   if (raw === undefined || raw.trim() === '' || raw === 'false') return false;
@@ -232,89 +231,18 @@ function deepFreeze<T>(o: T): T {
  * Every problem is reported at once so an operator fixes them in one go.
  */
 export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limits'>> & { limits?: Partial<Limits> } = {}): Config {
-  const problems: string[] = [];
-
-  const int = (name: string, def: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return def;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) {
-      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
-      return def;
-    }
-    return n;
-  };
-  const bool = (name: string, def: boolean): boolean => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return def;
-    if (raw !== 'true' && raw !== 'false') problems.push(`${name} must be true or false (got "${raw}")`);
-    return raw === 'true';
-  };
-  const str = (name: string): string | undefined => {
-    const v = env[name];
-    return v === undefined || v === '' ? undefined : v;
-  };
+  const r = new EnvReader(env);
+  const { int, bool, str } = r;
 
   const storage = str('VSS_STORAGE') ?? 'embedded';
-  if (storage !== 'embedded' && storage !== 'cassandra') problems.push(`VSS_STORAGE must be "embedded" or "cassandra" (got "${storage}")`);
-
-  const consistency = (str('VSS_CASSANDRA_CONSISTENCY') ?? 'QUORUM').toUpperCase() as Config['cassandra']['writeConsistency'];
-  if (!['QUORUM', 'LOCAL_QUORUM', 'ONE'].includes(consistency)) problems.push(`VSS_CASSANDRA_CONSISTENCY must be QUORUM, LOCAL_QUORUM or ONE (got "${consistency}")`);
-
-  const cassandraUser = str('VSS_CASSANDRA_USERNAME');
-  const cassandraPassword = str('VSS_CASSANDRA_PASSWORD');
-  if ((cassandraUser === undefined) !== (cassandraPassword === undefined)) {
-    problems.push('VSS_CASSANDRA_USERNAME and VSS_CASSANDRA_PASSWORD must be set together');
-  }
-  const secureBundle = str('VSS_CASSANDRA_SECURE_BUNDLE');
-
+  if (storage !== 'embedded' && storage !== 'cassandra') r.problems.push(`VSS_STORAGE must be "embedded" or "cassandra" (got "${storage}")`);
   const adminKey = str('VSS_ADMIN_KEY');
-  if (adminKey !== undefined && adminKey.length < 16) problems.push('VSS_ADMIN_KEY must be at least 16 characters');
-  const chatUrl = str('VSS_CHAT_URL');
-  if (chatUrl !== undefined && !isHttpUrl(chatUrl)) {
-    // Shown without its value: a URL may carry credentials.
-    problems.push('VSS_CHAT_URL must be an http:// or https:// URL (an OpenAI-compatible API base, as http://127.0.0.1:8000/v1)');
-  }
-  const rerankUrl = str('VSS_RERANK_URL');
-  if (rerankUrl !== undefined && !isHttpUrl(rerankUrl)) {
-    problems.push('VSS_RERANK_URL must be an http:// or https:// URL (a Cohere-compatible API base or /rerank URL, as http://127.0.0.1:8000/v1)');
-  }
-
+  if (adminKey !== undefined && adminKey.length < 16) r.problems.push('VSS_ADMIN_KEY must be at least 16 characters');
   const logLevel = str('VSS_LOG_LEVEL') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
-    problems.push(`VSS_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "${logLevel}")`);
+    r.problems.push(`VSS_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "${logLevel}")`);
   }
-
-  const authFailuresPerMinute = int('VSS_MAX_AUTH_FAILURES_PER_MINUTE', DEFAULT_LIMITS.authFailuresPerMinute, 1, 10_000_000);
-  const limits: Limits = {
-    ...DEFAULT_LIMITS,
-    bodyBytes: int('VSS_MAX_BODY_BYTES', DEFAULT_LIMITS.bodyBytes, 1024, 1024 * MiB),
-    uploadBytes: int('VSS_MAX_UPLOAD_BYTES', DEFAULT_LIMITS.uploadBytes, 1024, 4096 * MiB),
-    batchItems: int('VSS_MAX_BATCH_ITEMS', DEFAULT_LIMITS.batchItems, 1, 100_000),
-    uploadsPerUser: int('VSS_MAX_UPLOADS_PER_USER', DEFAULT_LIMITS.uploadsPerUser, 1, 1000),
-    authFailuresPerMinute,
-    // Ten addresses' worth by default: a guess needs many addresses to go faster than one could.
-    authFailuresPerMinuteGlobal: int('VSS_MAX_AUTH_FAILURES_PER_MINUTE_GLOBAL', 10 * authFailuresPerMinute, 1, 100_000_000),
-    ...overrides.limits,
-  };
-  const { limits: _ignored, ...rest } = overrides;
-
-  const GiB = 1024 * MiB;
-  const plans: Record<string, PlanLimits> = {
-    free: {
-      maxVectors: int('VSS_FREE_MAX_VECTORS', 100_000, 0, Number.MAX_SAFE_INTEGER),
-      maxFileBytes: int('VSS_FREE_MAX_FILE_BYTES', GiB, 0, Number.MAX_SAFE_INTEGER),
-      requestsPerMinute: int('VSS_FREE_REQUESTS_PER_MINUTE', 600, 1, 10_000_000),
-      maxKeyspaces: int('VSS_FREE_MAX_KEYSPACES', 100, 0, 1_000_000),
-    },
-    pro: {
-      maxVectors: int('VSS_PRO_MAX_VECTORS', 10_000_000, 0, Number.MAX_SAFE_INTEGER),
-      maxFileBytes: int('VSS_PRO_MAX_FILE_BYTES', 100 * GiB, 0, Number.MAX_SAFE_INTEGER),
-      requestsPerMinute: int('VSS_PRO_REQUESTS_PER_MINUTE', 6000, 1, 10_000_000),
-      maxKeyspaces: int('VSS_PRO_MAX_KEYSPACES', 1000, 0, 1_000_000),
-    },
-    admin: { maxVectors: Number.MAX_SAFE_INTEGER, maxFileBytes: Number.MAX_SAFE_INTEGER, requestsPerMinute: 1_000_000, maxKeyspaces: Number.MAX_SAFE_INTEGER },
-  };
+  const { limits: limitOverrides, ...rest } = overrides;
 
   const config: Config = {
     host: str('VSS_HOST') ?? '127.0.0.1',
@@ -326,18 +254,58 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     defaultTable: 'vector',
     adminKey,
     storage: storage as Config['storage'],
-    cassandra: {
-      contactPoints: (str('VSS_CASSANDRA_CONTACT_POINTS') ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean),
-      localDc: str('VSS_CASSANDRA_LOCAL_DC') ?? 'datacenter1',
-      replication: str('VSS_CASSANDRA_REPLICATION') ?? "{'class': 'SimpleStrategy', 'replication_factor': 1}",
-      writeConsistency: consistency,
-      systemKeyspace: str('VSS_CASSANDRA_SYSTEM_KEYSPACE') ?? 'vss_system',
-      keyspacePrefix: str('VSS_CASSANDRA_KEYSPACE_PREFIX') ?? '',
-      ...(secureBundle !== undefined ? { secureConnectBundle: path.resolve(secureBundle) } : {}),
-      ...(cassandraUser !== undefined && cassandraPassword !== undefined ? { credentials: { username: cassandraUser, password: cassandraPassword } } : {}),
-    },
+    cassandra: readCassandra(r),
     stripeWebhookSecret: str('STRIPE_WEBHOOK_SECRET'),
     dockerHost: str('DOCKER_HOST'),
+    ...readUpstreams(r),
+    logLevel,
+    limits: readLimits(r, limitOverrides),
+    plans: readPlans(r),
+    paidPlan: 'pro',
+    metricsPublic: bool('VSS_METRICS_PUBLIC', false),
+    trustProxy: trustProxy(env.VSS_TRUST_PROXY, r.problems),
+    shutdownGraceMs: int('VSS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    ...readTuning(r),
+    ...rest,
+  } as Config;
+
+  if (r.problems.length > 0) throw new ConfigError(r.problems);
+  return deepFreeze(config);
+}
+
+function readCassandra({ str, problems }: EnvReader): Config['cassandra'] {
+  const consistency = (str('VSS_CASSANDRA_CONSISTENCY') ?? 'QUORUM').toUpperCase() as Config['cassandra']['writeConsistency'];
+  if (!['QUORUM', 'LOCAL_QUORUM', 'ONE'].includes(consistency)) problems.push(`VSS_CASSANDRA_CONSISTENCY must be QUORUM, LOCAL_QUORUM or ONE (got "${consistency}")`);
+  const username = str('VSS_CASSANDRA_USERNAME');
+  const password = str('VSS_CASSANDRA_PASSWORD');
+  if ((username === undefined) !== (password === undefined)) {
+    problems.push('VSS_CASSANDRA_USERNAME and VSS_CASSANDRA_PASSWORD must be set together');
+  }
+  const secureBundle = str('VSS_CASSANDRA_SECURE_BUNDLE');
+  return {
+    contactPoints: (str('VSS_CASSANDRA_CONTACT_POINTS') ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean),
+    localDc: str('VSS_CASSANDRA_LOCAL_DC') ?? 'datacenter1',
+    replication: str('VSS_CASSANDRA_REPLICATION') ?? "{'class': 'SimpleStrategy', 'replication_factor': 1}",
+    writeConsistency: consistency,
+    systemKeyspace: str('VSS_CASSANDRA_SYSTEM_KEYSPACE') ?? 'vss_system',
+    keyspacePrefix: str('VSS_CASSANDRA_KEYSPACE_PREFIX') ?? '',
+    ...(secureBundle !== undefined ? { secureConnectBundle: path.resolve(secureBundle) } : {}),
+    ...(username !== undefined && password !== undefined ? { credentials: { username, password } } : {}),
+  };
+}
+
+/** The optional chat and rerank services: where they are and how long and how many at once they are waited for. */
+function readUpstreams({ str, int, problems }: EnvReader): Pick<Config, 'chat' | 'rerank'> {
+  const chatUrl = str('VSS_CHAT_URL');
+  if (chatUrl !== undefined && !isHttpUrl(chatUrl)) {
+    // Shown without its value: a URL may carry credentials.
+    problems.push('VSS_CHAT_URL must be an http:// or https:// URL (an OpenAI-compatible API base, as http://127.0.0.1:8000/v1)');
+  }
+  const rerankUrl = str('VSS_RERANK_URL');
+  if (rerankUrl !== undefined && !isHttpUrl(rerankUrl)) {
+    problems.push('VSS_RERANK_URL must be an http:// or https:// URL (a Cohere-compatible API base or /rerank URL, as http://127.0.0.1:8000/v1)');
+  }
+  return {
     chat: {
       url: chatUrl,
       model: str('VSS_CHAT_MODEL'),
@@ -353,13 +321,46 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       timeoutMs: int('VSS_RERANK_TIMEOUT_MS', 5_000, 1, 600_000),
       maxConcurrent: int('VSS_RERANK_MAX_CONCURRENT', 4, 1, 1000),
     },
-    logLevel,
-    limits,
-    plans,
-    paidPlan: 'pro',
-    metricsPublic: bool('VSS_METRICS_PUBLIC', false),
-    trustProxy: trustProxy(env.VSS_TRUST_PROXY, problems),
-    shutdownGraceMs: int('VSS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+  };
+}
+
+function readLimits({ int }: EnvReader, overrides: Partial<Limits> | undefined): Limits {
+  const authFailuresPerMinute = int('VSS_MAX_AUTH_FAILURES_PER_MINUTE', DEFAULT_LIMITS.authFailuresPerMinute, 1, 10_000_000);
+  return {
+    ...DEFAULT_LIMITS,
+    bodyBytes: int('VSS_MAX_BODY_BYTES', DEFAULT_LIMITS.bodyBytes, 1024, 1024 * MiB),
+    uploadBytes: int('VSS_MAX_UPLOAD_BYTES', DEFAULT_LIMITS.uploadBytes, 1024, 4096 * MiB),
+    batchItems: int('VSS_MAX_BATCH_ITEMS', DEFAULT_LIMITS.batchItems, 1, 100_000),
+    uploadsPerUser: int('VSS_MAX_UPLOADS_PER_USER', DEFAULT_LIMITS.uploadsPerUser, 1, 1000),
+    authFailuresPerMinute,
+    // Ten addresses' worth by default: a guess needs many addresses to go faster than one could.
+    authFailuresPerMinuteGlobal: int('VSS_MAX_AUTH_FAILURES_PER_MINUTE_GLOBAL', 10 * authFailuresPerMinute, 1, 100_000_000),
+    ...overrides,
+  };
+}
+
+function readPlans({ int }: EnvReader): Record<string, PlanLimits> {
+  const GiB = 1024 * MiB;
+  return {
+    free: {
+      maxVectors: int('VSS_FREE_MAX_VECTORS', 100_000, 0, Number.MAX_SAFE_INTEGER),
+      maxFileBytes: int('VSS_FREE_MAX_FILE_BYTES', GiB, 0, Number.MAX_SAFE_INTEGER),
+      requestsPerMinute: int('VSS_FREE_REQUESTS_PER_MINUTE', 600, 1, 10_000_000),
+      maxKeyspaces: int('VSS_FREE_MAX_KEYSPACES', 100, 0, 1_000_000),
+    },
+    pro: {
+      maxVectors: int('VSS_PRO_MAX_VECTORS', 10_000_000, 0, Number.MAX_SAFE_INTEGER),
+      maxFileBytes: int('VSS_PRO_MAX_FILE_BYTES', 100 * GiB, 0, Number.MAX_SAFE_INTEGER),
+      requestsPerMinute: int('VSS_PRO_REQUESTS_PER_MINUTE', 6000, 1, 10_000_000),
+      maxKeyspaces: int('VSS_PRO_MAX_KEYSPACES', 1000, 0, 1_000_000),
+    },
+    admin: { maxVectors: Number.MAX_SAFE_INTEGER, maxFileBytes: Number.MAX_SAFE_INTEGER, requestsPerMinute: 1_000_000, maxKeyspaces: Number.MAX_SAFE_INTEGER },
+  };
+}
+
+/** The engine's tunables: embedding batches, bulk and extraction threads, memory, index upkeep, expiry sweep. */
+function readTuning({ int }: EnvReader): Pick<Config, 'embedding' | 'embedBulk' | 'extract' | 'vectorMemoryMb' | 'dbMmapMb' | 'index' | 'ttlSweep'> {
+  return {
     embedding: {
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
       batchWindowMs: int('VSS_EMBED_BATCH_WINDOW_MS', 0, 0, 1000),
@@ -393,9 +394,5 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       batchRows: int('VSS_TTL_SWEEP_BATCH_ROWS', 200, 1, 1_000_000),
       intervalMs: int('VSS_TTL_SWEEP_INTERVAL_MS', 1_000, 10, 86_400_000),
     },
-    ...rest,
-  } as Config;
-
-  if (problems.length > 0) throw new ConfigError(problems);
-  return deepFreeze(config);
+  };
 }

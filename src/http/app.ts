@@ -80,7 +80,45 @@ function routeMethods(app: FastifyInstance): { allowed: (path: string) => string
 }
 
 export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<FastifyInstance> {
-  const app = Fastify({
+  const app = createServer(deps, opts);
+  // Every bad field named, up to a bound, whatever the body holds (validator.ts).
+  app.setValidatorCompiler(boundedValidatorCompiler());
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as Record<string, unknown> | undefined;
+    if (schema) for (const part of ['body', 'querystring', 'params'] as const) if (schema[part]) schema[part] = withBatchLimit(schema[part], deps.config.limits);
+    withCommonErrors(route);
+  });
+  if (opts.checkAnswers) registerAnswerCheck(app);
+  registerBodyParsers(app);
+  registerAnswerHooks(app);
+  await registerOpenApi(app, deps);
+  await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'], failuresPerMinute: { perAddress: deps.config.limits.authFailuresPerMinute, global: deps.config.limits.authFailuresPerMinuteGlobal } });
+  await registerRateLimit(app, deps);
+  await registerMetrics(app, opts.metrics ?? new Metrics(deps.storage.indexStatus?.bind(deps.storage)), { public: deps.config.metricsPublic });
+
+  app.get('/v1/openapi.json', { schema: { hide: true }, config: { permission: 'public' } }, async () => app.swagger());
+
+  await app.register(systemRoutes, { deps });
+  await app.register(searchRoutes, { deps });
+  await app.register(vectorRoutes, { deps });
+  await app.register(metadataRoutes, { deps });
+  await app.register(keyspaceRoutes, { deps });
+  await app.register(embeddingRoutes, { deps });
+  await app.register(accountRoutes, { deps });
+  await app.register(billingRoutes, { deps });
+  await app.register(fileRoutes, { deps });
+  await consolePlugin(app);
+  await app.register(queryRoutes, { deps });
+  await app.register(chatRoutes, { deps });
+  await app.register(dockerRoutes, { deps });
+  await app.register(snapshotRoutes, { deps });
+  await app.register(portableRoutes, { deps });
+  return app;
+}
+
+/** The Fastify server with the service's limits, request ids, timeouts and pre-routing errors as problems. */
+function createServer(deps: Deps, opts: AppOptions) {
+  return Fastify({
     logger: opts.logger ?? false,
     bodyLimit: deps.config.limits.bodyBytes,
     // Per-address limits (invalid keys, requests without a key) count the client, not a proxy.
@@ -113,15 +151,11 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
       sendProblem(request, reply, bad);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  // Every bad field named, up to a bound, whatever the body holds (validator.ts).
-  app.setValidatorCompiler(boundedValidatorCompiler());
-  app.addHook('onRoute', (route) => {
-    const schema = route.schema as Record<string, unknown> | undefined;
-    if (schema) for (const part of ['body', 'querystring', 'params'] as const) if (schema[part]) schema[part] = withBatchLimit(schema[part], deps.config.limits);
-    withCommonErrors(route);
-  });
-  if (opts.checkAnswers) registerAnswerCheck(app);
+}
 
+type App = ReturnType<typeof createServer>;
+
+function registerBodyParsers(app: App): void {
   // Bodies are JSON (and multipart for uploads): anything else is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
   // An empty JSON body is no body (`curl -X POST -H 'content-type: application/json'` on the
@@ -131,7 +165,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
     body === '' ? done(null, undefined) : json(request, body as string, done),
   );
+}
 
+/** Request ids on every answer, problems for bad query strings, unknown routes and wrong methods, and closing connections while shutting down. */
+function registerAnswerHooks(app: App): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     const bad = queryStringProblem(request.url);
@@ -156,7 +193,10 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     }
     return sendProblem(request, reply, new ServiceError('not_found', `No route ${request.method} ${path}.`));
   });
+}
 
+/** The OpenAPI document built from the routes' schemas (served at /v1/openapi.json by buildApp) and its browsable view (/v1/docs). */
+async function registerOpenApi(app: App, deps: Deps): Promise<void> {
   // Shared by every error response's schema (openapi-responses.ts); listed under components.
   app.addSchema(Problem);
   await app.register(swagger, {
@@ -171,26 +211,4 @@ export async function buildApp(deps: Deps, opts: AppOptions = {}): Promise<Fasti
     transformObject: (doc) => describeNames(describeServiceChecked('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject, { reranker: deps.reranker !== null }), deps.models.names()),
   });
   await app.register(swaggerUi, { routePrefix: '/v1/docs' });
-  await app.register(authPlugin, { storage: deps.storage, publicPrefixes: ['/v1/docs'], failuresPerMinute: { perAddress: deps.config.limits.authFailuresPerMinute, global: deps.config.limits.authFailuresPerMinuteGlobal } });
-  await registerRateLimit(app, deps);
-  await registerMetrics(app, opts.metrics ?? new Metrics(deps.storage.indexStatus?.bind(deps.storage)), { public: deps.config.metricsPublic });
-
-  app.get('/v1/openapi.json', { schema: { hide: true }, config: { permission: 'public' } }, async () => app.swagger());
-
-  await app.register(systemRoutes, { deps });
-  await app.register(searchRoutes, { deps });
-  await app.register(vectorRoutes, { deps });
-  await app.register(metadataRoutes, { deps });
-  await app.register(keyspaceRoutes, { deps });
-  await app.register(embeddingRoutes, { deps });
-  await app.register(accountRoutes, { deps });
-  await app.register(billingRoutes, { deps });
-  await app.register(fileRoutes, { deps });
-  await consolePlugin(app);
-  await app.register(queryRoutes, { deps });
-  await app.register(chatRoutes, { deps });
-  await app.register(dockerRoutes, { deps });
-  await app.register(snapshotRoutes, { deps });
-  await app.register(portableRoutes, { deps });
-  return app;
 }

@@ -95,13 +95,12 @@ export function toServiceError(err: unknown): ServiceError {
     case 'FST_PARTS_LIMIT':
       return new ServiceError('payload_too_large', e.message);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
       return new ServiceError('unsupported_media_type', e.message);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new ServiceError('malformed_body', e.message);
-    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
-      return new ServiceError('unsupported_media_type', e.message);
   }
   if (e instanceof SyntaxError && /forbidden prototype property/.test(e.message)) {
     // secure-json-parse refuses `__proto__` and `constructor.prototype` keys anywhere in a body.

@@ -1,13 +1,13 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { SegmentedAnn } from './ann-segments.ts';
 import { newGraphClaims } from './graph-claims.ts';
 import { GraphWorker } from './graph-worker.ts';
 import { ANN_PARAMS } from './graph-params.ts';
 import { YieldSignal } from '../platform/yield-signal.ts';
+import { tempDirForSuite } from '../platform/temp-dir-test-support.ts';
 
 function rng(seed: number): () => number {
   return () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
@@ -41,13 +41,7 @@ function fourSegments(seed: number): { ann: SegmentedAnn; data: Float32Array } {
 }
 
 describe('SegmentedAnn', () => {
-  let dir: string;
-  before(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-annseg-'));
-  });
-  after(async () => {
-    await fs.rm(dir, { recursive: true, force: true });
-  });
+  const dir = tempDirForSuite('vss-annseg-');
 
   it('searches sealed segments and the delta together, and forgets replaced and removed rows', () => {
     const ann = SegmentedAnn.create(d, 'cosine');
@@ -102,7 +96,7 @@ describe('SegmentedAnn', () => {
   });
 
   it('saves, maps sealed segments from their files, reopens with the same answers, and refuses damage', async () => {
-    const sub = path.join(dir, 'save');
+    const sub = path.join(dir(), 'save');
     const ann = SegmentedAnn.create(d, 'euclidean');
     const data = randomRows(2500, 5);
     ann.add(Array.from({ length: 1000 }, (_, i) => i), data.subarray(0, 1000 * d));
@@ -153,7 +147,7 @@ describe('SegmentedAnn', () => {
   });
 
   it('gives the same answers with its saved graphs shared with a worker thread', async () => {
-    const sub = path.join(dir, 'worker');
+    const sub = path.join(dir(), 'worker');
     const { ann, data } = fourSegments(6);
     const worker = new GraphWorker();
     try {
@@ -189,7 +183,7 @@ describe('SegmentedAnn', () => {
   });
 
   it('leaves half of the shared graphs to a worker that has other searches queued', async () => {
-    const sub = path.join(dir, 'busy');
+    const sub = path.join(dir(), 'busy');
     const { ann, data } = fourSegments(8);
     await ann.save(sub, '1', 1, 'db');
     ann.viewSaved();

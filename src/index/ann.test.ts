@@ -1,7 +1,6 @@
-import { describe, it, before, after } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { digestFile } from '../platform/file-digest.ts';
 import { Index, MetricKind, ScalarKind } from 'usearch';
@@ -9,6 +8,7 @@ import { AnnIndex } from './ann.ts';
 import { ANN_PARAMS, graphQuantization } from './graph-params.ts';
 import { SegmentedMatrix } from './matrix.ts';
 import { exactSearchMatrix } from './exact.ts';
+import { tempDirForSuite } from '../platform/temp-dir-test-support.ts';
 
 function rng(seed: number): () => number {
   return () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
@@ -27,13 +27,7 @@ function clustered(n: number, d: number, seed: number): Float32Array {
 }
 
 describe('AnnIndex', () => {
-  let dir: string;
-  before(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-ann-'));
-  });
-  after(async () => {
-    await fs.rm(dir, { recursive: true, force: true });
-  });
+  const dir = tempDirForSuite('vss-ann-');
 
   const d = 32;
   const n = 3000;
@@ -77,7 +71,7 @@ describe('AnnIndex', () => {
   it('writes a file, opens it in memory or as a view, and refuses damaged or foreign files without crashing', async () => {
     const ann = AnnIndex.create(d, 'euclidean');
     ann.add(ids, data);
-    const file = path.join(dir, '1.usearch');
+    const file = path.join(dir(), '1.usearch');
     const digest = await ann.writeFile(file);
     assert.deepEqual(digest, await digestFile(file));
     const q = data.subarray(0, d);
@@ -92,7 +86,7 @@ describe('AnnIndex', () => {
     const view = await AnnIndex.open(file, expect, 'view');
     assert.throws(() => view!.add([1], q), /read-only/);
 
-    assert.equal(await AnnIndex.open(path.join(dir, 'missing.usearch'), expect, 'load'), null);
+    assert.equal(await AnnIndex.open(path.join(dir(), 'missing.usearch'), expect, 'load'), null);
     assert.equal(await AnnIndex.open(file, { ...expect, dimension: d + 1 }, 'load'), null);
     assert.equal(await AnnIndex.open(file, { ...expect, size: n - 1 }, 'load'), null);
     assert.equal(await AnnIndex.open(file, { ...expect, digest: { ...digest, sha256: '0'.repeat(64) } }, 'view'), null);
@@ -100,7 +94,7 @@ describe('AnnIndex', () => {
     // A graph built with other parameters (an older version's) is not the one described: rebuilt.
     const older = new Index({ dimensions: d, metric: MetricKind.L2sq, quantization: ScalarKind.BF16, connectivity: ANN_PARAMS.connectivity / 2, expansion_add: 64, expansion_search: 64, multi: false });
     older.add(BigUint64Array.from(ids, (x) => BigInt(x)), data);
-    const olderFile = path.join(dir, 'older.usearch');
+    const olderFile = path.join(dir(), 'older.usearch');
     older.save(olderFile);
     const olderExpect = { ...expect, digest: await digestFile(olderFile) };
     assert.equal(await AnnIndex.open(olderFile, olderExpect, 'view'), null);
@@ -113,7 +107,7 @@ describe('AnnIndex', () => {
     for (let i = 0; i < garbage.length; i += 13) garbage[i] ^= 0x5a;
     await fs.writeFile(file, garbage);
     assert.equal(await AnnIndex.open(file, expect, 'load'), null, 'garbage');
-    const left = await fs.readdir(dir);
+    const left = await fs.readdir(dir());
     assert.ok(left.every((f) => !f.endsWith('.tmp')), `temp files left: ${left}`);
   });
 
@@ -123,7 +117,7 @@ describe('AnnIndex', () => {
     for (const metric of ['cosine', 'dot_product', 'euclidean'] as const) {
       const ann = AnnIndex.create(d, metric);
       ann.add(ids, data);
-      const file = path.join(dir, `width-${metric}.usearch`);
+      const file = path.join(dir(), `width-${metric}.usearch`);
       await ann.writeFile(file);
       const head = (await fs.readFile(file)).subarray(0, 8);
       assert.equal(head.readUInt32LE(0), n);
@@ -136,7 +130,7 @@ describe('AnnIndex', () => {
   it('opens a graph saved with another scalar kind as it was saved (bf16 graphs from before int8 ones)', async () => {
     const old = new Index({ dimensions: d, metric: MetricKind.Cos, quantization: ScalarKind.BF16, connectivity: ANN_PARAMS.connectivity, expansion_add: ANN_PARAMS.expansionAdd, expansion_search: ANN_PARAMS.expansionSearch, multi: false });
     old.add(BigUint64Array.from(ids, (x) => BigInt(x)), data, 0);
-    const file = path.join(dir, 'old-bf16.usearch');
+    const file = path.join(dir(), 'old-bf16.usearch');
     old.save(file);
     const want = Array.from({ length: 20 }, (_, q) => Array.from(old.search(data.subarray(q * 7 * d, (q * 7 + 1) * d), 10, 1).keys, Number));
     for (const how of ['view', 'load'] as const) {
@@ -153,13 +147,13 @@ describe('AnnIndex', () => {
     ann.add(ids, data);
     const q = data.subarray(5 * d, 6 * d);
     const before = ann.search(q, 20);
-    const file = path.join(dir, 'own.usearch');
-    const plain = path.join(dir, 'own-plain.usearch');
+    const file = path.join(dir(), 'own.usearch');
+    const plain = path.join(dir(), 'own-plain.usearch');
     const digest = await ann.writeFile(file, { forMapping: true });
     // The block copy holds exactly what usearch wrote, and no temp file is left behind.
     assert.deepEqual(await ann.writeFile(plain), digest);
     assert.deepEqual(await digestFile(file), digest);
-    assert.deepEqual((await fs.readdir(dir)).filter((f) => f.startsWith('own')).sort(), ['own-plain.usearch', 'own.usearch']);
+    assert.deepEqual((await fs.readdir(dir())).filter((f) => f.startsWith('own')).sort(), ['own-plain.usearch', 'own.usearch']);
     ann.becomeView(file);
     assert.ok(ann.viewed);
     assert.equal(ann.size, n);

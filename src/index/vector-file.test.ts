@@ -1,9 +1,9 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { FileMatrix, MemoryBudget, SCAN_ROWS, idsPath, sidecarPathOf } from './vector-file.ts';
+import { tempDirForSuite } from '../platform/temp-dir-test-support.ts';
 
 const vec = (d: number, x: number): Float32Array => Float32Array.from({ length: d }, (_, i) => x + i / 10);
 
@@ -19,17 +19,11 @@ function contents(m: FileMatrix): [number, number][] {
 }
 
 describe('FileMatrix', () => {
-  let dir: string;
-  before(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-vecfile-'));
-  });
-  after(async () => {
-    await fs.rm(dir, { recursive: true, force: true });
-  });
+  const dir = tempDirForSuite('vss-vecfile-');
 
   it('reserve() writes the space for new rows at once, and the rows then fill it', async () => {
     const d = 4;
-    const file = path.join(dir, 'reserve.f32');
+    const file = path.join(dir(), 'reserve.f32');
     const m = FileMatrix.create(file, d);
     m.setMany([1, 2], [vec(d, 1), vec(d, 2)]);
     m.reserve(3);
@@ -45,7 +39,7 @@ describe('FileMatrix', () => {
   it('puts every new row of a call in its own slot when a new row comes twice', () => {
     for (const bytes of [0, 1e9]) {
       const d = 2;
-      const m = FileMatrix.create(path.join(dir, `dup-${bytes}.f32`), d, new MemoryBudget(bytes));
+      const m = FileMatrix.create(path.join(dir(), `dup-${bytes}.f32`), d, new MemoryBudget(bytes));
       m.set(1, vec(d, 10));
       // Row 2 twice, then rows 3 and 4 after it, and an existing row among them.
       m.setMany([2, 3, 2, 4, 1, 5], [vec(d, 20), vec(d, 30), vec(d, 21), vec(d, 40), vec(d, 11), vec(d, 50)]);
@@ -60,7 +54,7 @@ describe('FileMatrix', () => {
   for (const [name, bytes] of [['from the file', 0], ['from memory', 1e9], ['from memory, then the file', 3 * 4 * 150]] as const) {
   it(`matches an in-memory model through random writes, deletes and a save and reopen (${name})`, async () => {
     const d = 3;
-    const file = path.join(dir, `model-${bytes}.f32`);
+    const file = path.join(dir(), `model-${bytes}.f32`);
     const budget = new MemoryBudget(bytes);
     let m = FileMatrix.create(file, d, budget);
     assert.equal(m.inMemory, bytes > 0);
@@ -100,7 +94,7 @@ describe('FileMatrix', () => {
   it('scans past one read block and gathers few or many rows in slot order', () => {
     const d = 2;
     const n = SCAN_ROWS * 2 + 123;
-    const m = FileMatrix.create(path.join(dir, 'big.f32'), d);
+    const m = FileMatrix.create(path.join(dir(), 'big.f32'), d);
     const ids = Array.from({ length: n }, (_, i) => i * 3 + 1);
     m.setMany(ids, ids.map((id) => vec(d, id)));
     const blocks = [...m.segments()].map((b) => b.rowIds.length);
@@ -126,7 +120,7 @@ describe('FileMatrix', () => {
   });
 
   it('is trusted only for the sequence and database it was saved with, and only whole', async () => {
-    const file = path.join(dir, 'trust.f32');
+    const file = path.join(dir(), 'trust.f32');
     const m = FileMatrix.create(file, 4);
     m.setMany([1, 2, 3], [vec(4, 1), vec(4, 2), vec(4, 3)]);
     await m.save(9, 'db-a');

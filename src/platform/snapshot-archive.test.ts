@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ArchiveError, extractArchive, readManifest, writeArchive } from './snapshot-archive.ts';
+import { tempDirForSuite } from './temp-dir-test-support.ts';
 
 /** An archive made by hand, well formed (length, digest) whatever its manifest says. */
 function handMade(manifest: unknown, members: Buffer[]): Buffer {
@@ -19,23 +19,19 @@ const member = (name: string, content: Buffer) => ({ name, size: content.length,
 const manifestOf = (members: ReturnType<typeof member>[], version = 1) => ({ format: 'vss-snapshot', version, created_at: '2026-11-25T00:00:00.000Z', storage: 'embedded', rows: { total: 0, tables: [] }, members });
 
 describe('snapshot archive', () => {
-  let dir: string;
-  before(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-archive-'));
-  });
-  after(() => fs.rm(dir, { recursive: true, force: true }));
+  const dir = tempDirForSuite('vss-archive-');
 
   it('writes members and reads them back exactly, empty ones included, private modes', async () => {
-    const src = path.join(dir, 'src');
+    const src = path.join(dir(), 'src');
     await fs.mkdir(path.join(src, 'files'), { recursive: true });
     await fs.writeFile(path.join(src, 'vss.db'), Buffer.alloc(3 * 2 ** 20 + 7, 7));
     await fs.writeFile(path.join(src, 'files', 'a'), '');
     await fs.writeFile(path.join(src, 'files', 'b'), 'bee');
-    const archive = path.join(dir, 'one.vss');
+    const archive = path.join(dir(), 'one.vss');
     const written = await writeArchive(archive, src, ['vss.db', 'files/a', 'files/b'], { created_at: 'now', storage: 'embedded', rows: { total: 0, tables: [] } });
     assert.equal((await fs.stat(archive)).mode & 0o777, 0o600);
     assert.deepEqual(await readManifest(archive), written);
-    const out = path.join(dir, 'out');
+    const out = path.join(dir(), 'out');
     await extractArchive(archive, out);
     assert.equal((await fs.stat(out)).mode & 0o777, 0o700);
     assert.deepEqual(await fs.readFile(path.join(out, 'vss.db')), await fs.readFile(path.join(src, 'vss.db')));
@@ -53,16 +49,16 @@ describe('snapshot archive', () => {
       ['a dot segment', manifestOf([member('files/../../evil', evil)]), /bad member name/],
       ['another format version', manifestOf([member('vss.db', evil)], 2), /version 2/],
     ] as const) {
-      const archive = path.join(dir, 'evil.vss');
+      const archive = path.join(dir(), 'evil.vss');
       await fs.writeFile(archive, handMade(manifest, [evil]));
-      const target = path.join(dir, 'evil-out', 'data');
+      const target = path.join(dir(), 'evil-out', 'data');
       await assert.rejects(extractArchive(archive, target), (e: Error) => e instanceof ArchiveError && match.test(e.message), what);
-      await assert.rejects(fs.access(path.join(dir, 'evil')), what);
+      await assert.rejects(fs.access(path.join(dir(), 'evil')), what);
       await assert.rejects(fs.access(target), what);
     }
     // The same bytes under a plain name are accepted: the refusals above are for the names.
-    await fs.writeFile(path.join(dir, 'fine.vss'), handMade(manifestOf([member('fine', evil)]), [evil]));
-    await extractArchive(path.join(dir, 'fine.vss'), path.join(dir, 'fine-out'));
-    assert.equal(await fs.readFile(path.join(dir, 'fine-out', 'fine'), 'utf8'), 'owned');
+    await fs.writeFile(path.join(dir(), 'fine.vss'), handMade(manifestOf([member('fine', evil)]), [evil]));
+    await extractArchive(path.join(dir(), 'fine.vss'), path.join(dir(), 'fine-out'));
+    assert.equal(await fs.readFile(path.join(dir(), 'fine-out', 'fine'), 'utf8'), 'owned');
   });
 });

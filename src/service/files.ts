@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { invalid, invalidFields, ServiceError, type CodedFieldError, type FieldError } from '../errors.ts';
 import { validateChunkOptions } from '../ingest/chunk.ts';
 import { ExtractPool } from '../ingest/extract/pool.ts';
-import { prepareFile, sanitizeFileName } from '../ingest/ingest.ts';
+import { prepareFile, sanitizeFileName, type PreparedFile } from '../ingest/ingest.ts';
 import type { FileRecord, KeyspaceInfo, MetadataRecord, VectorRow } from '../storage/api.ts';
 import { dimensionError, dimensionMismatch } from '../storage/vector-dimension.ts';
 import { authorizeKeyspace, reachableKeyspaces, requirePermission, type Caller } from './caller.ts';
@@ -121,8 +121,10 @@ export async function checkUpload(deps: Deps, caller: Caller, input: Omit<Upload
   }
   const { chunkSize, overlap } = validateChunkOptions({ chunkSize: input.chunk_size, overlap: input.chunk_overlap }, embedder.maxTokens - 2);
   if (existing === null) await checkTableQuota(deps, keyspace);
-  return { keyspace, tableName, ks, model, embedder, chunkSize, overlap };
+  return { keyspace, tableName, ks, model, embedder, modelPath, chunkSize, overlap };
 }
+
+type CheckedUpload = Awaited<ReturnType<typeof checkUpload>>;
 
 /**
  * Uploads a file: extracts its text (type decided by content), chunks it in model tokens, embeds
@@ -130,7 +132,8 @@ export async function checkUpload(deps: Deps, caller: Caller, input: Omit<Upload
  * atomic replacement of any earlier file of that name. Nothing is stored when any step fails.
  */
 export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput, extractor: ExtractPool): Promise<UploadOutput> {
-  const { keyspace, tableName, ks, model, embedder, chunkSize, overlap } = await checkUpload(deps, caller, input);
+  const checked = await checkUpload(deps, caller, input);
+  const { keyspace, tableName, ks, model, embedder, chunkSize, overlap } = checked;
   const name = sanitizeFileName(input.filename);
 
   const bytes = 'bytes' in input.source ? input.source.bytes : await readFile(input.source.path);
@@ -153,6 +156,42 @@ export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput,
       throw e;
     });
 
+  const stored = storedUpload(checked, name, bytes, prepared, vectors);
+  await storeUpload(deps, checked, stored, input.signal);
+
+  const { files } = await listFiles(deps, caller);
+  return {
+    files,
+    file: {
+      ...view(stored.file),
+      method: prepared.method,
+      model,
+      chunk_size: chunkSize,
+      chunk_overlap: overlap,
+      replaced: old !== null,
+      ...pageFields(prepared),
+    },
+  };
+}
+
+/** The pages read and the truncation flag, where the file has them: in the answer and in the metadata record's details. */
+function pageFields(prepared: PreparedFile) {
+  return {
+    ...(prepared.pages !== undefined ? { pages: prepared.pages, total_pages: prepared.totalPages } : {}),
+    ...(prepared.truncated ? { truncated: true } : {}),
+  };
+}
+
+interface StoredUpload {
+  file: FileRecord;
+  content: Buffer;
+  rows: VectorRow[];
+  record: MetadataRecord;
+}
+
+/** What an upload stores: its content, one row a chunk (keyed `name#i`), the file entry, and its metadata record with the processing details. */
+function storedUpload(checked: CheckedUpload, name: string, bytes: Buffer, prepared: PreparedFile, vectors: Float32Array[]): StoredUpload {
+  const { keyspace, tableName, model, chunkSize, overlap } = checked;
   const rows: VectorRow[] = prepared.chunks.map((c, i) => ({
     key: `${name}#${i}`,
     vector: vectors[i],
@@ -178,8 +217,7 @@ export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput,
     method: prepared.method,
     size: bytes.length,
     sha256,
-    ...(prepared.pages !== undefined ? { pages: prepared.pages, total_pages: prepared.totalPages } : {}),
-    ...(prepared.truncated ? { truncated: true } : {}),
+    ...pageFields(prepared),
     uploaded_at: file.createdAt,
   };
   const record: MetadataRecord = {
@@ -190,35 +228,25 @@ export async function uploadFile(deps: Deps, caller: Caller, input: UploadInput,
     source_type: prepared.type,
     processing_details: JSON.stringify(details),
   };
+  return { file, content: bytes, rows, record };
+}
+
+/** Stores an upload in one replacement, with the owner's quotas checked again under the owner's lock and the table made if need be. */
+async function storeUpload(deps: Deps, checked: CheckedUpload, { file, content, rows, record }: StoredUpload, signal: AbortSignal | undefined): Promise<void> {
+  const { keyspace, tableName, ks, model, embedder, modelPath } = checked;
   await forOwner(deps.storage, ks.owner, async () => {
-    stopIfLeft(input.signal);
+    stopIfLeft(signal);
     // Again, now that nothing else of this owner's is being written (see owner-lock.ts).
-    const current = await deps.storage.getFile(keyspace, tableName, name);
-    await checkFileQuota(deps, ks.owner, bytes.length - (current?.size ?? 0));
+    const current = await deps.storage.getFile(keyspace, tableName, file.name);
+    await checkFileQuota(deps, ks.owner, file.size - (current?.size ?? 0));
     await checkVectorQuota(deps, ks.owner, rows.length - (current?.chunks ?? 0));
     // Made only now, so that a failed upload leaves no empty table behind.
     const table = await deps.storage.createTable({ keyspace, name: tableName, dimension: embedder.dimension, metric: 'cosine', model }, { ifNotExists: true });
     if (table.dimension !== embedder.dimension) {
-      const path = input.model_name !== undefined ? '/body/model_name' : '/body/table';
-      throw dimensionMismatch([dimensionError(path, embedder.dimension, table.dimension)], table.dimension, embedder.dimension);
+      throw dimensionMismatch([dimensionError(modelPath, embedder.dimension, table.dimension)], table.dimension, embedder.dimension);
     }
-    await deps.storage.replaceFile(file, bytes, rows, record);
+    await deps.storage.replaceFile(file, content, rows, record);
   });
-
-  const { files } = await listFiles(deps, caller);
-  return {
-    files,
-    file: {
-      ...view(file),
-      method: prepared.method,
-      model,
-      chunk_size: chunkSize,
-      chunk_overlap: overlap,
-      replaced: old !== null,
-      ...(prepared.pages !== undefined ? { pages: prepared.pages, total_pages: prepared.totalPages } : {}),
-      ...(prepared.truncated ? { truncated: true } : {}),
-    },
-  };
 }
 
 /** `{files: [names], details: [...]}`, one entry per file (the same order in both), by keyspace, table, name. */

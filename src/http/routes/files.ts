@@ -16,7 +16,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { diskFull, isDiskFull, ServiceError, type FieldError } from '../../errors.ts';
 import type { Caller } from '../../service/caller.ts';
@@ -171,6 +171,39 @@ async function sweepStaleUploads(dir: string): Promise<void> {
   }
 }
 
+/**
+ * POST /v1/embed/'s work: one of the caller's upload slots held throughout, the file part written
+ * to a temporary file under `uploads` (removed whatever happens), then the service's upload, which
+ * stops when the client leaves.
+ */
+async function receiveUpload(
+  ctx: { deps: Deps; uploads: string; slots: UploadSlots; extractor: ReturnType<typeof createExtractPool> },
+  req: FastifyRequest,
+  reply: FastifyReply,
+) {
+  const { deps, uploads, slots, extractor } = ctx;
+  const caller = callerOf(req);
+  // Held until the work stops (a client that left frees it only once the upload has stopped).
+  const release = slots.claim(caller.userId);
+  try {
+    // The response closing before it is written means the client left: stop the upload's work.
+    const left = new AbortController();
+    reply.raw.once('close', () => reply.raw.writableFinished || left.abort());
+    if (!req.isMultipart()) {
+      throw new ServiceError('unsupported_media_type', 'POST /v1/embed/ takes multipart/form-data with the file in the field `file`.');
+    }
+    const target = path.join(uploads, `${randomUUID()}.part`);
+    try {
+      const input = await receiveForm(deps, caller, req, target);
+      return await uploadFile(deps, caller, { ...input, signal: left.signal }, extractor);
+    } finally {
+      await rm(target, { force: true });
+    }
+  } finally {
+    release();
+  }
+}
+
 export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const limit = deps.config.limits.uploadBytes;
   const uploads = path.join(deps.config.dataDir, 'uploads');
@@ -211,28 +244,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app,
       const declared = Number(req.headers['content-length']);
       if (Number.isFinite(declared) && declared > limit + MULTIPART_OVERHEAD) throw tooLarge(limit);
     },
-    handler: async (req, reply) => {
-      const caller = callerOf(req);
-      // Held until the work stops (a client that left frees it only once the upload has stopped).
-      const release = slots.claim(caller.userId);
-      try {
-        // The response closing before it is written means the client left: stop the upload's work.
-        const left = new AbortController();
-        reply.raw.once('close', () => reply.raw.writableFinished || left.abort());
-        if (!req.isMultipart()) {
-          throw new ServiceError('unsupported_media_type', 'POST /v1/embed/ takes multipart/form-data with the file in the field `file`.');
-        }
-        const target = path.join(uploads, `${randomUUID()}.part`);
-        try {
-          const input = await receiveForm(deps, caller, req, target);
-          return await uploadFile(deps, caller, { ...input, signal: left.signal }, extractor);
-        } finally {
-          await rm(target, { force: true });
-        }
-      } finally {
-        release();
-      }
-    },
+    handler: (req, reply) => receiveUpload({ deps, uploads, slots, extractor }, req, reply),
   });
 
   app.get('/v1/files/', {

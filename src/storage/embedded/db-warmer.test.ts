@@ -1,13 +1,13 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { DbWarmer } from './db-warmer.ts';
 import { YieldSignal } from '../../platform/yield-signal.ts';
 import { openEmbeddedStorage, type EmbeddedStorage } from './embedded-storage.ts';
+import { tempDirForSuite } from '../../platform/temp-dir-test-support.ts';
 
 /** Resident bytes of this process's mappings of `file` (Linux: /proc/self/smaps). */
 function mappedResidentBytes(file: string): number {
@@ -34,16 +34,10 @@ async function filled(dataDir: string, mmapBytes: number): Promise<EmbeddedStora
 }
 
 describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /proc/self/smaps' }, () => {
-  let dir: string;
-  before(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-warm-'));
-  });
-  after(async () => {
-    await fs.rm(dir, { recursive: true, force: true });
-  });
+  const dir = tempDirForSuite('vss-warm-');
 
   it('reads every searched row through a map that stays resident', async () => {
-    const dataDir = path.join(dir, 'mapped');
+    const dataDir = path.join(dir(), 'mapped');
     const s = await filled(dataDir, 2 ** 31);
     try {
       const file = path.join(dataDir, 'vss.db');
@@ -64,7 +58,7 @@ describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /
   });
 
   it('slows down to a slice per rest while searches are being served', async () => {
-    const dataDir = path.join(dir, 'busy');
+    const dataDir = path.join(dir(), 'busy');
     // Closed first: nothing else on this thread, so the search count moves every 2 ms as meant.
     await (await filled(dataDir, 2 ** 31)).close();
     // 6,000 rows in slices of 100: 60 slices, each a rest of 20 ms apart while searches run.
@@ -90,7 +84,7 @@ describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /
   });
 
   it('maps nothing when the map size is 0', async () => {
-    const dataDir = path.join(dir, 'plain');
+    const dataDir = path.join(dir(), 'plain');
     const s = await filled(dataDir, 0);
     try {
       const pass = await s.warmDatabase();

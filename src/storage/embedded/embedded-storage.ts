@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import { removeDeadTemps } from '../../platform/durable-file.ts';
 import { DIR_MODE, FILE_MODE } from '../../platform/private-dir.ts';
 import { ServiceError } from '../../errors.ts';
-import type { Storage } from '../api.ts';
+import type { AccountStore, CatalogStore, FileStore, MetadataStore, Storage, VectorStore } from '../api.ts';
 import { Accounts } from './accounts.ts';
 import { Catalog } from './catalog.ts';
 import { Files } from './files.ts';
@@ -90,23 +90,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const started = performance.now();
   const dataDir = path.resolve(opts.dataDir);
   const mmapBytes = Math.max(0, Math.floor(opts.mmapBytes ?? 2 ** 31));
-  let raw: Database.Database;
-  try {
-    fs.mkdirSync(dataDir, { recursive: true, mode: DIR_MODE });
-    // SQLite gives its -wal and -shm files the database file's mode: made 0600 here, they are too.
-    const dbFile = path.join(dataDir, 'vss.db');
-    fs.closeSync(fs.openSync(dbFile, 'a', FILE_MODE));
-    raw = new Database(dbFile);
-    raw.pragma('journal_mode = WAL');
-    raw.pragma('synchronous = FULL');
-    raw.pragma('foreign_keys = ON');
-    raw.pragma('busy_timeout = 5000');
-    raw.pragma('cache_size = -65536');
-    raw.pragma(`mmap_size = ${mmapBytes}`);
-    migrate(raw);
-  } catch (e) {
-    throw new ServiceError('storage_unavailable', `cannot open the embedded database in ${dataDir}: ${(e as Error).message}`, { cause: e });
-  }
+  const raw = openDatabase(dataDir, mmapBytes);
   const db = new Db(raw);
   const meta = (k: string): unknown => db.stmt('SELECT v FROM meta WHERE k = ?').pluck().get(k);
   const seq = new SeqCounter(Number(meta('seq')));
@@ -120,21 +104,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     { dir: path.join(dataDir, 'indexes'), segmentRows: 250_000, ...opts.index, tag, log: opts.log, worker, searches },
     sqlIndexSource(db, seq),
   );
-  const vectorDir = path.join(dataDir, 'vectors');
-  const matrices: FileMatrix[] = [];
-  const untrusted = new Set<number>();
-  const budget = new MemoryBudget(opts.vectorMemoryBytes ?? 256 * 2 ** 20);
-  const matrixFor = (meta: TableMeta, fresh: boolean): FileMatrix => {
-    const file = path.join(vectorDir, `${meta.id}.f32`);
-    let m = fresh ? null : FileMatrix.openSaved(file, meta.dimension, { seq: seq.value, tag }, budget);
-    if (m === null) {
-      if (!fresh) untrusted.add(meta.id);
-      fs.mkdirSync(vectorDir, { recursive: true, mode: DIR_MODE });
-      m = FileMatrix.create(file, meta.dimension, budget);
-    }
-    matrices.push(m);
-    return m;
-  };
+  const { matrices, untrusted, matrixFor } = vectorFiles(path.join(dataDir, 'vectors'), seq, tag, new MemoryBudget(opts.vectorMemoryBytes ?? 256 * 2 ** 20));
   const catalog = new Catalog(db, keeper, opts.defaultReplication ?? 'local', matrixFor);
   const now = opts.clock ?? Date.now;
   const vectors = new Vectors(db, catalog, keeper, seq, { exactBelowRows: opts.index.exactBelowRows, worker, now });
@@ -142,17 +112,9 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const metadata = new MetadataRecords(db, now);
   const files = new Files(db, vectors, path.join(dataDir, 'files'), () => closing === null);
 
-  let rows = 0;
-  let refilled: number;
+  let loaded: { rows: number; refilled: number };
   try {
-    const tables = catalog.loadTables();
-    // Not closed cleanly since its last write (or never saved): the database is the truth.
-    refilled = vectors.fillMatrices(tables.filter((t) => untrusted.has(t.meta.id)), opts.log);
-    for (const t of tables) {
-      rows += t.matrix.size;
-      keeper.restore(t);
-    }
-    vectors.loadExpiry();
+    loaded = loadTables(catalog, vectors, keeper, untrusted, opts.log);
     files.sweep();
     for (const sub of ['indexes', 'vectors', 'files']) removeDeadTemps(path.join(dataDir, sub));
   } catch (e) {
@@ -169,17 +131,11 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   let closing: Promise<void> | null = null;
   /** Snapshots under way: close() lets them finish, since the database cannot close under a backup. */
   const snapshots = new Set<Promise<unknown>>();
-  /** Runs a synchronous body as an async method, refusing after close and mapping driver errors. */
-  const run = async <T>(fn: () => T): Promise<T> => {
-    if (closing) throw new ServiceError('storage_unavailable', 'the embedded store is closed');
-    try {
-      return fn();
-    } catch (e) {
-      throw mapStorageError(e);
-    }
-  };
-  /** The same for a body that awaits file I/O (its SQL part still runs in one synchronous turn). */
-  const runAsync = async <T>(fn: () => Promise<T>): Promise<T> => {
+  /**
+   * Runs a method's body, refusing after close and mapping driver errors. A body that awaits file
+   * I/O still runs its SQL part in one synchronous turn.
+   */
+  const run: Guard = async (fn) => {
     if (closing) throw new ServiceError('storage_unavailable', 'the embedded store is closed');
     try {
       return await fn();
@@ -190,56 +146,13 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
 
   const storage: EmbeddedStorage = {
     kind: 'embedded',
-    startup: { ms: Math.round(performance.now() - started), rows, refilled },
+    startup: { ms: Math.round(performance.now() - started), ...loaded },
 
-    createKeyspace: (ks) => run(() => catalog.createKeyspace(ks)),
-    getKeyspace: (name) => run(() => catalog.getKeyspace(name)),
-    listKeyspaces: (owner) => run(() => catalog.listKeyspaces(owner)),
-    createTable: (t, o) => run(() => catalog.createTable(t, o)),
-    getTable: (ks, name) => run(() => catalog.getTable(ks, name)),
-    // Counted by vectors.ts, which leaves out rows expired but not yet swept.
-    listTables: (ks) => run(() => catalog.listTables(ks).map((t) => ({ ...t, rowCount: vectors.count(ks, t.name) }))),
-
-    // A bulk load waits for the graphs before it commits while its table's tail is long (IndexKeeper.roomFor).
-    upsertVectors: (ks, t, rows) =>
-      runAsync(async () => {
-        await keeper.roomFor(catalog.require(ks, t));
-        return run(() => vectors.upsert(ks, t, rows));
-      }),
-    getVector: (ks, t, key) => run(() => vectors.get(ks, t, key)),
-    deleteVectors: (ks, t, keys) => run(() => vectors.deleteKeys(ks, t, keys)),
-    deleteByFilter: (ks, t, filter) => run(() => vectors.deleteByFilter(ks, t, filter)),
-    countVectors: (ks, t, filter) => run(() => vectors.count(ks, t, filter)),
-    scanVectors: (ks, t, o) => run(() => scanVectors(db, catalog, ks, t, o, now())),
-    search: (ks, t, q) => runAsync(() => vectors.search(ks, t, q)),
-    lexicalSearch: (ks, t, q) => run(() => vectors.lexicalSearch(ks, t, q)),
-    getDefaultTtl: (ks, t) => run(() => catalog.getDefaultTtl(ks, t)),
-    setDefaultTtl: (ks, t, seconds) => run(() => catalog.setDefaultTtl(ks, t, seconds)),
-
-    upsertMetadata: (records) => run(() => metadata.upsert(records)),
-    getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
-    scanMetadata: (ks, t, o) => run(() => metadata.scan(ks, t, o)),
-
-    replaceFile: (file, content, rows, record) => runAsync(() => files.replace(file, content, rows, record)),
-    getFile: (ks, t, name) => run(() => files.get(ks, t, name)),
-    readFileContent: (ks, t, name) => runAsync(() => files.readContent(ks, t, name)),
-    listFiles: (keyspaces) => run(() => files.list(keyspaces)),
-    deleteFile: (ks, t, name) => runAsync(() => files.delete(ks, t, name)),
-
-    createUser: (u) => run(() => accounts.createUser(u)),
-    getUser: (id) => run(() => accounts.getUser(id)),
-    getUserByEmail: (email) => run(() => accounts.getUserByEmail(email)),
-    listUsers: () => run(() => accounts.listUsers()),
-    createApiKey: (k) => run(() => accounts.createApiKey(k)),
-    findApiKeyByHash: (hash) => run(() => accounts.findApiKeyByHash(hash)),
-    listApiKeys: (userId) => run(() => accounts.listApiKeys(userId)),
-    countApiKeys: () => run(() => accounts.countApiKeys()),
-    getApiKey: (id) => run(() => accounts.getApiKey(id)),
-    revokeApiKey: (id) => run(() => accounts.revokeApiKey(id)),
-    addConnection: (userId, c) => run(() => accounts.addConnection(userId, c)),
-    setUserPlan: (userId, plan) => run(() => accounts.setUserPlan(userId, plan)),
-    applyWebhookEvent: (id, type, change) => run(() => accounts.applyWebhookEvent(id, type, change)),
-    usageOf: (userId) => run(() => accounts.usageOf(userId)),
+    ...catalogStore(run, catalog, vectors),
+    ...vectorStore(run, { db, catalog, keeper, vectors, now }),
+    ...metadataStore(run, metadata),
+    ...fileStore(run, files),
+    ...accountStore(run, accounts),
 
     ping: async () => {
       if (closing) return false;
@@ -254,31 +167,173 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     warmDatabase: () => warmer.warm(),
     searchCounts: () => ({ ...vectors.searches }),
     flushIndexes: () => keeper.saveDirty(),
-    sweepExpired: () => runAsync(() => sweep.run()),
+    sweepExpired: () => run(() => sweep.run()),
     snapshot: (dir, onProgress) =>
-      runAsync(() => {
+      run(() => {
         const taking = snapshotInto(raw, files, dataDir, dir, onProgress);
         snapshots.add(taking);
         return taking.finally(() => snapshots.delete(taking));
       }),
     close: () => {
-      closing ??= (async () => {
-        await Promise.allSettled([...snapshots]);
-        try {
-          await sweep.close();
-          await warmer.close();
-          await keeper.close();
-          // Last, with nothing left to write: the files then match the database's final seq.
-          for (const m of matrices) await m.save(seq.value, tag);
-        } finally {
-          for (const m of matrices) m.close();
-          await worker?.close();
-          raw.close();
-        }
-      })();
+      closing ??= closeStore({ snapshots, background: [sweep, warmer, keeper], matrices, seq, tag, worker, raw });
       return closing;
     },
   };
 
   return storage;
+}
+
+/**
+ * Closes the store: snapshots under way finish, the background work stops, the vector files are
+ * saved last (with nothing left to write they match the database's final seq), then all is released.
+ */
+async function closeStore(parts: {
+  snapshots: Set<Promise<unknown>>;
+  background: { close(): Promise<void> }[];
+  matrices: FileMatrix[];
+  seq: SeqCounter;
+  tag: string;
+  worker: GraphWorker | null;
+  raw: Database.Database;
+}): Promise<void> {
+  const { snapshots, background, matrices, seq, tag, worker, raw } = parts;
+  await Promise.allSettled([...snapshots]);
+  try {
+    for (const b of background) await b.close();
+    for (const m of matrices) await m.save(seq.value, tag);
+  } finally {
+    for (const m of matrices) m.close();
+    await worker?.close();
+    raw.close();
+  }
+}
+
+/** A storage method's guard: runs its body unless the store is closed, mapping driver errors. */
+type Guard = <T>(fn: () => T | Promise<T>) => Promise<T>;
+
+/** Opens (creating if need be) the data directory's database, owner-only, and brings its schema up to date. */
+function openDatabase(dataDir: string, mmapBytes: number): Database.Database {
+  try {
+    fs.mkdirSync(dataDir, { recursive: true, mode: DIR_MODE });
+    // SQLite gives its -wal and -shm files the database file's mode: made 0600 here, they are too.
+    const dbFile = path.join(dataDir, 'vss.db');
+    fs.closeSync(fs.openSync(dbFile, 'a', FILE_MODE));
+    const raw = new Database(dbFile);
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('synchronous = FULL');
+    raw.pragma('foreign_keys = ON');
+    raw.pragma('busy_timeout = 5000');
+    raw.pragma('cache_size = -65536');
+    raw.pragma(`mmap_size = ${mmapBytes}`);
+    migrate(raw);
+    return raw;
+  } catch (e) {
+    throw new ServiceError('storage_unavailable', `cannot open the embedded database in ${dataDir}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/**
+ * Each table's vector file in `dir`: `matrixFor` opens a table's saved file when it matches the
+ * database (its seq and tag), else makes an empty one and marks the table untrusted, to be refilled
+ * from the database. `matrices` holds every file opened, for close() to save and close.
+ */
+function vectorFiles(dir: string, seq: SeqCounter, tag: string, budget: MemoryBudget) {
+  const matrices: FileMatrix[] = [];
+  const untrusted = new Set<number>();
+  const matrixFor = (meta: TableMeta, fresh: boolean): FileMatrix => {
+    const file = path.join(dir, `${meta.id}.f32`);
+    let m = fresh ? null : FileMatrix.openSaved(file, meta.dimension, { seq: seq.value, tag }, budget);
+    if (m === null) {
+      if (!fresh) untrusted.add(meta.id);
+      fs.mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+      m = FileMatrix.create(file, meta.dimension, budget);
+    }
+    matrices.push(m);
+    return m;
+  };
+  return { matrices, untrusted, matrixFor };
+}
+
+/** Loads every table at start: refills the untrusted ones' vectors from the database, hands each to its index keeper. */
+function loadTables(catalog: Catalog, vectors: Vectors, keeper: IndexKeeper, untrusted: Set<number>, log: EmbeddedOptions['log']): { rows: number; refilled: number } {
+  const tables = catalog.loadTables();
+  // Not closed cleanly since its last write (or never saved): the database is the truth.
+  const refilled = vectors.fillMatrices(tables.filter((t) => untrusted.has(t.meta.id)), log);
+  let rows = 0;
+  for (const t of tables) {
+    rows += t.matrix.size;
+    keeper.restore(t);
+  }
+  vectors.loadExpiry();
+  return { rows, refilled };
+}
+
+function catalogStore(run: Guard, catalog: Catalog, vectors: Vectors): CatalogStore {
+  return {
+    createKeyspace: (ks) => run(() => catalog.createKeyspace(ks)),
+    getKeyspace: (name) => run(() => catalog.getKeyspace(name)),
+    listKeyspaces: (owner) => run(() => catalog.listKeyspaces(owner)),
+    createTable: (t, o) => run(() => catalog.createTable(t, o)),
+    getTable: (ks, name) => run(() => catalog.getTable(ks, name)),
+    // Counted by vectors.ts, which leaves out rows expired but not yet swept.
+    listTables: (ks) => run(() => catalog.listTables(ks).map((t) => ({ ...t, rowCount: vectors.count(ks, t.name) }))),
+  };
+}
+
+function vectorStore(run: Guard, parts: { db: Db; catalog: Catalog; keeper: IndexKeeper; vectors: Vectors; now: () => number }): VectorStore {
+  const { db, catalog, keeper, vectors, now } = parts;
+  return {
+    // A bulk load waits for the graphs before it commits while its table's tail is long (IndexKeeper.roomFor).
+    upsertVectors: (ks, t, rows) =>
+      run(async () => {
+        await keeper.roomFor(catalog.require(ks, t));
+        return run(() => vectors.upsert(ks, t, rows));
+      }),
+    getVector: (ks, t, key) => run(() => vectors.get(ks, t, key)),
+    deleteVectors: (ks, t, keys) => run(() => vectors.deleteKeys(ks, t, keys)),
+    deleteByFilter: (ks, t, filter) => run(() => vectors.deleteByFilter(ks, t, filter)),
+    countVectors: (ks, t, filter) => run(() => vectors.count(ks, t, filter)),
+    scanVectors: (ks, t, o) => run(() => scanVectors(db, catalog, ks, t, o, now())),
+    search: (ks, t, q) => run(() => vectors.search(ks, t, q)),
+    lexicalSearch: (ks, t, q) => run(() => vectors.lexicalSearch(ks, t, q)),
+    getDefaultTtl: (ks, t) => run(() => catalog.getDefaultTtl(ks, t)),
+    setDefaultTtl: (ks, t, seconds) => run(() => catalog.setDefaultTtl(ks, t, seconds)),
+  };
+}
+
+function metadataStore(run: Guard, metadata: MetadataRecords): MetadataStore {
+  return {
+    upsertMetadata: (records) => run(() => metadata.upsert(records)),
+    getMetadata: (ks, t, files) => run(() => metadata.get(ks, t, files)),
+    scanMetadata: (ks, t, o) => run(() => metadata.scan(ks, t, o)),
+  };
+}
+
+function fileStore(run: Guard, files: Files): FileStore {
+  return {
+    replaceFile: (file, content, rows, record) => run(() => files.replace(file, content, rows, record)),
+    getFile: (ks, t, name) => run(() => files.get(ks, t, name)),
+    readFileContent: (ks, t, name) => run(() => files.readContent(ks, t, name)),
+    listFiles: (keyspaces) => run(() => files.list(keyspaces)),
+    deleteFile: (ks, t, name) => run(() => files.delete(ks, t, name)),
+  };
+}
+
+function accountStore(run: Guard, accounts: Accounts): AccountStore {
+  return {
+    createUser: (u) => run(() => accounts.createUser(u)),
+    getUser: (id) => run(() => accounts.getUser(id)),
+    getUserByEmail: (email) => run(() => accounts.getUserByEmail(email)),
+    listUsers: () => run(() => accounts.listUsers()),
+    createApiKey: (k) => run(() => accounts.createApiKey(k)),
+    findApiKeyByHash: (hash) => run(() => accounts.findApiKeyByHash(hash)),
+    listApiKeys: (userId) => run(() => accounts.listApiKeys(userId)),
+    countApiKeys: () => run(() => accounts.countApiKeys()),
+    getApiKey: (id) => run(() => accounts.getApiKey(id)),
+    revokeApiKey: (id) => run(() => accounts.revokeApiKey(id)),
+    addConnection: (userId, c) => run(() => accounts.addConnection(userId, c)),
+    setUserPlan: (userId, plan) => run(() => accounts.setUserPlan(userId, plan)),
+    applyWebhookEvent: (id, type, change) => run(() => accounts.applyWebhookEvent(id, type, change)),
+    usageOf: (userId) => run(() => accounts.usageOf(userId)),
+  };
 }

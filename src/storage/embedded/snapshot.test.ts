@@ -1,28 +1,24 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { openEmbeddedStorage } from './embedded-storage.ts';
+import { tempDirForSuite } from '../../platform/temp-dir-test-support.ts';
 
 const index = { saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows: 10_000 };
 
 describe('embedded snapshot', () => {
-  let dir: string;
-  before(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-snapshot-'));
-  });
-  after(() => fs.rm(dir, { recursive: true, force: true }));
+  const dir = tempDirForSuite('vss-snapshot-');
 
   it('lets a snapshot under way finish before the store closes, and the copy opens as a store with its rows', async () => {
-    const data = path.join(dir, 'data');
+    const data = path.join(dir(), 'data');
     const s = await openEmbeddedStorage({ dataDir: data, index });
     await s.createKeyspace({ name: 'ks', owner: null });
     await s.createTable({ keyspace: 'ks', name: 't', dimension: 64, metric: 'cosine', model: null });
     // Several megabytes: the backup takes many steps, and close() comes while it is under way.
     const rows = Array.from({ length: 20_000 }, (_, i) => ({ key: `k${i}`, vector: Float32Array.from({ length: 64 }, (_, j) => Math.sin(i + j) + 1.5), metadata: { i }, text: `row ${i}` }));
     for (let i = 0; i < rows.length; i += 5000) await s.upsertVectors('ks', 't', rows.slice(i, i + 5000));
-    const copy = path.join(dir, 'copy');
+    const copy = path.join(dir(), 'copy');
     await fs.mkdir(copy);
     const fractions: number[] = [];
     // close() is asked from the backup's first progress report: surely while it is under way.
