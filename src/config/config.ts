@@ -135,6 +135,11 @@ export interface Config {
    * priority `nice` so that a query's call is scheduled first.
    */
   readonly embedBulk: { readonly workers: number; readonly threads: number; readonly nice: number };
+  /**
+   * Most work per model call, on every session: rows × padded length (`tokens`) and rows × padded
+   * length² (`attention`); larger batches run as several calls (src/embedding/model.ts callGroups).
+   */
+  readonly embedCall: { readonly tokens: number; readonly attention: number };
   /** ANN index upkeep: save after this many changes or this many ms, whichever comes first. */
   /** MiB of vectors that small tables may also keep in memory (bigger ones are scanned from their files). */
   readonly vectorMemoryMb: number;
@@ -372,6 +377,10 @@ function readTuning({ int }: EnvReader): Pick<Config, 'embedding' | 'embedBulk' 
       workers: int('VSS_EMBED_BULK_WORKERS', os.availableParallelism(), 0, 256),
       threads: int('VSS_EMBED_BULK_THREADS', 1, 1, 256),
       nice: int('VSS_EMBED_BULK_NICE', 10, 0, 19),
+    },
+    embedCall: {
+      tokens: int('VSS_EMBED_CALL_TOKENS', 4096, 512, 1_048_576),
+      attention: int('VSS_EMBED_CALL_ATTENTION', 524_288, 65_536, 1_073_741_824),
     },
     extract: {
       workers: int('VSS_EXTRACT_WORKERS', 2, 1, 64),

@@ -19,9 +19,12 @@ export interface BulkPoolOptions {
   readonly threads: number;
   /** The threads' nice value (0: as the server's). */
   readonly nice: number;
+  /** Most work per model call (model.ts LoadModelOptions). */
+  readonly callTokens?: number;
+  readonly callAttention?: number;
 }
 
-export type BulkWorkerData = Pick<BulkPoolOptions, 'modelDir' | 'name' | 'threads' | 'nice'>;
+export type BulkWorkerData = Pick<BulkPoolOptions, 'modelDir' | 'name' | 'threads' | 'nice' | 'callTokens' | 'callAttention'>;
 export type ToBulkWorker = { id: number; texts: string[] };
 export type FromBulkWorker =
   | { type: 'ready' }
@@ -70,7 +73,7 @@ export class BulkPool implements BulkEncoder {
   static async start(opts: BulkPoolOptions): Promise<BulkPool> {
     if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new RangeError('workers must be an integer >= 1');
     const pool = new BulkPool(opts.dimension);
-    const data: BulkWorkerData = { modelDir: opts.modelDir, name: opts.name, threads: opts.threads, nice: opts.nice };
+    const data: BulkWorkerData = { modelDir: opts.modelDir, name: opts.name, threads: opts.threads, nice: opts.nice, callTokens: opts.callTokens, callAttention: opts.callAttention };
     const starts = Array.from({ length: opts.workers }, () => pool.startThread(data));
     const results = await Promise.allSettled(starts);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../config/config.ts';
-import { loadModel, type EmbeddingModel } from './model.ts';
+import { callGroups, loadModel, type EmbeddingModel } from './model.ts';
 
 const MODEL_DIR = path.join(PROJECT_ROOT, 'models');
 const NAME = 'all-MiniLM-L6-v2';
@@ -106,6 +106,48 @@ describe('all-MiniLM-L6-v2', () => {
 
   test('embed([]) is empty', async () => {
     assert.deepEqual(await model.embed([]), { vectors: [], tokens: [] });
+  });
+});
+
+describe('the per-call budget', () => {
+  test('callGroups keeps a batch within the budget whole and in order', () => {
+    assert.deepEqual(callGroups([5, 3, 9], { tokens: 27, attention: 243 }), [[0, 1, 2]]);
+  });
+
+  test('callGroups splits by length, each call within both bounds, every text once', () => {
+    const tokens = Array.from({ length: 100 }, (_, i) => 2 + ((i * 37) % 255));
+    const budget = { tokens: 1024, attention: 1024 * 64 };
+    const groups = callGroups(tokens, budget);
+    assert.ok(groups.length > 1);
+    assert.deepEqual(groups.flat().sort((a, b) => a - b), tokens.map((_, i) => i));
+    for (const g of groups) {
+      const longest = Math.max(...g.map((i) => tokens[i]));
+      assert.ok(g.length * longest <= budget.tokens, `${g.length} rows of ${longest}`);
+      assert.ok(g.length * longest * longest <= budget.attention, `${g.length} rows of ${longest}²`);
+    }
+  });
+
+  test('a text longer than the budget still gets a call of its own', () => {
+    assert.deepEqual(callGroups([300, 10], { tokens: 256, attention: 65_536 }), [[1], [0]]);
+  });
+
+  test('a batch split by a small budget gives the same vectors as one call', async () => {
+    const words = 'the quick brown fox jumps over a lazy dog while rivers carry silt to the sea'.split(' ');
+    const texts = Array.from({ length: 40 }, (_, i) => Array.from({ length: 1 + ((i * 29) % 180) }, (_, k) => words[(i + k) % words.length]).join(' '));
+    const whole = await loadModel(MODEL_DIR, NAME, { callTokens: 1_000_000, callAttention: 1e12 });
+    const split = await loadModel(MODEL_DIR, NAME, { callTokens: 512, callAttention: 65_536 });
+    try {
+      const a = await whole.embed(texts);
+      const b = await split.embed(texts);
+      assert.deepEqual(b.tokens, a.tokens);
+      assert.ok(callGroups(a.tokens, { tokens: 512, attention: 65_536 }).length > 4, 'the small budget splits this batch');
+      for (let i = 0; i < texts.length; i++) {
+        for (let d = 0; d < whole.dimension; d++) assert.ok(Math.abs(a.vectors[i][d] - b.vectors[i][d]) < 1e-5, `text ${i} dim ${d}`);
+      }
+    } finally {
+      await whole.dispose();
+      await split.dispose();
+    }
   });
 });
 

@@ -39,7 +39,20 @@ export interface TokenizedText {
 export interface LoadModelOptions {
   /** ONNX Runtime intra-op threads. Default DEFAULT_THREADS. */
   threads?: number;
+  /** Most padded tokens (rows × padded length) per model call. Default DEFAULT_CALL_TOKENS. */
+  callTokens?: number;
+  /** Most rows × padded length² per model call (attention is quadratic in length). Default DEFAULT_CALL_ATTENTION. */
+  callAttention?: number;
 }
+
+/**
+ * The model's memory follows the largest call it has made (onnxruntime keeps the high-water mark),
+ * so every call is held to these sizes whatever batch arrives: a batch over them is sorted by
+ * length and run as several calls of similar lengths, which also keeps padding low.
+ * 4,096 tokens is 16 texts of 256; the attention bound makes that 8 texts at 256 tokens.
+ */
+export const DEFAULT_CALL_TOKENS = 4096;
+export const DEFAULT_CALL_ATTENTION = 4096 * 128;
 
 /**
  * Measured on the 2-core target (bench/embedding.bench.ts): 1 thread serves short queries as
@@ -218,7 +231,8 @@ async function open(modelDir: string, info: ModelInfo, opts: LoadModelOptions): 
   const forward: Forward = async (inputs, dims, output) => {
     await session.run(encoderFeeds(Tensor, declared, inputs, dims), { last_hidden_state: output });
   };
-  const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release());
+  const budget = { tokens: opts.callTokens ?? DEFAULT_CALL_TOKENS, attention: opts.callAttention ?? DEFAULT_CALL_ATTENTION };
+  const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release(), budget);
   // One call now: a graph whose hidden size is not config.json's fails the load, not a search,
   // and the first query does not pay for onnxruntime's first-run allocations.
   try {
@@ -270,6 +284,7 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     private readonly tok: TokenizerLike,
     private readonly forward: Forward,
     private readonly release: () => Promise<unknown>,
+    private readonly budget: CallBudget = { tokens: DEFAULT_CALL_TOKENS, attention: DEFAULT_CALL_ATTENTION },
   ) {
     this.name = info.name;
     this.dimension = info.dimension;
@@ -312,9 +327,22 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     // Tokenise without truncation, cut the word pieces, then add [CLS] ... [SEP] ourselves.
     const bodies = texts.map((t) => this.bodyIds(t));
     const tokens = bodies.map((b) => b.length + prefix.length + suffix.length);
+    const groups = callGroups(tokens, this.budget);
+    if (groups.length === 1) return { vectors: await this.call(bodies, tokens), tokens };
+    const vectors = new Array<Float32Array>(texts.length);
+    for (const g of groups) {
+      const out = await this.call(g.map((i) => bodies[i]), g.map((i) => tokens[i]));
+      g.forEach((i, k) => (vectors[i] = out[k]));
+    }
+    return { vectors, tokens };
+  }
+
+  /** One model call over texts already cut to fit. */
+  private async call(bodies: number[][], tokens: number[]): Promise<Float32Array[]> {
+    const { prefix, suffix } = this;
     let seq = 0;
     for (const n of tokens) if (n > seq) seq = n;
-    const batch = texts.length;
+    const batch = bodies.length;
     const size = batch * seq;
 
     if (this.ids.length < size) {
@@ -340,7 +368,7 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     const hidden = this.hidden.subarray(0, outSize);
     // onnxruntime checks the given output's shape against what the graph computes and fails the call otherwise.
     await this.forward({ input_ids: ids, attention_mask: mask, token_type_ids: this.types.subarray(0, size) }, dims, new Tensor('float32', hidden, [batch, seq, this.dimension]));
-    return { vectors: meanPoolNormalize(hidden, batch, seq, this.dimension, tokens), tokens };
+    return meanPoolNormalize(hidden, batch, seq, this.dimension, tokens);
   }
 
   async dispose(): Promise<void> {
@@ -349,4 +377,36 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     await this.chain;
     await this.release();
   }
+}
+
+export interface CallBudget {
+  /** Most rows × padded length per call. */
+  readonly tokens: number;
+  /** Most rows × padded length² per call. */
+  readonly attention: number;
+}
+
+/**
+ * Splits a batch into model calls within the budget: indices sorted by token count, each call
+ * taking the next texts while its rows × longest length stays within both bounds. A text is
+ * never split, so one text longer than the budget still makes one call of its own.
+ */
+export function callGroups(tokens: readonly number[], budget: CallBudget): number[][] {
+  let longest = 0;
+  for (const n of tokens) if (n > longest) longest = n;
+  if (tokens.length * longest <= budget.tokens && tokens.length * longest * longest <= budget.attention) return [tokens.map((_, i) => i)];
+  const order = tokens.map((_, i) => i).sort((a, b) => tokens[a] - tokens[b]);
+  const groups: number[][] = [];
+  let group: number[] = [];
+  for (const i of order) {
+    const len = tokens[i]; // the longest so far: the order is ascending
+    const rows = group.length + 1;
+    if (group.length > 0 && (rows * len > budget.tokens || rows * len * len > budget.attention)) {
+      groups.push(group);
+      group = [];
+    }
+    group.push(i);
+  }
+  groups.push(group);
+  return groups;
 }

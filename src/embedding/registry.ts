@@ -15,6 +15,8 @@ export interface ModelRegistryOptions extends Pick<Config, 'modelDir' | 'default
   readonly embedBulk?: Config['embedBulk'];
   /** ONNX Runtime threads per model (default: see model.ts DEFAULT_THREADS). */
   readonly threads?: number;
+  /** Most work per model call (default: model.ts DEFAULT_CALL_TOKENS, DEFAULT_CALL_ATTENTION). */
+  readonly embedCall?: Config['embedCall'];
   /** How to load a model; tests may replace it. Default: loadModel. */
   readonly load?: (modelDir: string, name: string, opts: LoadModelOptions) => Promise<EmbeddingModel>;
 }
@@ -145,7 +147,7 @@ export class ModelRegistry {
     const load = this.opts.load ?? loadModel;
     const promise = (async () => {
       try {
-        const model = await load(this.opts.modelDir, name, this.opts.threads === undefined ? {} : { threads: this.opts.threads });
+        const model = await load(this.opts.modelDir, name, { ...this.callBudget(), ...(this.opts.threads === undefined ? {} : { threads: this.opts.threads }) });
         if (this.closed) {
           await model.dispose();
           return;
@@ -164,13 +166,18 @@ export class ModelRegistry {
     return promise;
   }
 
+  private callBudget(): Pick<LoadModelOptions, 'callTokens' | 'callAttention'> {
+    const c = this.opts.embedCall;
+    return c ? { callTokens: c.tokens, callAttention: c.attention } : {};
+  }
+
   /** The embedding options for a loaded model: the configured ones, and its bulk threads if any. */
   private embedderOptions(model: EmbeddingModel): EmbedderOptions {
     const bulk = this.opts.embedBulk;
     // A test's own loader gives models that are not files the threads could open.
     if (!bulk || bulk.workers === 0 || this.opts.load) return this.opts.embedding;
     const { modelDir } = this.opts;
-    return { ...this.opts.embedding, startBulk: () => BulkPool.start({ modelDir, name: model.name, dimension: model.dimension, ...bulk }) };
+    return { ...this.opts.embedding, startBulk: () => BulkPool.start({ modelDir, name: model.name, dimension: model.dimension, ...bulk, ...this.callBudget() }) };
   }
 
   /** Calls `listener` with every model that is loaded now and every one that loads later. */
