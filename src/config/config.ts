@@ -74,6 +74,11 @@ export interface Config {
     /** Prepended to every data keyspace name, so deployments can share one cluster. */
     readonly keyspacePrefix: string;
     /**
+     * How long (ms) a process remembers an API key it found, instead of reading it per request;
+     * 0: never. A revocation through another process takes up to this long to reach this one.
+     */
+    readonly apiKeyCacheMs: number;
+    /**
      * Path of a DataStax Astra DB secure connect bundle (zip). When set, the driver takes the
      * contact points, local data center and TLS settings from it; contactPoints and localDc are unused.
      */
@@ -333,6 +338,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
       writeConsistency: consistency,
       systemKeyspace: str('VSS_CASSANDRA_SYSTEM_KEYSPACE') ?? 'vss_system',
       keyspacePrefix: str('VSS_CASSANDRA_KEYSPACE_PREFIX') ?? '',
+      apiKeyCacheMs: int('VSS_CASSANDRA_API_KEY_CACHE_MS', 1000, 0, 1000),
       ...(secureBundle !== undefined ? { secureConnectBundle: path.resolve(secureBundle) } : {}),
       ...(cassandraUser !== undefined && cassandraPassword !== undefined ? { credentials: { username: cassandraUser, password: cassandraPassword } } : {}),
     },

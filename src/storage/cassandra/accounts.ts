@@ -1,6 +1,8 @@
 /**
- * Users and API keys in the system keyspace. No process caches any of it: a key revoked through
- * one service process is refused by every other on its next request.
+ * Users and API keys in the system keyspace. Only authentication remembers anything: with
+ * `apiKeyCacheMs` (VSS_CASSANDRA_API_KEY_CACHE_MS, at most 1 s) a key found by its hash is not read
+ * again for that long (memos.ts). A revocation through this process takes effect here at once; one
+ * through another process within `apiKeyCacheMs`. Nothing else is cached.
  *
  * - E-mails are unique (case-insensitively) through an LWT on users_by_email; the user row is
  *   written after the claim and the claim is released if that write fails.
@@ -16,6 +18,7 @@ import { ServiceError, invalid } from '../../errors.ts';
 import type { ApiKeyRecord, Permission, User } from '../api.ts';
 import { iso } from './codec.ts';
 import { type Ctx, sysTable } from './context.ts';
+import { memosOf } from './memos.ts';
 import type { Row } from './session.ts';
 
 const emailKey = (email: string): string => email.trim().toLowerCase();
@@ -127,7 +130,7 @@ async function hashOfKey(ctx: Ctx, id: string): Promise<string | null> {
 export async function getApiKey(ctx: Ctx, id: string): Promise<ApiKeyRecord | null> {
   const hash = await hashOfKey(ctx, id);
   if (hash === null) return null;
-  const k = await findApiKeyByHash(ctx, hash);
+  const k = await readApiKey(ctx, hash);
   return k && k.id === id ? k : null;
 }
 
@@ -136,9 +139,18 @@ export async function revokeApiKey(ctx: Ctx, id: string): Promise<ApiKeyRecord |
   const k = await getApiKey(ctx, id);
   if (k === null) return null;
   if (k.revokedAt === null) {
-    await ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'api_keys')} SET revoked_at = ? WHERE hash = ? IF revoked_at = null`, [new Date(), k.hash], {
-      ctx: { action: 'revoking an API key' },
-    });
+    const memo = memosOf(ctx);
+    // Before the write and after it: a lookup that read the key before the write stores nothing.
+    memo.revocations++;
+    memo.apiKeys?.delete(k.hash);
+    try {
+      await ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'api_keys')} SET revoked_at = ? WHERE hash = ? IF revoked_at = null`, [new Date(), k.hash], {
+        ctx: { action: 'revoking an API key' },
+      });
+    } finally {
+      memo.revocations++;
+      memo.apiKeys?.delete(k.hash);
+    }
   }
   return getApiKey(ctx, id);
 }
@@ -198,7 +210,18 @@ export async function applyWebhookEvent(ctx: Ctx, eventId: string, type: string,
   return 'applied';
 }
 
+/** Authentication's lookup: remembered for `apiKeyCacheMs` when found and not revoked. */
 export async function findApiKeyByHash(ctx: Ctx, hash: string): Promise<ApiKeyRecord | null> {
+  const memo = memosOf(ctx);
+  const known = memo.apiKeys?.get(hash);
+  if (known !== undefined) return { ...known, resources: [...known.resources] };
+  const revocations = memo.revocations;
+  const k = await readApiKey(ctx, hash);
+  if (k !== null && k.revokedAt === null && memo.revocations === revocations) memo.apiKeys?.set(hash, { ...k, resources: [...k.resources] });
+  return k;
+}
+
+async function readApiKey(ctx: Ctx, hash: string): Promise<ApiKeyRecord | null> {
   const rs = await ctx.session.execute('read', `SELECT ${KEY_COLS} FROM ${sysTable(ctx, 'api_keys')} WHERE hash = ?`, [hash], {
     ctx: { action: 'reading an API key' },
   });
