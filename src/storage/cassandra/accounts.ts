@@ -1,8 +1,9 @@
 /**
- * Users and API keys in the system keyspace. Only authentication remembers anything: with
- * `apiKeyCacheMs` (VSS_CASSANDRA_API_KEY_CACHE_MS, at most 1 s) a key found by its hash is not read
- * again for that long (memos.ts). A revocation through this process takes effect here at once; one
- * through another process within `apiKeyCacheMs`. Nothing else is cached.
+ * Users and API keys in the system keyspace. Only the per-request path remembers anything: with
+ * `apiKeyCacheMs` (VSS_CASSANDRA_API_KEY_CACHE_MS, at most 1 s) a key found by its hash, and a user
+ * found by id (its plan: rate limit, quotas), are not read again for that long (memos.ts). A
+ * revocation or plan change through this process takes effect here at once; one through another
+ * process within `apiKeyCacheMs`. Misses are never remembered.
  *
  * - E-mails are unique (case-insensitively) through an LWT on users_by_email; the user row is
  *   written after the claim and the claim is released if that write fails.
@@ -79,9 +80,32 @@ export async function createUser(ctx: Ctx, u: { name: string; email: string; pla
   return user;
 }
 
+/** A user by id: remembered for `apiKeyCacheMs` when found (the rate limit reads the plan per request). */
 export async function getUser(ctx: Ctx, id: string): Promise<User | null> {
+  const memo = memosOf(ctx);
+  const known = memo.users?.get(id);
+  if (known !== undefined) return copyUser(known);
+  const changes = memo.userChanges;
   const rs = await ctx.session.execute('read', `SELECT ${USER_COLS} FROM ${sysTable(ctx, 'users')} WHERE id = ?`, [id], { ctx: { action: 'reading a user' } });
-  return rs.rowLength > 0 ? userFromRow(rs.first()) : null;
+  if (rs.rowLength === 0) return null;
+  const user = userFromRow(rs.first());
+  if (memo.userChanges === changes) memo.users?.set(id, copyUser(user));
+  return user;
+}
+
+const copyUser = (u: User): User => ({ ...u, connections: u.connections.map((c) => ({ ...c })) });
+
+/** Runs a change to a user, forgetting what this process remembers of it before and after. */
+async function changingUser<T>(ctx: Ctx, id: string, change: () => Promise<T>): Promise<T> {
+  const memo = memosOf(ctx);
+  memo.userChanges++;
+  memo.users?.delete(id);
+  try {
+    return await change();
+  } finally {
+    memo.userChanges++;
+    memo.users?.delete(id);
+  }
 }
 
 export async function getUserByEmail(ctx: Ctx, email: string): Promise<User | null> {
@@ -157,6 +181,10 @@ export async function revokeApiKey(ctx: Ctx, id: string): Promise<ApiKeyRecord |
 
 /** Appends a connection unless present: compare-and-set on the JSON list, retried on conflict. */
 export async function addConnection(ctx: Ctx, userId: string, connection: { type: string; id: string }): Promise<User> {
+  return changingUser(ctx, userId, () => addConnectionOnce(ctx, userId, connection));
+}
+
+async function addConnectionOnce(ctx: Ctx, userId: string, connection: { type: string; id: string }): Promise<User> {
   const errCtx = { action: 'adding a connection' };
   for (let attempt = 0; attempt < 20; attempt++) {
     const rs = await ctx.session.execute('read', `SELECT ${USER_COLS} FROM ${sysTable(ctx, 'users')} WHERE id = ?`, [userId], { ctx: errCtx });
@@ -177,9 +205,11 @@ export async function addConnection(ctx: Ctx, userId: string, connection: { type
 }
 
 export async function setUserPlan(ctx: Ctx, userId: string, plan: string): Promise<void> {
-  const rs = await ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'users')} SET plan = ? WHERE id = ? IF EXISTS`, [plan, userId], {
-    ctx: { action: 'setting a plan' },
-  });
+  const rs = await changingUser(ctx, userId, () =>
+    ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'users')} SET plan = ? WHERE id = ? IF EXISTS`, [plan, userId], {
+      ctx: { action: 'setting a plan' },
+    }),
+  );
   if (!rs.wasApplied()) throw new ServiceError('user_not_found', `No user "${userId}".`);
 }
 

@@ -5,7 +5,7 @@
  * once, so only another process's change can go unseen, and only for the memory's age.
  */
 import { LRUCache } from 'lru-cache';
-import type { ApiKeyRecord } from '../api.ts';
+import type { ApiKeyRecord, User } from '../api.ts';
 import type { Ctx } from './context.ts';
 
 /** How long a table's default TTL and row count are remembered: another process's change takes effect within this. */
@@ -20,6 +20,13 @@ export interface Memos {
   readonly apiKeys: LRUCache<string, ApiKeyRecord> | null;
   /** Bumped by every revocation here: a lookup that began before one does not store its answer. */
   revocations: number;
+  /**
+   * Users found by id (the rate limit and quotas read the plan per request), for as long as keys
+   * and under the same switch; dropped by this process's changes to them.
+   */
+  readonly users: LRUCache<string, User> | null;
+  /** Bumped by every change to a user here, as `revocations`. */
+  userChanges: number;
   /** A table's `default_time_to_live` (0: none), by tableId. */
   readonly defaultTtls: LRUCache<string, number>;
   /** A counted table's row counter as last read, by tableId; dropped by this process's writes. */
@@ -36,7 +43,15 @@ export function memosOf(ctx: Ctx): Memos {
   if (m === undefined) {
     const facts = () => new LRUCache<string, number>({ max: MAX_ENTRIES, ttl: TABLE_FACTS_MS });
     const keyMs = ctx.apiKeyCacheMs ?? 0;
-    m = { apiKeys: keyMs > 0 ? new LRUCache<string, ApiKeyRecord>({ max: MAX_ENTRIES, ttl: keyMs }) : null, revocations: 0, defaultTtls: facts(), rowCounts: facts(), countUpdates: 0 };
+    m = {
+      apiKeys: keyMs > 0 ? new LRUCache<string, ApiKeyRecord>({ max: MAX_ENTRIES, ttl: keyMs }) : null,
+      revocations: 0,
+      users: keyMs > 0 ? new LRUCache<string, User>({ max: MAX_ENTRIES, ttl: keyMs }) : null,
+      userChanges: 0,
+      defaultTtls: facts(),
+      rowCounts: facts(),
+      countUpdates: 0,
+    };
     memos.set(ctx, m);
   }
   return m;
