@@ -98,7 +98,7 @@ if (!ENABLED) {
       assert.deepEqual(res.body.matches.map((m: { key: string }) => m.key), ['v8']);
     });
 
-    it('accepts on B a key made through A, and refuses it on B as soon as A revokes it', async () => {
+    it('accepts on B a key made through A, and refuses it on A at once and on B within VSS_CASSANDRA_API_KEY_CACHE_MS (1 s) when A revokes it', async () => {
       const user = await a.call('POST', '/v1/user/', { name: 'Shared', email: 'shared@example.com' });
       assert.equal(user.status, 200, JSON.stringify(user.body));
       const made = await a.call('POST', '/v1/keys/generate', { name: 'k', user_id: user.body.account_id, permissions: 'Write' });
@@ -114,10 +114,12 @@ if (!ENABLED) {
 
       const revoked = await a.call('POST', '/v1/keys/revoke', { key_id });
       assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+      assert.equal((await a.call('GET', '/v1/user/', undefined, key)).status, 401, 'the revoking process refuses it at once');
+      // B remembers the key it found for up to a second (storage/cassandra/memos.ts).
+      await new Promise((r) => setTimeout(r, 1100));
       const refused = await b.call('GET', '/v1/user/', undefined, key);
       assert.equal(refused.status, 401, JSON.stringify(refused.body));
       assert.equal(refused.body.code, 'unauthenticated');
-      assert.equal((await a.call('GET', '/v1/user/', undefined, key)).status, 401);
       // The administrator key (bootstrapped by both at once) still works on both.
       assert.equal((await a.call('GET', '/v1/user/')).status, 200);
       assert.equal((await b.call('GET', '/v1/user/')).status, 200);

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Local Apache Cassandra 5 for development and tests, without Docker or a Debian package.
 #
-#   cassandra.sh start [--nodes N] [--heap SIZE] [--timeout SECONDS]
-#   cassandra.sh stop                  stops every node this script started (safe to repeat)
+#   cassandra.sh start [--nodes N] [--first-address A] [--heap SIZE] [--timeout SECONDS]
+#   cassandra.sh stop [--first-address A]
+#                                      stops every node this script started (safe to repeat); with
+#                                      --first-address, only the nodes of that layout
 #   cassandra.sh status
-#   cassandra.sh run [--nodes N] -- CMD...
+#   cassandra.sh run [--nodes N] [--first-address A] -- CMD...
 #                                      starts Cassandra unless it already runs, runs CMD, and
 #                                      stops what it started even when CMD fails or is interrupted
 #   cassandra.sh clean                 deletes the node data directories (refuses while running)
-#   cassandra.sh nodetool [--node I] ARGS...
+#   cassandra.sh nodetool [--first-address A] [--node I] ARGS...
 #                                      Cassandra's nodetool against node I (default 1) over local JMX
 #
 # The server comes from Maven Central (org.apache.cassandra:cassandra-all, see pom.xml), resolved
@@ -18,8 +20,15 @@
 # cluster is named vss-local-<N>, so a one-node and a three-node cluster never share data.
 # Loopback addresses 127.0.0.2+ work on Linux with no setup.
 #
-# Environment: VSS_CASSANDRA_HOME (cache dir), CASSANDRA_HEAP (default 1G), JAVA (default java),
-#              MVN (default mvn).
+# --first-address A (or VSS_CASSANDRA_FIRST_ADDRESS=A; default 1) puts node i on 127.0.0.<A+i-1>
+# instead, with JMX on 127.0.0.1:<7099 + 100 x (A+i-1)>, its directories in
+# $VSS_CASSANDRA_HOME/c<N>-a<A>/node<i> and the cluster named vss-local-<N>-a<A>: a cluster that
+# runs beside another, e.g. `start --nodes 3 --first-address 11` (127.0.0.11-13, JMX 8199, 8299,
+# 8399) beside a one-node cluster on 127.0.0.1. Give it its own VSS_CASSANDRA_HOME too, so that a
+# plain `stop` there cannot reach the other cluster.
+#
+# Environment: VSS_CASSANDRA_HOME (cache dir), VSS_CASSANDRA_FIRST_ADDRESS, CASSANDRA_HEAP (default
+#              1G), JAVA (default java), MVN (default mvn).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,6 +39,7 @@ JAVA=${JAVA:-java}
 MVN=${MVN:-mvn}
 CASSANDRA_VERSION=5.0.9
 NATIVE_PORT=9042
+FIRST=${VSS_CASSANDRA_FIRST_ADDRESS:-1}
 
 log() { printf '[cassandra] %s\n' "$*" >&2; }
 die() { printf '[cassandra] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -73,8 +83,17 @@ resolve_classpath() {
 # ---------------------------------------------------------------------------------------------
 # Node layout and configuration
 # ---------------------------------------------------------------------------------------------
-node_dir() { echo "$HOME_DIR/c$1/node$2"; }   # cluster size, node index
-node_ip() { echo "127.0.0.$1"; }
+# The layout's directory: c<N>, or c<N>-a<A> off the default first address.
+layout_dir() { if (( FIRST == 1 )); then echo "$HOME_DIR/c$1"; else echo "$HOME_DIR/c$1-a$FIRST"; fi; }
+node_dir() { echo "$(layout_dir "$1")/node$2"; }   # cluster size, node index
+node_ip() { echo "127.0.0.$(( FIRST + $1 - 1 ))"; }
+jmx_port() { echo "$(( 7099 + 100 * (FIRST + $1 - 1) ))"; }
+cluster_name() { if (( FIRST == 1 )); then echo "vss-local-$1"; else echo "vss-local-$1-a$FIRST"; fi; }
+# The first address of the layout a node directory belongs to (from its c<N>[-a<A>] name).
+first_of_dir() { local l; l=$(basename "$(dirname "$1")"); if [[ "$l" == *-a* ]]; then echo "${l##*-a}"; else echo 1; fi; }
+check_first() {
+  [[ "$FIRST" =~ ^[1-9][0-9]{0,2}$ ]] && (( FIRST + ${1:-1} - 1 <= 254 )) || die "--first-address must be 1..254 and leave room for the nodes (got $FIRST)"
+}
 
 write_config() {
   local n=$1 i=$2 dir ip
@@ -85,7 +104,7 @@ write_config() {
   # writes fail under concurrency with a generic "Server failure during write query".
   cat >"$dir/conf/cassandra.yaml" <<EOF
 # Written by scripts/cassandra/cassandra.sh on every start; edits here are overwritten.
-cluster_name: vss-local-$n
+cluster_name: $(cluster_name "$n")
 num_tokens: 16
 allocate_tokens_for_local_replication_factor: $(( n < 3 ? n : 3 ))
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
@@ -98,7 +117,7 @@ sai_options:
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "127.0.0.1:7000"
+      - seeds: "$(node_ip 1):7000"
 listen_address: $ip
 rpc_address: $ip
 storage_port: 7000
@@ -226,7 +245,7 @@ jvm_flags() {
     -Dio.netty.allocator.useCacheForAllThreads=true \
     -Dio.netty.allocator.maxOrder=11 \
     "-javaagent:$jamm" \
-    "-Dcassandra.jmx.local.port=7${i}99" \
+    "-Dcassandra.jmx.local.port=$(jmx_port "$i")" \
     -Dcom.sun.management.jmxremote.authenticate=false \
     "-Dcassandra.config=file://$dir/conf/cassandra.yaml" \
     "-Dlogback.configurationFile=file://$dir/conf/logback.xml" \
@@ -351,9 +370,18 @@ stop_pidfile() {
 
 cmd_stop() {
   # SIGTERM to every node at once (each drains in ~10 s), then wait; SIGKILL what outlives the grace.
-  local f pid grace=${STOP_GRACE:-90} t
+  local f pid grace=${STOP_GRACE:-90} t only=""
+  while (( $# )); do
+    case "$1" in
+      --first-address) FIRST=${2:?--first-address needs a number}; only=1; shift 2 ;;
+      --first-address=*) FIRST=${1#*=}; only=1; shift ;;
+      *) die "unknown option for stop: $1" ;;
+    esac
+  done
+  [[ -z "$only" ]] || check_first
   local -a files=() pids=()
   for f in $(all_pidfiles); do
+    if [[ -n "$only" ]] && [[ "$(first_of_dir "$(dirname "$f")")" != "$FIRST" ]]; then continue; fi
     if pid=$(live_pid "$f"); then
       log "stopping $(basename "$(dirname "$f")") of $(basename "$(dirname "$(dirname "$f")")") (pid $pid)"
       kill -TERM "$pid" 2>/dev/null || true
@@ -396,14 +424,21 @@ cmd_start() {
       --heap=*) heap=${1#*=}; shift ;;
       --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
       --timeout=*) timeout=${1#*=}; shift ;;
+      --first-address) FIRST=${2:?--first-address needs a number}; shift 2 ;;
+      --first-address=*) FIRST=${1#*=}; shift ;;
       *) die "unknown option for start: $1" ;;
     esac
   done
   [[ "$nodes" =~ ^[1-9]$ ]] || die "--nodes must be 1..9 (got $nodes)"
-  # Nodes of another layout (e.g. a 1-node cluster while 3 are asked for) share addresses: refuse.
-  local f foreign=""
+  check_first "$nodes"
+  # Nodes of another layout whose addresses overlap this one's (e.g. a 1-node cluster while 3 are
+  # asked for on the same first address): refuse.
+  local f foreign="" other size
   for f in $(running_nodes); do
-    [[ "$f" == "$HOME_DIR/c$nodes/"* ]] || foreign+="$f "
+    [[ "$f" == "$(layout_dir "$nodes")/"* ]] && continue
+    other=$(first_of_dir "$(dirname "$f")")
+    size=$(basename "$(dirname "$(dirname "$f")")"); size=${size#c}; size=${size%%-*}
+    (( other + size - 1 < FIRST || FIRST + nodes - 1 < other )) || foreign+="$f "
   done
   [[ -z "$foreign" ]] || die "a different Cassandra layout is running ($foreign); run '$0 stop' first"
   check_java
@@ -434,6 +469,7 @@ cmd_status() {
     found=1
     dir=$(dirname "$f")
     i=${dir##*/node}
+    FIRST=$(first_of_dir "$dir")
     ip=$(node_ip "$i")
     if pid=$(live_pid "$f"); then
       rss=$(awk '/VmRSS/ {printf "%d MB", $2/1024}' "/proc/$pid/status" 2>/dev/null || echo '?')
@@ -460,9 +496,18 @@ cmd_run() {
   local -a start_args=()
   while (( $# )) && [[ "$1" != "--" ]]; do start_args+=("$1"); shift; done
   [[ "${1:-}" == "--" ]] && shift
-  (( $# )) || die "usage: $0 run [--nodes N] -- command..."
-  if [[ -z "$(running_nodes)" ]]; then
-    trap 'log "stopping Cassandra started for this run"; cmd_stop' EXIT
+  (( $# )) || die "usage: $0 run [--nodes N] [--first-address A] -- command..."
+  local a
+  for (( a = 0; a < ${#start_args[@]}; a++ )); do
+    case "${start_args[a]}" in
+      --first-address) FIRST=${start_args[a + 1]:-$FIRST} ;;
+      --first-address=*) FIRST=${start_args[a]#*=} ;;
+    esac
+  done
+  local mine=""
+  for a in $(running_nodes); do [[ "$(first_of_dir "$(dirname "$a")")" == "$FIRST" ]] && mine=1; done
+  if [[ -z "$mine" ]]; then
+    trap 'log "stopping Cassandra started for this run"; cmd_stop --first-address "$FIRST"' EXIT
     trap 'exit 130' INT
     trap 'exit 143' TERM
   else
@@ -476,13 +521,14 @@ cmd_run() {
 
 cmd_nodetool() {
   local i=1
+  if [[ "${1:-}" == "--first-address" ]]; then FIRST=${2:?--first-address needs a number}; shift 2; fi
   if [[ "${1:-}" == "--node" ]]; then i=${2:?--node needs a number}; shift 2; fi
   [[ "$i" =~ ^[1-9]$ ]] || die "--node must be 1..9"
   [[ -f "$LIB/.resolved-$CASSANDRA_VERSION" ]] || die "no classpath yet: run '$0 start' first"
   local -a jpms
   mapfile -t jpms < <(jvm_flags 1 "$i" 64M | grep -E -A1 -- '^--add-(exports|opens)$' | grep -v -- '^--$')
   printf '%s\n' '<configuration><root level="WARN"/></configuration>' >"$HOME_DIR/logback-tools.xml"
-  exec "$JAVA" -Xmx128M "${jpms[@]}" "-Dlogback.configurationFile=file://$HOME_DIR/logback-tools.xml" -cp "$LIB/*" org.apache.cassandra.tools.NodeTool -h 127.0.0.1 -p "7${i}99" "$@"
+  exec "$JAVA" -Xmx128M "${jpms[@]}" "-Dlogback.configurationFile=file://$HOME_DIR/logback-tools.xml" -cp "$LIB/*" org.apache.cassandra.tools.NodeTool -h 127.0.0.1 -p "$(jmx_port "$i")" "$@"
 }
 
 main() {
@@ -490,12 +536,12 @@ main() {
   shift || true
   case "$cmd" in
     start) cmd_start "$@" ;;
-    stop) cmd_stop ;;
+    stop) cmd_stop "$@" ;;
     status) cmd_status ;;
     run) cmd_run "$@" ;;
     clean) cmd_clean ;;
     nodetool) cmd_nodetool "$@" ;;
-    *) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; [[ -z "$cmd" ]] && exit 1 || exit 2 ;;
+    *) sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; [[ -z "$cmd" ]] && exit 1 || exit 2 ;;
   esac
 }
 

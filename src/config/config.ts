@@ -75,6 +75,11 @@ export interface Config {
     /** Prepended to every data keyspace name, so deployments can share one cluster. */
     readonly keyspacePrefix: string;
     /**
+     * How long (ms) a process remembers an API key it found, instead of reading it per request;
+     * 0: never. A revocation through another process takes up to this long to reach this one.
+     */
+    readonly apiKeyCacheMs: number;
+    /**
      * Path of a DataStax Astra DB secure connect bundle (zip). When set, the driver takes the
      * contact points, local data center and TLS settings from it; contactPoints and localDc are unused.
      */
@@ -278,7 +283,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
   return deepFreeze(config);
 }
 
-function readCassandra({ str, problems }: EnvReader): Config['cassandra'] {
+function readCassandra({ str, int, problems }: EnvReader): Config['cassandra'] {
   const consistency = (str('VSS_CASSANDRA_CONSISTENCY') ?? 'QUORUM').toUpperCase() as Config['cassandra']['writeConsistency'];
   if (!['QUORUM', 'LOCAL_QUORUM', 'ONE'].includes(consistency)) problems.push(`VSS_CASSANDRA_CONSISTENCY must be QUORUM, LOCAL_QUORUM or ONE (got "${consistency}")`);
   const username = str('VSS_CASSANDRA_USERNAME');
@@ -294,6 +299,7 @@ function readCassandra({ str, problems }: EnvReader): Config['cassandra'] {
     writeConsistency: consistency,
     systemKeyspace: str('VSS_CASSANDRA_SYSTEM_KEYSPACE') ?? 'vss_system',
     keyspacePrefix: str('VSS_CASSANDRA_KEYSPACE_PREFIX') ?? '',
+    apiKeyCacheMs: int('VSS_CASSANDRA_API_KEY_CACHE_MS', 1000, 0, 1000),
     ...(secureBundle !== undefined ? { secureConnectBundle: path.resolve(secureBundle) } : {}),
     ...(username !== undefined && password !== undefined ? { credentials: { username, password } } : {}),
   };

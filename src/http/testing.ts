@@ -86,6 +86,7 @@ export async function startTestApp(
         exactScanMaxRows: config.index.exactBelowRows,
         systemKeyspace: cassandra.systemKeyspace,
         keyspacePrefix: cassandra.keyspacePrefix,
+        apiKeyCacheMs: config.cassandra.apiKeyCacheMs,
       });
     } catch (err) {
       await discard().catch(() => undefined);

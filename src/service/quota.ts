@@ -31,6 +31,16 @@ export async function checkVectorQuota(deps: Deps, owner: string | null, adding:
   }
 }
 
+/**
+ * Whether a write to `owner`'s keyspace has a vector quota to check: its writes must then take turns
+ * (owner-lock.ts) so that two of them cannot both pass a check only one fits.
+ */
+export async function limitsVectors(deps: Deps, owner: string | null): Promise<boolean> {
+  if (owner === null) return false;
+  const user = await deps.storage.getUser(owner);
+  return user !== null && planOf(deps.config, user).maxVectors < Number.MAX_SAFE_INTEGER;
+}
+
 /** Refuses a new keyspace past the owner's plan. */
 export async function checkKeyspaceQuota(deps: Deps, owner: string): Promise<void> {
   const user = await deps.storage.getUser(owner);

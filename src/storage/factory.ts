@@ -35,6 +35,7 @@ export async function openStorage(config: Config, hooks: StorageHooks = {}): Pro
         writeConsistency: config.cassandra.writeConsistency,
         systemKeyspace: config.cassandra.systemKeyspace,
         keyspacePrefix: config.cassandra.keyspacePrefix,
+        apiKeyCacheMs: config.cassandra.apiKeyCacheMs,
         secureConnectBundle: config.cassandra.secureConnectBundle,
         credentials: config.cassandra.credentials,
       });

@@ -1,6 +1,9 @@
 /**
- * Users and API keys in the system keyspace. No process caches any of it: a key revoked through
- * one service process is refused by every other on its next request.
+ * Users and API keys in the system keyspace. Only the per-request path remembers anything: with
+ * `apiKeyCacheMs` (VSS_CASSANDRA_API_KEY_CACHE_MS, at most 1 s) a key found by its hash, and a user
+ * found by id (its plan: rate limit, quotas), are not read again for that long (memos.ts). A
+ * revocation or plan change through this process takes effect here at once; one through another
+ * process within `apiKeyCacheMs`. Misses are never remembered.
  *
  * - E-mails are unique (case-insensitively) through an LWT on users_by_email; the user row is
  *   written after the claim and the claim is released if that write fails.
@@ -16,6 +19,7 @@ import { ServiceError, invalid } from '../../errors.ts';
 import type { ApiKeyRecord, Permission, User } from '../api.ts';
 import { iso } from './codec.ts';
 import { type Ctx, sysTable } from './context.ts';
+import { memosOf } from './memos.ts';
 import type { Row } from './session.ts';
 
 const emailKey = (email: string): string => email.trim().toLowerCase();
@@ -76,9 +80,32 @@ export async function createUser(ctx: Ctx, u: { name: string; email: string; pla
   return user;
 }
 
+/** A user by id: remembered for `apiKeyCacheMs` when found (the rate limit reads the plan per request). */
 export async function getUser(ctx: Ctx, id: string): Promise<User | null> {
+  const memo = memosOf(ctx);
+  const known = memo.users?.get(id);
+  if (known !== undefined) return copyUser(known);
+  const changes = memo.userChanges;
   const rs = await ctx.session.execute('read', `SELECT ${USER_COLS} FROM ${sysTable(ctx, 'users')} WHERE id = ?`, [id], { ctx: { action: 'reading a user' } });
-  return rs.rowLength > 0 ? userFromRow(rs.first()) : null;
+  if (rs.rowLength === 0) return null;
+  const user = userFromRow(rs.first());
+  if (memo.userChanges === changes) memo.users?.set(id, copyUser(user));
+  return user;
+}
+
+const copyUser = (u: User): User => ({ ...u, connections: u.connections.map((c) => ({ ...c })) });
+
+/** Runs a change to a user, forgetting what this process remembers of it before and after. */
+async function changingUser<T>(ctx: Ctx, id: string, change: () => Promise<T>): Promise<T> {
+  const memo = memosOf(ctx);
+  memo.userChanges++;
+  memo.users?.delete(id);
+  try {
+    return await change();
+  } finally {
+    memo.userChanges++;
+    memo.users?.delete(id);
+  }
 }
 
 export async function getUserByEmail(ctx: Ctx, email: string): Promise<User | null> {
@@ -127,7 +154,7 @@ async function hashOfKey(ctx: Ctx, id: string): Promise<string | null> {
 export async function getApiKey(ctx: Ctx, id: string): Promise<ApiKeyRecord | null> {
   const hash = await hashOfKey(ctx, id);
   if (hash === null) return null;
-  const k = await findApiKeyByHash(ctx, hash);
+  const k = await readApiKey(ctx, hash);
   return k && k.id === id ? k : null;
 }
 
@@ -136,15 +163,28 @@ export async function revokeApiKey(ctx: Ctx, id: string): Promise<ApiKeyRecord |
   const k = await getApiKey(ctx, id);
   if (k === null) return null;
   if (k.revokedAt === null) {
-    await ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'api_keys')} SET revoked_at = ? WHERE hash = ? IF revoked_at = null`, [new Date(), k.hash], {
-      ctx: { action: 'revoking an API key' },
-    });
+    const memo = memosOf(ctx);
+    // Before the write and after it: a lookup that read the key before the write stores nothing.
+    memo.revocations++;
+    memo.apiKeys?.delete(k.hash);
+    try {
+      await ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'api_keys')} SET revoked_at = ? WHERE hash = ? IF revoked_at = null`, [new Date(), k.hash], {
+        ctx: { action: 'revoking an API key' },
+      });
+    } finally {
+      memo.revocations++;
+      memo.apiKeys?.delete(k.hash);
+    }
   }
   return getApiKey(ctx, id);
 }
 
 /** Appends a connection unless present: compare-and-set on the JSON list, retried on conflict. */
 export async function addConnection(ctx: Ctx, userId: string, connection: { type: string; id: string }): Promise<User> {
+  return changingUser(ctx, userId, () => addConnectionOnce(ctx, userId, connection));
+}
+
+async function addConnectionOnce(ctx: Ctx, userId: string, connection: { type: string; id: string }): Promise<User> {
   const errCtx = { action: 'adding a connection' };
   for (let attempt = 0; attempt < 20; attempt++) {
     const rs = await ctx.session.execute('read', `SELECT ${USER_COLS} FROM ${sysTable(ctx, 'users')} WHERE id = ?`, [userId], { ctx: errCtx });
@@ -165,9 +205,11 @@ export async function addConnection(ctx: Ctx, userId: string, connection: { type
 }
 
 export async function setUserPlan(ctx: Ctx, userId: string, plan: string): Promise<void> {
-  const rs = await ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'users')} SET plan = ? WHERE id = ? IF EXISTS`, [plan, userId], {
-    ctx: { action: 'setting a plan' },
-  });
+  const rs = await changingUser(ctx, userId, () =>
+    ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'users')} SET plan = ? WHERE id = ? IF EXISTS`, [plan, userId], {
+      ctx: { action: 'setting a plan' },
+    }),
+  );
   if (!rs.wasApplied()) throw new ServiceError('user_not_found', `No user "${userId}".`);
 }
 
@@ -198,7 +240,18 @@ export async function applyWebhookEvent(ctx: Ctx, eventId: string, type: string,
   return 'applied';
 }
 
+/** Authentication's lookup: remembered for `apiKeyCacheMs` when found and not revoked. */
 export async function findApiKeyByHash(ctx: Ctx, hash: string): Promise<ApiKeyRecord | null> {
+  const memo = memosOf(ctx);
+  const known = memo.apiKeys?.get(hash);
+  if (known !== undefined) return { ...known, resources: [...known.resources] };
+  const revocations = memo.revocations;
+  const k = await readApiKey(ctx, hash);
+  if (k !== null && k.revokedAt === null && memo.revocations === revocations) memo.apiKeys?.set(hash, { ...k, resources: [...k.resources] });
+  return k;
+}
+
+async function readApiKey(ctx: Ctx, hash: string): Promise<ApiKeyRecord | null> {
   const rs = await ctx.session.execute('read', `SELECT ${KEY_COLS} FROM ${sysTable(ctx, 'api_keys')} WHERE hash = ?`, [hash], {
     ctx: { action: 'reading an API key' },
   });

@@ -19,7 +19,7 @@ import { openCassandraStorage, type CassandraStorageOptions } from './cassandra-
 import type { Ctx } from './context.ts';
 import { fromEngine, searchWithPlan } from './search.ts';
 import { Session } from './session.ts';
-import { dropPrefixed as dropTestKeyspaces, seamAfterScan, storedContentIds } from './test-support.ts';
+import { dropPrefixed as dropTestKeyspaces, recordStatements, seamAfterScan, storedContentIds } from './test-support.ts';
 import { deleteByFilter, deleteVectors } from './vectors.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
@@ -370,6 +370,81 @@ if (!ENABLED) {
         await a.createApiKey({ userId: u.id, name: 'k', hash: 'f'.repeat(64), permissions: 'Read', resources: ['race'] });
         assert.equal((await b.findApiKeyByHash('f'.repeat(64)))?.userId, u.id);
         assert.equal((await b.getUserByEmail('u@example.com'))?.id, u.id);
+      } finally {
+        await a.close();
+        await b.close();
+        await dropPrefixed(prefix);
+      }
+    });
+
+    it('remembers keys, default TTLs and row counts for a second only: its own changes apply at once, another process\'s within the second', async () => {
+      const prefix = `t${randomBytes(5).toString('hex')}_`;
+      const opts = { contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, replication: REPLICATION, systemKeyspace: `${prefix}vss_system`, keyspacePrefix: prefix, apiKeyCacheMs: 1000 };
+      const a = await openCassandraStorage(opts);
+      const b = await openCassandraStorage(opts);
+      const seconds = () => new Promise((r) => setTimeout(r, 1100));
+      try {
+        await a.createKeyspace({ name: 'memo', owner: null });
+        await a.createTable({ keyspace: 'memo', name: 't', dimension: 3, metric: 'cosine', model: null });
+        const rows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ key: `k${from + i}`, vector: Float32Array.of(1, from + i + 1, 1), metadata: {}, text: null }));
+        await a.upsertVectors('memo', 't', rows(0, 30));
+        const q = { vector: Float32Array.of(1, 2, 1), metric: 'cosine' as const, candidates: 1000, limit: 5 };
+
+        // What a call sends once this process has read what it remembers.
+        const sent = async (f: () => Promise<unknown>): Promise<string[]> => {
+          const r = recordStatements();
+          try {
+            await f();
+          } finally {
+            r.stop();
+          }
+          return r.statements;
+        };
+        // initial_top_k below the table's rows: no second query for exactness.
+        const narrow = { ...q, candidates: 20 };
+        await a.search('memo', 't', narrow);
+        const search = await sent(() => a.search('memo', 't', narrow));
+        assert.equal(search.length, 1, `one ANN query per search, got: ${search.join(' | ')}`);
+        assert.match(search[0], /ORDER BY "vector" ANN OF/);
+        await a.getDefaultTtl('memo', 't');
+        assert.deepEqual(await sent(() => a.getDefaultTtl('memo', 't')), [], 'the default TTL is not read per write');
+
+        // Default TTL: this process's change at once, another's within the second.
+        await a.setDefaultTtl('memo', 't', 3600);
+        assert.equal(await a.getDefaultTtl('memo', 't'), 3600);
+        assert.equal(await b.getDefaultTtl('memo', 't'), 3600);
+        await b.setDefaultTtl('memo', 't', 60);
+        await seconds();
+        assert.equal(await a.getDefaultTtl('memo', 't'), 60);
+
+        // API keys: a revocation here is refused at once; one through another process within the second.
+        const u = await a.createUser({ name: 'U', email: 'memo@example.com' });
+        const k1 = await a.createApiKey({ userId: u.id, name: 'k1', hash: '1'.repeat(64), permissions: 'Read', resources: ['memo'] });
+        const k2 = await a.createApiKey({ userId: u.id, name: 'k2', hash: '2'.repeat(64), permissions: 'Read', resources: ['memo'] });
+        assert.equal((await a.findApiKeyByHash(k1.hash))?.revokedAt, null);
+        assert.equal((await a.findApiKeyByHash(k2.hash))?.revokedAt, null);
+        assert.deepEqual(await sent(() => a.findApiKeyByHash(k1.hash)), [], 'a key found is remembered');
+        await a.revokeApiKey(k1.id);
+        assert.notEqual((await a.findApiKeyByHash(k1.hash))?.revokedAt, null, 'revoked here: refused at once');
+        await b.revokeApiKey(k2.id);
+        await seconds();
+        assert.notEqual((await a.findApiKeyByHash(k2.hash))?.revokedAt, null, 'revoked by another process: refused within the second');
+        assert.equal(await a.findApiKeyByHash('3'.repeat(64)), null);
+        await a.createApiKey({ userId: u.id, name: 'k3', hash: '3'.repeat(64), permissions: 'Read', resources: ['memo'] });
+        assert.equal((await a.findApiKeyByHash('3'.repeat(64)))?.name, 'k3', 'a miss is not remembered: a new key works at once');
+
+        // Row counts: a write here drops the remembered count, so the next search reads the counter.
+        const readsCounter = (st: string[]) => st.filter((x) => x.includes('row_counts')).length;
+        assert.equal(readsCounter(await sent(() => a.search('memo', 't', q))), 1, 'read again once the second has passed');
+        assert.equal(readsCounter(await sent(() => a.search('memo', 't', q))), 0, 'then remembered');
+        await a.upsertVectors('memo', 't', rows(30, 20));
+        assert.equal(readsCounter(await sent(() => a.search('memo', 't', q))), 1, 'read again after this process wrote');
+        assert.equal(readsCounter(await sent(() => a.search('memo', 't', q))), 0);
+        // Another process's write: read again once the second has passed.
+        await b.upsertVectors('memo', 't', rows(50, 20));
+        await seconds();
+        assert.equal(readsCounter(await sent(() => a.search('memo', 't', q))), 1, 'read again after a second');
+        assert.equal((await a.search('memo', 't', { ...q, limit: 100 })).length, 70);
       } finally {
         await a.close();
         await b.close();

@@ -1,7 +1,8 @@
 /**
  * The distributed backend: Apache Cassandra 5 with SAI vector indexes, through the DataStax
  * Node.js driver. Every piece of state (catalog, accounts, metadata records, vectors) lives in
- * Cassandra, so any number of service processes can run side by side; nothing is cached here.
+ * Cassandra, so any number of service processes can run side by side; what a process remembers
+ * is bounded to a second or so (memos.ts).
  *
  * Files by concern: session.ts (driver, consistency, paging, retries), driver-errors.ts (driver
  * errors -> ServiceError), system-schema.ts (the system keyspace), catalog.ts (keyspaces, tables),
@@ -46,6 +47,11 @@ export interface CassandraStorageOptions {
    * deployments or test runs can share one cluster. Give each its own systemKeyspace too.
    */
   keyspacePrefix?: string;
+  /**
+   * How long (ms) a found API key is remembered by its hash (memos.ts; default 0: never): saves the
+   * read per request; a revocation through another process reaches this one within it.
+   */
+  apiKeyCacheMs?: number;
   /**
    * Path of a DataStax Astra DB secure connect bundle: the driver reads the contact points,
    * local data center and TLS material from it, so contactPoints and localDc are then unused.
@@ -92,7 +98,7 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     await session.shutdown().catch(() => undefined);
     throw err;
   }
-  const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 10_000, keyspacePrefix };
+  const ctx: Ctx = { session, systemKeyspace, replication, exactScanMaxRows: opts.exactScanMaxRows ?? 10_000, keyspacePrefix, apiKeyCacheMs: opts.apiKeyCacheMs ?? 0 };
   let unindexed: Awaited<ReturnType<typeof catalog.ensureTermsColumns>>;
   try {
     unindexed = await catalog.ensureTermsColumns(ctx);

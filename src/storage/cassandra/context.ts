@@ -2,7 +2,8 @@ import { q, qualified } from './names.ts';
 import type { Session } from './session.ts';
 
 /**
- * What every part of the Cassandra backend shares. No caches: every answer comes from Cassandra.
+ * What every part of the Cassandra backend shares. Answers come from Cassandra, except the
+ * catalog's facts that never change (catalog.ts) and what memos.ts remembers for a second or so.
  */
 export interface Ctx {
   readonly session: Session;
@@ -20,6 +21,8 @@ export interface Ctx {
    * deployments, or test runs, share a cluster; the catalog keeps the names without it.
    */
   readonly keyspacePrefix: string;
+  /** How long a found API key is remembered by its hash (memos.ts); absent or 0: never. */
+  readonly apiKeyCacheMs?: number;
 }
 
 /** The Cassandra keyspace holding a (logical) keyspace. */

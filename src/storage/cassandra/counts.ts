@@ -13,6 +13,7 @@
  */
 import type { TableInfo } from '../api.ts';
 import { type Ctx, dataTable, sysTable } from './context.ts';
+import { memosOf, tableId } from './memos.ts';
 
 /** A table as this backend keeps it: the catalog's info and the state of its derived columns. */
 export interface StoredTable extends TableInfo {
@@ -25,6 +26,7 @@ export interface StoredTable extends TableInfo {
 /** Adds `delta` rows to the table's counter; on failure marks the table uncounted and rethrows. */
 export async function addRows(ctx: Ctx, t: StoredTable, delta: number): Promise<void> {
   if (delta === 0 || !t.counted) return;
+  const memo = memosOf(ctx);
   try {
     await ctx.session.execute('counter', `UPDATE ${sysTable(ctx, 'row_counts')} SET "rows" = "rows" + ? WHERE keyspace_name = ? AND table_name = ?`, [delta, t.keyspace, t.name], {
       ctx: { keyspace: t.keyspace, table: t.name, action: 'counting rows' },
@@ -32,7 +34,26 @@ export async function addRows(ctx: Ctx, t: StoredTable, delta: number): Promise<
   } catch (err) {
     await stopCounting(ctx, t).catch(() => undefined);
     throw err;
+  } finally {
+    memo.countUpdates++;
+    memo.rowCounts.delete(tableId(t.keyspace, t.name));
   }
+}
+
+/**
+ * The row count a search plans by: the counter as read within the last TABLE_FACTS_MS (memos.ts),
+ * so most searches send only their ANN query. This process's writes drop it at once; another
+ * process's are seen within that second.
+ */
+export async function recentRowCount(ctx: Ctx, t: StoredTable): Promise<number> {
+  const memo = memosOf(ctx);
+  const id = tableId(t.keyspace, t.name);
+  const known = memo.rowCounts.get(id);
+  if (known !== undefined) return known;
+  const updates = memo.countUpdates;
+  const n = await rowCount(ctx, t);
+  if (t.counted && memo.countUpdates === updates) memo.rowCounts.set(id, n);
+  return n;
 }
 
 /**

@@ -14,7 +14,7 @@
  *
  * n and exactness: stage 1 asks for n = min(candidates, 2 x limit): the engine's scores are
  * final, so a larger LIMIT only widens its search (see OVERFETCH). Beside that query it reads the
- * table's row counter (counts.ts, one partition read), which says whether `candidates` covers the
+ * table's row counter (counts.ts recentRowCount: one partition read, remembered for a second), which says whether `candidates` covers the
  * table; when it does and the narrow query came back full, the answer must be exact and stage 1
  * asks again: up to 1,000 rows (Cassandra's cap on an ANN LIMIT) by an ANN LIMIT covering the
  * table (the index search is then exhaustive); from there to `exactScanMaxRows` rows by a scan
@@ -41,7 +41,7 @@ import { requireQueryDimension } from '../vector-dimension.ts';
 import { chunks, fromCqlVector, fromMetadataText, indexable, toCqlVector } from './codec.ts';
 import { requireTable } from './catalog.ts';
 import { type Ctx, dataTable } from './context.ts';
-import { rowCount, type StoredTable } from './counts.ts';
+import { recentRowCount, rowCount, type StoredTable } from './counts.ts';
 import { filterQuery, whereTerms } from './filter-terms.ts';
 import { forEachLimit } from './session.ts';
 import { compile } from './vectors.ts';
@@ -116,7 +116,7 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
   if (t.counted) {
     // The counter says whether `candidates` covers the table; read beside the narrow ANN query,
     // which is the answer unless it does (and that query may not have covered the table).
-    const [rows, narrow] = await Promise.all([rowCount(ctx, t), annAll(small)]);
+    const [rows, narrow] = await Promise.all([recentRowCount(ctx, t), annAll(small)]);
     const complete = narrow.every((f) => f.length < small);
     if (candidates < rows || complete) found = narrow;
     else if (rows > ANN_MAX_LIMIT && rows <= ctx.exactScanMaxRows) return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };

@@ -27,7 +27,8 @@
  * which also overrides a table default), and the postings of an expiring row carry the same TTL,
  * so the row, its postings and its count (a key scan) vanish together at the engine's clock, to
  * the second. The table's default TTL is the Cassandra table's `default_time_to_live`; the service
- * resolves it into each write, so the engine applies it only to rows other CQL clients write.
+ * resolves it into each write (remembered for a second: getDefaultTtl), so the engine applies it
+ * only to rows other CQL clients write.
  * The lexical statistics count an expiring row in the bucket of its expiry (lexical-stats.ts), so
  * it leaves them when it expires too.
  */
@@ -44,6 +45,7 @@ import { filterQuery, metadataTerms, whereTerms } from './filter-terms.ts';
 import type { ErrorContext } from './driver-errors.ts';
 import { indexed, postingChanges, postingDeletes, type Stmt } from './lexical.ts';
 import { StatsChange } from './lexical-stats.ts';
+import { memosOf, tableId } from './memos.ts';
 import { forEachLimit } from './session.ts';
 
 /** Well below Cassandra's default batch_size_fail_threshold (50 KiB), as Cassandra counts it. */
@@ -150,14 +152,25 @@ const expiryField = (ttl: unknown): { expiresAt?: number } => {
   return at !== null ? { expiresAt: at } : {};
 };
 
-/** The table's default TTL: its Cassandra `default_time_to_live` (0 there: none). */
+/**
+ * The table's default TTL: its Cassandra `default_time_to_live` (0 there: none). Remembered for
+ * TABLE_FACTS_MS (memos.ts), so writes do not read the schema each time: a change through this
+ * process applies at once, one through another process within that second.
+ */
 export async function getDefaultTtl(ctx: Ctx, keyspace: string, table: string): Promise<number | null> {
   await requireTable(ctx, keyspace, table);
-  const rs = await ctx.session.execute('read', 'SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [physicalKeyspace(ctx, keyspace), table], {
-    ctx: { keyspace, table, action: 'reading the default TTL' },
-  });
-  const ttl = rs.first()?.default_time_to_live as number | undefined;
-  return ttl ? ttl : null;
+  const memo = memosOf(ctx).defaultTtls;
+  const id = tableId(keyspace, table);
+  let ttl = memo.get(id);
+  if (ttl === undefined) {
+    const rs = await ctx.session.execute('read', 'SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [physicalKeyspace(ctx, keyspace), table], {
+      ctx: { keyspace, table, action: 'reading the default TTL' },
+    });
+    ttl = (rs.first()?.default_time_to_live as number | undefined) ?? 0;
+    // A change made here while this read ran has stored the new value: keep it.
+    if (!memo.has(id)) memo.set(id, ttl);
+  }
+  return ttl > 0 ? ttl : null;
 }
 
 export async function setDefaultTtl(ctx: Ctx, keyspace: string, table: string, seconds: number | null): Promise<void> {
@@ -165,9 +178,12 @@ export async function setDefaultTtl(ctx: Ctx, keyspace: string, table: string, s
   if (seconds !== null && !(Number.isInteger(seconds) && seconds >= 1 && seconds <= MAX_TTL_SECONDS)) {
     throw invalid([{ path: '/default_ttl_seconds', message: `must be an integer from 1 to ${MAX_TTL_SECONDS}, or null` }]);
   }
+  const memo = memosOf(ctx).defaultTtls;
+  memo.delete(tableId(keyspace, table));
   await ctx.session.execute('ddl', `ALTER TABLE ${dataTable(ctx, keyspace, table)} WITH default_time_to_live = ${seconds ?? 0}`, [], {
     ctx: { keyspace, table, action: 'setting the default TTL' },
   });
+  memo.set(tableId(keyspace, table), seconds ?? 0);
 }
 
 /**
