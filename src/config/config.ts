@@ -370,7 +370,7 @@ function readPlans({ int }: EnvReader): Record<string, PlanLimits> {
 }
 
 /** The engine's tunables: embedding batches, bulk and extraction threads, memory, index upkeep, expiry sweep. */
-function readTuning({ int }: EnvReader): Pick<Config, 'embedding' | 'embedBulk' | 'extract' | 'vectorMemoryMb' | 'dbMmapMb' | 'index' | 'ttlSweep'> {
+function readTuning({ int }: EnvReader): Pick<Config, 'embedding' | 'embedBulk' | 'embedCall' | 'extract' | 'vectorMemoryMb' | 'dbMmapMb' | 'index' | 'ttlSweep'> {
   return {
     embedding: {
       maxBatch: int('VSS_EMBED_MAX_BATCH', 32, 1, 512),
