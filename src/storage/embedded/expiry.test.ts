@@ -29,6 +29,19 @@ describe('ExpiryTracker', () => {
     assert.deepEqual([...tr.expired(1_000)], [2]);
     assert.equal(tr.size, 1);
   });
+
+  it('hands expired rows to the sweep in batches, oldest first, each once, skipping rewritten and removed ones', () => {
+    const tr = new ExpiryTracker();
+    for (let id = 1; id <= 10; id++) tr.set(id, 100 + id);
+    assert.deepEqual(tr.takeExpired(100, 5), []);
+    assert.deepEqual(tr.takeExpired(104, 2), [1, 2]);
+    tr.set(3, null); // rewritten without a TTL after it expired: not the sweep's any more
+    tr.removed([4]);
+    assert.deepEqual(tr.takeExpired(110, 3), [5, 6, 7]);
+    tr.retake([6]); // its removal failed: handed out again
+    assert.deepEqual(tr.takeExpired(110, 10), [8, 9, 10, 6]);
+    assert.deepEqual(tr.takeExpired(1_000, 10), []);
+  });
 });
 
 describe('embedded TTL', () => {

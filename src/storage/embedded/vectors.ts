@@ -385,15 +385,16 @@ export class Vectors {
     let done = 0;
     for (const t of this.#catalog.all()) {
       if (done >= max) break;
-      const expired = this.#expiry.get(t.meta.id)?.expired(now);
-      if (expired === undefined || expired.size === 0) continue;
-      const batch: number[] = [];
-      for (const id of expired) {
-        if (batch.length >= max - done) break;
-        batch.push(id);
+      const tracker = this.#expiry.get(t.meta.id);
+      const batch = tracker?.takeExpired(now, max - done) ?? [];
+      if (batch.length === 0) continue;
+      try {
+        // Unsynced: a crash may undo the batch, and the rows, still expired, are swept again.
+        done += this.#delete(t, () => batch.filter((id) => del.get(id, now) !== undefined), false);
+      } catch (e) {
+        tracker!.retake(batch);
+        throw e;
       }
-      // Unsynced: a crash may undo the batch, and the rows, still expired, are swept again.
-      done += this.#delete(t, () => batch.filter((id) => del.get(id, now) !== undefined), false);
     }
     return done;
   }
