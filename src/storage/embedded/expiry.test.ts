@@ -130,6 +130,35 @@ describe('embedded TTL', () => {
     now += 10_000;
   });
 
+  it('before the sweep, graph walks and scans skip expired rows; one rewritten without a TTL is found again', async () => {
+    await s.createTable({ keyspace: 'ks', name: 'revive', dimension: D, metric: 'cosine', model: null });
+    // Three rows in five expire: scans take their packed path (exact.ts), walks over-fetch.
+    const rows: VectorRow[] = Array.from({ length: 4000 }, (_, i) => ({ key: `v${i}`, vector: vec(i), metadata: {}, text: null, expiresAt: i % 5 < 3 ? now + 1_000 : null }));
+    await s.upsertVectors('ks', 'revive', rows);
+    await s.whenIndexed();
+    now += 2_000;
+    const expired = (key: string): boolean => Number(key.slice(1)) % 5 < 3;
+    const counts = { ...s.searchCounts() };
+    // ANN (the table's metric) and the exact scan (another metric: the graphs cannot rank it).
+    const ann = (await s.search('ks', 'revive', { vector: vec(1), metric: 'cosine', candidates: 20, limit: 10 })).map((m) => m.key);
+    const exact = (await s.search('ks', 'revive', { vector: vec(1), metric: 'euclidean', candidates: 20, limit: 10 })).map((m) => m.key);
+    assert.equal(s.searchCounts().ann, counts.ann + 1);
+    assert.equal(s.searchCounts().exact, counts.exact + 1);
+    for (const found of [ann, exact]) {
+      assert.equal(found.length, 10);
+      assert.deepEqual(found.filter(expired), []);
+    }
+    await s.upsertVectors('ks', 'revive', [{ key: 'v1', vector: vec(1), metadata: {}, text: null }]);
+    assert.equal((await s.search('ks', 'revive', { vector: vec(1), metric: 'cosine', candidates: 20, limit: 10 }))[0].key, 'v1');
+    assert.equal((await s.search('ks', 'revive', { vector: vec(1), metric: 'euclidean', candidates: 20, limit: 10 }))[0].key, 'v1');
+    assert.equal(await s.countVectors('ks', 'revive'), 1601);
+    // The sweep then takes the other 2,399 and leaves the rewritten row.
+    assert.equal(await s.sweepExpired(), 2399);
+    assert.equal(s.indexStatus().find((t) => t.table === 'revive')!.rows, 1601);
+    assert.ok(await s.getVector('ks', 'revive', 'v1'));
+    now += 10_000;
+  });
+
   it('expired rows stay invisible after a restart, and are swept then', async () => {
     await s.createTable({ keyspace: 'ks', name: 'restart', dimension: D, metric: 'cosine', model: null });
     await s.upsertVectors('ks', 'restart', [
