@@ -18,8 +18,9 @@
  *   removal   while the sweep deletes them in batches of `--batch-rows` (index and lexical entries
  *             with them), yielding between batches: as long as the sweep takes;
  *   after     all removed (`--seconds`).
- * Reports p50 and p99 per phase, their ratios to the anchor, and the sweep's rows/s. Absolute
- * figures depend on the (shared) machine; the ratios are the result.
+ * Reports p50 and p99 per phase, their ratios to the anchor, the machine's 1-minute load average
+ * as each phase began, and the sweep's rows/s. Absolute figures depend on the (shared) machine;
+ * the ratios are the result, and a load that moved between phases says how far to trust them.
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -126,17 +127,23 @@ async function main(): Promise<void> {
     console.error(`  indexed in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     await searchWhile(s, forSeconds(1)); // warm-up
 
+    const phaseLoad: Record<string, number> = {};
+    const loadNow = (phase: string) => (phaseLoad[phase] = os.loadavg()[0]);
+    loadNow('anchor');
     const anchor = await searchWhile(s, forSeconds(SECONDS));
     now = EXPIRES_AT + 1;
     if ((await s.countVectors('bench', 't')) !== live) throw new Error('the expired rows are still counted');
+    loadNow('hidden');
     const hidden = await searchWhile(s, forSeconds(SECONDS));
 
     let swept: number | null = null;
+    loadNow('removal');
     const sweepStart = performance.now();
     const sweep = s.sweepExpired().then((n) => (swept = n));
     const removal = await searchWhile(s, () => swept !== null);
     await sweep;
     const sweepSeconds = (performance.now() - sweepStart) / 1000;
+    loadNow('after');
     const after = await searchWhile(s, forSeconds(SECONDS));
 
     const line = (name: string, lat: number[]) => {
@@ -144,7 +151,7 @@ async function main(): Promise<void> {
       const p99 = pct(lat, 99);
       const a50 = pct(anchor, 50);
       const a99 = pct(anchor, 99);
-      return `${name.padEnd(8)} ${String(lat.length).padStart(6)} searches  p50 ${p50.toFixed(2).padStart(7)} ms (x${(p50 / a50).toFixed(2)})  p99 ${p99.toFixed(2).padStart(7)} ms (x${(p99 / a99).toFixed(2)})`;
+      return `${name.padEnd(8)} load ${phaseLoad[name].toFixed(1).padStart(5)} ${String(lat.length).padStart(6)} searches  p50 ${p50.toFixed(2).padStart(7)} ms (x${(p50 / a50).toFixed(2)})  p99 ${p99.toFixed(2).padStart(7)} ms (x${(p99 / a99).toFixed(2)})`;
     };
     console.log(`ttl-expiry: ${LIVE.toLocaleString('en')} live + ${EXPIRING.toLocaleString('en')} expiring rows, ${DIM}-d, ${ANN ? 'ANN' : 'exact'} searches at ${QPS}/s, sweep batches of ${BATCH_ROWS}; ratios against the anchor`);
     console.log(line('anchor', anchor));

@@ -104,4 +104,24 @@ describe('exactTopK with rows excluded', () => {
       }
     }
   });
+
+  it('packs the kept rows of many blocks across its own block boundaries (a large share excluded)', () => {
+    const d = 4;
+    let seed = 11;
+    const rand = (): number => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
+    const sizes = [9000, 300, 12000];
+    let next = 1;
+    const blocks = sizes.map((n) => ({ vectors: Float32Array.from({ length: n * d }, rand), rowIds: Float64Array.from({ length: n }, () => next++) }));
+    const query = Float32Array.from({ length: d }, rand);
+    // A third excluded, but a hint over the packing threshold: more than one packed block of kept rows.
+    const exclude = new Set<number>();
+    for (let id = 1; id < next; id++) if (id % 3 === 0) exclude.add(id);
+    const want = blocks
+      .flatMap((b) => Array.from(b.rowIds, (id, i) => ({ rowId: id, score: exactScore('cosine', query, b.vectors.subarray(i * d, i * d + d)) })))
+      .filter((x) => !exclude.has(x.rowId))
+      .sort(compareScored('cosine'))
+      .slice(0, 25);
+    const got = exactTopK(blocks, query, 'cosine', 25, exclude, 0.9);
+    assert.deepEqual(got.map((x) => x.rowId), want.map((x) => x.rowId));
+  });
 });

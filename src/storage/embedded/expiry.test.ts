@@ -19,15 +19,34 @@ describe('ExpiryTracker', () => {
     tr.set(2, 200);
     tr.set(3, 300);
     tr.set(4, null);
-    assert.deepEqual([...tr.expired(99)], []);
-    assert.deepEqual([...tr.expired(100)], [1]);
+    const expired = (now: number): number[] => {
+      const set = tr.expired(now);
+      const ids = [1, 2, 3, 4].filter((id) => set.has(id));
+      assert.equal(set.size, ids.length);
+      return ids;
+    };
+    assert.deepEqual(expired(99), []);
+    assert.deepEqual(expired(100), [1]);
     tr.set(2, 1_000); // moved later before it expired
     tr.set(1, null); // rewritten without a TTL after it expired
-    assert.deepEqual([...tr.expired(300)], [3]);
+    assert.deepEqual(expired(300), [3]);
     tr.removed([3]);
-    assert.deepEqual([...tr.expired(999)], []);
-    assert.deepEqual([...tr.expired(1_000)], [2]);
+    assert.deepEqual(expired(999), []);
+    assert.deepEqual(expired(1_000), [2]);
     assert.equal(tr.size, 1);
+  });
+
+  it('hands expired rows to the sweep in batches, oldest first, each once, skipping rewritten and removed ones', () => {
+    const tr = new ExpiryTracker();
+    for (let id = 1; id <= 10; id++) tr.set(id, 100 + id);
+    assert.deepEqual(tr.takeExpired(100, 5), []);
+    assert.deepEqual(tr.takeExpired(104, 2), [1, 2]);
+    tr.set(3, null); // rewritten without a TTL after it expired: not the sweep's any more
+    tr.removed([4]);
+    assert.deepEqual(tr.takeExpired(110, 3), [5, 6, 7]);
+    tr.retake([6]); // its removal failed: handed out again
+    assert.deepEqual(tr.takeExpired(110, 10), [8, 9, 10, 6]);
+    assert.deepEqual(tr.takeExpired(1_000, 10), []);
   });
 });
 
@@ -108,6 +127,35 @@ describe('embedded TTL', () => {
     assert.equal(s.indexStatus().find((t) => t.table === 'sweep')!.rows, 50);
     assert.deepEqual((await s.lexicalSearch('ks', 'sweep', { text: 'word3', limit: 100 })).map((m) => m.key).sort(), ['s953', 's963', 's973', 's983', 's993']);
     assert.equal((await s.lexicalSearch('ks', 'sweep', { text: 'common', limit: 100 })).length, 50);
+    now += 10_000;
+  });
+
+  it('before the sweep, graph walks and scans skip expired rows; one rewritten without a TTL is found again', async () => {
+    await s.createTable({ keyspace: 'ks', name: 'revive', dimension: D, metric: 'cosine', model: null });
+    // Three rows in five expire: scans take their packed path (exact.ts), walks over-fetch.
+    const rows: VectorRow[] = Array.from({ length: 4000 }, (_, i) => ({ key: `v${i}`, vector: vec(i), metadata: {}, text: null, expiresAt: i % 5 < 3 ? now + 1_000 : null }));
+    await s.upsertVectors('ks', 'revive', rows);
+    await s.whenIndexed();
+    now += 2_000;
+    const expired = (key: string): boolean => Number(key.slice(1)) % 5 < 3;
+    const counts = { ...s.searchCounts() };
+    // ANN (the table's metric) and the exact scan (another metric: the graphs cannot rank it).
+    const ann = (await s.search('ks', 'revive', { vector: vec(1), metric: 'cosine', candidates: 20, limit: 10 })).map((m) => m.key);
+    const exact = (await s.search('ks', 'revive', { vector: vec(1), metric: 'euclidean', candidates: 20, limit: 10 })).map((m) => m.key);
+    assert.equal(s.searchCounts().ann, counts.ann + 1);
+    assert.equal(s.searchCounts().exact, counts.exact + 1);
+    for (const found of [ann, exact]) {
+      assert.equal(found.length, 10);
+      assert.deepEqual(found.filter(expired), []);
+    }
+    await s.upsertVectors('ks', 'revive', [{ key: 'v1', vector: vec(1), metadata: {}, text: null }]);
+    assert.equal((await s.search('ks', 'revive', { vector: vec(1), metric: 'cosine', candidates: 20, limit: 10 }))[0].key, 'v1');
+    assert.equal((await s.search('ks', 'revive', { vector: vec(1), metric: 'euclidean', candidates: 20, limit: 10 }))[0].key, 'v1');
+    assert.equal(await s.countVectors('ks', 'revive'), 1601);
+    // The sweep then takes the other 2,399 and leaves the rewritten row.
+    assert.equal(await s.sweepExpired(), 2399);
+    assert.equal(s.indexStatus().find((t) => t.table === 'revive')!.rows, 1601);
+    assert.ok(await s.getVector('ks', 'revive', 'v1'));
     now += 10_000;
   });
 

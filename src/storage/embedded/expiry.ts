@@ -6,13 +6,22 @@
  * passes each expiry, into the set of expired rows, which the sweep empties as it deletes them.
  */
 import FlatQueue from 'flatqueue';
+import { RowBitmap, type RowSet } from '../../index/row-bitmap.ts';
 
 export class ExpiryTracker {
   /** rowId -> expiry (ms) of every stored row that has one; the truth the heap's entries are checked against. */
   readonly #at = new Map<number, number>();
   /** (rowId by expiry); entries of rows rewritten or deleted since are stale and dropped when popped. */
   readonly #heap = new FlatQueue<number>();
-  readonly #expired = new Set<number>();
+  /** A bitmap, so that a scan tests each row it reads for a byte rather than a hash lookup. */
+  readonly #expired = new RowBitmap();
+  /**
+   * The expired rows in the order they expired, for the sweep to take from the front. Taking from
+   * the set instead would walk its deleted entries again on every batch (V8 leaves holes until it
+   * shrinks the table): 1M rows in batches of 200 took 12.5 s of such walks, up to 140 ms a batch.
+   */
+  #due: number[] = [];
+  #dueAt = 0;
 
   /** Records a row's expiry as just written (null: none). */
   set(rowId: number, expiresAt: number | null): void {
@@ -34,16 +43,41 @@ export class ExpiryTracker {
   }
 
   /** The rows expired as of `now` and not yet removed (a live view: do not keep it across writes). */
-  expired(now: number): ReadonlySet<number> {
+  expired(now: number): RowSet {
     const heap = this.#heap;
     while (heap.length > 0 && heap.peekValue()! <= now) {
       const expiresAt = heap.peekValue()!;
       const id = heap.pop()!;
-      if (this.#at.get(id) === expiresAt) this.#expired.add(id);
+      if (this.#at.get(id) === expiresAt && this.#expired.add(id)) this.#due.push(id);
     }
     // Stale entries pile up when rows with a TTL are rewritten often; rebuild from the truth then.
     if (heap.length > 2 * this.#at.size + 1024) this.#rebuild();
     return this.#expired;
+  }
+
+  /**
+   * Up to `max` rows expired as of `now` and not yet removed, the longest expired first; each
+   * is handed out once per expiry, unless given back by retake().
+   */
+  takeExpired(now: number, max: number): number[] {
+    this.expired(now);
+    const out: number[] = [];
+    const due = this.#due;
+    while (out.length < max && this.#dueAt < due.length) {
+      const id = due[this.#dueAt++];
+      if (this.#expired.has(id)) out.push(id);
+    }
+    // Drop the taken front now and then, so the array does not hold a million spent ids.
+    if (this.#dueAt > 4096 && this.#dueAt * 2 > due.length) {
+      this.#due = due.slice(this.#dueAt);
+      this.#dueAt = 0;
+    }
+    return out;
+  }
+
+  /** Hands rows taken by takeExpired out again (their removal failed). */
+  retake(rowIds: readonly number[]): void {
+    this.#due.push(...rowIds);
   }
 
   /** Rows that have an expiry (expired or not). */
@@ -58,7 +92,7 @@ export class ExpiryTracker {
 }
 
 /** The empty set for tables with no expiring rows. */
-export const NONE_EXPIRED: ReadonlySet<number> = new Set();
+export const NONE_EXPIRED: RowSet = new Set<number>();
 
 /** A row's expiresAt as answered: only rows that expire carry the field. */
 export const expiryField = (expiresAt: number | null): { expiresAt?: number } => (expiresAt !== null ? { expiresAt } : {});
