@@ -439,6 +439,35 @@ describe('embedded storage', () => {
     }
   });
 
+  it('keeps indexing a bulk load while searches stream in without a pause (a share of the time in short slices), and answers them meanwhile', async () => {
+    const d = 32;
+    const vectors = clustered(6_000, d, 41, 50);
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'searching'), index: indexOpts(500) });
+    let searching: NodeJS.Timeout | undefined;
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'cosine', model: null });
+      await s.upsertVectors('ks', 't', rowsOf(vectors));
+      const waiting = s.indexStatus()[0].pending;
+      assert.ok(waiting > 3_000, `most rows still wait for the graphs: ${waiting}`);
+      let answered = 0;
+      // A search every 2 ms, never the quiet that full-speed indexing waits for: the graphs must still catch up.
+      searching = setInterval(() => void s.search('ks', 't', { vector: vectors[answered % 6_000], metric: 'cosine', candidates: 50, limit: 1 }).then(() => answered++), 2);
+      const t0 = Date.now();
+      while (s.indexStatus()[0].pending > 0) {
+        assert.ok(Date.now() - t0 < 60_000, `still waiting after 60 s of searches: ${JSON.stringify(s.indexStatus()[0])}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.ok(answered > 20, `searches answered while the graphs caught up: ${answered}`);
+      clearInterval(searching);
+      const got = await s.search('ks', 't', { vector: vectors[4321], metric: 'cosine', candidates: 50, limit: 1 });
+      assert.equal(got[0].key, 'k4321');
+    } finally {
+      clearInterval(searching);
+      await s.close();
+    }
+  });
+
   it('keeps the segment sealed at the end of a bulk load in memory while searches come, and saves and maps it once they pause or its deadline passes', async () => {
     const d = 16;
     const rows = rowsOf(clustered(3000, d, 9, 30));
