@@ -72,8 +72,8 @@ interface QuerySet {
   truth: string[][];
 }
 type Run = Timed & { recall: number };
-/** One server under test: how to load it and search it, and what it measured. */
-interface Peer {
+/** One server under test: how to load it and search it. */
+interface PeerServer {
   name: string;
   pid: number;
   search: Search;
@@ -84,6 +84,9 @@ interface Peer {
   /** Resolves once every row is searchable at graph speed. */
   indexed(): Promise<void>;
   stop(): Promise<void>;
+}
+/** A server under test with what it measured. */
+interface Peer extends PeerServer {
   ackSeconds: number;
   searchableSeconds: number;
   pendingAtAck: number | null;
@@ -93,6 +96,8 @@ interface Peer {
   settled16: Run[];
   rssMb: number;
 }
+
+const measured = (server: PeerServer): Peer => ({ ...server, ackSeconds: 0, searchableSeconds: 0, pendingAtAck: null, settled1: [], settled16: [], rssMb: 0 });
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -153,7 +158,7 @@ async function startService(centres: Float32Array[]): Promise<Peer> {
     const t = list.body.keyspaces.find((k: { keyspace: string }) => k.keyspace === KS).tables.find((x: { table: string }) => x.table === TABLE);
     return t.pending_rows ?? 0;
   };
-  return {
+  return measured({
     name: 'service',
     pid: server.child.pid!,
     search: serviceSearch(server.call),
@@ -169,13 +174,7 @@ async function startService(centres: Float32Array[]): Promise<Peer> {
       await server.kill('SIGTERM');
       await rm(dataDir, { recursive: true, force: true });
     },
-    ackSeconds: 0,
-    searchableSeconds: 0,
-    pendingAtAck: null,
-    settled1: [],
-    settled16: [],
-    rssMb: 0,
-  };
+  });
 }
 
 function serviceSearch(call: Call, extra: object = { initial_top_k: 100 }): Search {
@@ -218,7 +217,7 @@ async function startChroma(centres: Float32Array[]): Promise<Peer> {
   const created = await call('POST', CHROMA_BASE, { name: 'peers', configuration: { hnsw: { space: 'cosine' } } });
   if (created.status !== 200) throw new Error(JSON.stringify(created.body));
   const id = created.body.id as string;
-  return {
+  return measured({
     name: 'Chroma',
     pid: child.pid!,
     search: (qs) => async (i) => {
@@ -243,13 +242,7 @@ async function startChroma(centres: Float32Array[]): Promise<Peer> {
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
       await rm(dir, { recursive: true, force: true });
     },
-    ackSeconds: 0,
-    searchableSeconds: 0,
-    pendingAtAck: null,
-    settled1: [],
-    settled16: [],
-    rssMb: 0,
-  };
+  });
 }
 
 async function main() {
