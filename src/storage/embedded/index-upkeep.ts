@@ -61,6 +61,12 @@ export const UPKEEP_TIMINGS = Object.freeze({
   searchingSliceMs: 1,
   searchingIndexShare: 0.1,
   /**
+   * The longest pause between those slices: the share is reckoned from a slice's wall time, which
+   * on a crowded machine includes the time the process waited for a core (a 1 ms slice measured
+   * as 100 ms would pause the indexer for most of a second, and the graphs fell behind for minutes).
+   */
+  searchingMaxPauseMs: 20,
+  /**
    * Memory-mapped graphs fault their pages in on first touch, which in a VM costs microseconds a
    * page, and every thread's map of a graph is its own: the first few hundred searches after a
    * start walked the graphs ~10-40 % slower. So the main thread walks each graph once,
@@ -529,7 +535,9 @@ export class IndexKeeper {
       }
     };
     const share = this.#busy() ? this.#busyShare() : this.#searching() ? T.searchingIndexShare : 1;
-    const pause = (this.#lastSliceMs * (1 - share)) / share;
+    const searching = !this.#busy() && this.#searching();
+    const paced = (this.#lastSliceMs * (1 - share)) / share;
+    const pause = searching ? Math.min(T.searchingMaxPauseMs, paced) : paced;
     if (pause >= 1) setTimeout(run, pause);
     else setImmediate(run);
   }
@@ -559,6 +567,8 @@ export class IndexKeeper {
     if (this.#closed) return;
     const tables = [...this.#tables.values()].filter((t) => this.#needsIndex(t));
     if (tables.length === 0) {
+      // No indexing slice to pace: the warm-up and settling steps go at their own timings.
+      this.#lastSliceMs = 0;
       this.#releaseRoom();
       if (this.#idle()) this.#wake();
       this.#warm();
