@@ -1,7 +1,7 @@
 /**
  * The service against Chroma's own server on the same vectors, in one run.
  *
- *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--curve 10:16,20:64,...] [--skip-chroma]
+ *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--skip-chroma]
  *
  * Chroma: chromadb from PyPI (pinned below) in a venv under .bench-data/ that this script creates
  * on first use, started as `chroma run` with a cosine collection and its HNSW defaults, called
@@ -11,13 +11,20 @@
  * the same queries as JSON numbers: the service with initial_top_k 100, final_top_k 10, Chroma
  * with n_results 10.
  *
+ * The machine is shared and its speed drifts within minutes, so the phases are ordered to compare
+ * like with like: both servers run side by side from the start; Chroma loads first and is searched
+ * right after its writes return, then the service (so the service's indexing, which goes on after
+ * its acknowledgement, never overlaps Chroma's load); once the service is indexed and 5 s idle,
+ * `--rounds` settled rounds alternate the two servers query set by query set (c1 of both, then
+ * c16 of both, the first server alternating), and the settled figures are the rounds' medians.
+ * Each phase records the 1-minute load average and the client's machine check (bench/machine-check.ts).
+ *
  * Reports for each: ingest until acknowledged and until searchable at graph speed (the service:
  * no row left waiting for its graphs; Chroma indexes as it writes, so acknowledged), QPS and
- * p50/p99 at concurrency 1 and 16 right after the writes are acknowledged and settled (indexed,
- * then 5 s idle, fresh queries), recall@10 against an exact scan, and the server's VmRSS; then
- * the service's recall-latency curve over pairs of initial_top_k (candidates re-scored exactly)
- * and ef (how wide each graph walk is; never narrower than initial_top_k).
- * The machine is shared: read the ratios, not the absolute figures.
+ * p50/p99 at concurrency 1 and 16 right after the writes are acknowledged and settled, recall@10
+ * against an exact scan, the server's VmRSS, the service/Chroma ratios; then the service's
+ * recall-latency curve over pairs of initial_top_k (candidates re-scored exactly) and ef (how wide
+ * each graph walk is; never narrower than initial_top_k).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -36,6 +43,7 @@ const { values: args } = parseArgs({
     n: { type: 'string', default: '100000' },
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '3' },
     curve: { type: 'string', default: '10:16,10:64,20:64,20:128,50:64,50:128,100:128,100:256,100:512' },
     'skip-chroma': { type: 'boolean', default: false },
   },
@@ -43,8 +51,9 @@ const { values: args } = parseArgs({
 const N = Number(args.n);
 const DIM = Number(args.dim);
 const QUERIES = Number(args.queries);
-/** The recall-latency curve's points: initial_top_k and ef. */
-const CURVE = args.curve.split(',').map((p) => p.split(':').map(Number) as [number, number]);
+const ROUNDS = Math.max(1, Number(args.rounds));
+/** The recall-latency curve's points: initial_top_k and ef (none with --curve ''). */
+const CURVE = args.curve === '' ? [] : args.curve.split(',').map((p) => p.split(':').map(Number) as [number, number]);
 const BATCH = 1_000;
 const WRITERS = 2;
 const CHROMA_VERSION = '1.5.9';
@@ -53,59 +62,64 @@ const VENV = path.join(ROOT, '.bench-data', 'chroma-venv');
 const KEY = 'bench-admin-key-0123456789abcdef';
 const KS = 'default_keyspace';
 const TABLE = 'peers';
+const CHROMA_BASE = '/api/v2/tenants/default_tenant/databases/default_database/collections';
 
 type Call = RunningServer['call'];
-/** The same queries for both servers: right after the load and settled, with their exact answers. */
-interface Queries {
-  after: Float32Array[];
-  settled: Float32Array[];
-  truthAfter: string[][];
-  truthSettled: string[][];
+type Search = (qs: Float32Array[]) => (i: number) => Promise<string[]>;
+/** A query set with its exact answers. */
+interface QuerySet {
+  vectors: Float32Array[];
+  truth: string[][];
 }
-interface Searches {
-  after1: Timed;
-  after16: Timed;
-  recallAfter: number;
-  settled1: Timed;
-  settled16: Timed;
-  recallSettled: number;
+type Run = Timed & { recall: number };
+/** One server under test: how to load it and search it. */
+interface PeerServer {
+  name: string;
+  pid: number;
+  search: Search;
+  /** The service only: searches at a given initial_top_k and ef (the recall-latency curve). */
+  curveSearch?: (initialTopK: number, ef: number) => Search;
+  /** Sends all rows; resolves when the last write is acknowledged (seconds, rows left for the graphs or null). */
+  load(): Promise<{ ackSeconds: number; pendingAtAck: number | null; t0: number }>;
+  /** Resolves once every row is searchable at graph speed. */
+  indexed(): Promise<void>;
+  stop(): Promise<void>;
 }
-interface Side extends Searches {
+/** A server under test with what it measured. */
+interface Peer extends PeerServer {
   ackSeconds: number;
   searchableSeconds: number;
   pendingAtAck: number | null;
+  after1?: Run;
+  after16?: Run;
+  settled1: Run[];
+  settled16: Run[];
   rssMb: number;
 }
 
+const measured = (server: PeerServer): Peer => ({ ...server, ackSeconds: 0, searchableSeconds: 0, pendingAtAck: null, settled1: [], settled16: [], rssMb: 0 });
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Times `search(i)` over queries 0..count-1 from `concurrency` clients; returns the ids each answered. */
-async function timed(count: number, concurrency: number, search: (i: number) => Promise<string[]>): Promise<Timed & { ids: string[][] }> {
+/** Times `search(i)` over every query of `set` from `concurrency` clients, with recall@10. */
+async function timed(set: QuerySet, concurrency: number, search: Search): Promise<Run & { ids: string[][] }> {
   const lat: number[] = [];
-  const ids: string[][] = new Array(count);
+  const ids: string[][] = new Array(set.vectors.length);
+  const run = search(set.vectors);
   let next = 0;
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next < count) {
+      while (next < set.vectors.length) {
         const i = next++;
         const s = performance.now();
-        ids[i] = await search(i);
+        ids[i] = await run(i);
         lat.push(performance.now() - s);
       }
     }),
   );
-  return { qps: count / ((performance.now() - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), ids };
-}
-
-/** Right after the load at concurrency 1 and 16, then `settle()`, then settled on fresh queries. */
-async function searchPhases(q: Queries, search: (qs: Float32Array[]) => (i: number) => Promise<string[]>, settle: () => Promise<void>): Promise<Searches> {
-  const after1 = await timed(q.after.length, 1, search(q.after));
-  const after16 = await timed(q.after.length, 16, search(q.after));
-  await settle();
-  const settled1 = await timed(q.settled.length, 1, search(q.settled));
-  const settled16 = await timed(q.settled.length, 16, search(q.settled));
-  return { after1, after16, recallAfter: recallOf(after1.ids, q.truthAfter), settled1, settled16, recallSettled: recallOf(settled1.ids, q.truthSettled) };
+  const qps = set.vectors.length / ((performance.now() - t0) / 1000);
+  return { qps, p50: pct(lat, 50), p99: pct(lat, 99), recall: recallOf(ids, set.truth), ids };
 }
 
 function recallOf(got: string[][], truth: string[][]): number {
@@ -117,52 +131,58 @@ function recallOf(got: string[][], truth: string[][]): number {
   return hit / (truth.length * 10);
 }
 
-/** The exact top 10 keys of each query by cosine (usearch's SIMD scan of all rows). */
-function exactTruth(all: Float32Array, queries: Float32Array[]): string[][] {
-  return queries.map((q) => {
-    const r = exactSearch(all, q, DIM, 10, MetricKind.Cos, 0);
-    return Array.from(r.keys, (k) => `v${Number(k)}`);
+/** `count` fresh queries from `start` with their exact top 10 keys by cosine (usearch's SIMD scan of all rows). */
+function querySet(all: Float32Array, centres: Float32Array[], start: number, count: number): QuerySet {
+  const vectors = makeVectors(start, count, DIM, centres);
+  // All queries in one call: usearch then reads the rows once per block of queries, not once per query (1M rows).
+  const packed = new Float32Array(count * DIM);
+  vectors.forEach((q, i) => packed.set(q, i * DIM));
+  const keys = exactSearch(all, packed, DIM, 10, MetricKind.Cos, 0).keys;
+  const truth = vectors.map((_, i) => Array.from(keys.subarray(i * 10, i * 10 + 10), (k) => `v${Number(k)}`));
+  return { vectors, truth };
+}
+
+/** The median run of `runs` by each figure separately. */
+function median(runs: Run[]): Run {
+  const mid = (xs: number[]) => pct(xs, 50);
+  return { qps: mid(runs.map((r) => r.qps)), p50: mid(runs.map((r) => r.p50)), p99: mid(runs.map((r) => r.p99)), recall: mid(runs.map((r) => r.recall)) };
+}
+
+async function startService(centres: Float32Array[]): Promise<Peer> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-peers-'));
+  const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000);
+  const res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  const pending = async (): Promise<number> => {
+    const list = await server.call('GET', '/v1/keyspaces/list');
+    const t = list.body.keyspaces.find((k: { keyspace: string }) => k.keyspace === KS).tables.find((x: { table: string }) => x.table === TABLE);
+    return t.pending_rows ?? 0;
+  };
+  return measured({
+    name: 'service',
+    pid: server.child.pid!,
+    search: serviceSearch(server.call),
+    curveSearch: (initialTopK, ef) => serviceSearch(server.call, { initial_top_k: initialTopK, ef }),
+    async load() {
+      const { ackSeconds, t0 } = await ingest(server, { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE, encoding: 'base64' }, centres);
+      return { ackSeconds, pendingAtAck: await pending(), t0 };
+    },
+    async indexed() {
+      while ((await pending()) > 0) await sleep(200);
+    },
+    async stop() {
+      await server.kill('SIGTERM');
+      await rm(dataDir, { recursive: true, force: true });
+    },
   });
 }
 
-async function runService(centres: Float32Array[], q: Queries, row: (a: string, b: string) => void): Promise<Side> {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-peers-'));
-  const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000);
-  try {
-    const res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
-    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-    const { ackSeconds, t0 } = await ingest(server, { n: N, dim: DIM, batch: BATCH, keyspace: KS, table: TABLE, encoding: 'base64' }, centres);
-    const pendingAtAck = await pending(server);
-    const search = (qs: Float32Array[], extra: object = { initial_top_k: 100 }) => async (i: number) => {
-      const r = await server.call('POST', '/v1/search/', { keyspace: KS, table: TABLE, vector: Array.from(qs[i]), final_top_k: 10, ...extra });
-      if (r.status !== 200) throw new Error(`search: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
-      return r.body.matches.map((m: { key: string }) => m.key);
-    };
-    let searchableSeconds = 0;
-    const searches = await searchPhases(q, search, async () => {
-      while ((await pending(server)) > 0) await sleep(200);
-      searchableSeconds = (performance.now() - t0) / 1000;
-      await sleep(5_000);
-    });
-    const side: Side = { ackSeconds, searchableSeconds, pendingAtAck, ...searches, rssMb: await rssMb(server.child.pid!, 'VmRSS') };
-    // The recall-latency curve: recall@10 depends on how many candidates are re-scored exactly
-    // (the graphs rank by their int8 copies, which swaps near-ties) and on how wide each walk is.
-    const curveCount = Math.min(q.settled.length, 100);
-    for (const [k, ef] of CURVE) {
-      const r = await timed(curveCount, 1, search(q.settled, { initial_top_k: k, ef }));
-      row(`service, settled, initial_top_k ${k}, ef ${ef}, concurrency 1`, `recall@10 ${recallOf(r.ids, q.truthSettled.slice(0, curveCount)).toFixed(3)}, ${fmt(r)}`);
-    }
-    return side;
-  } finally {
-    await server.kill('SIGTERM');
-    await rm(dataDir, { recursive: true, force: true });
-  }
-}
-
-async function pending(server: RunningServer): Promise<number> {
-  const list = await server.call('GET', '/v1/keyspaces/list');
-  const t = list.body.keyspaces.find((k: { keyspace: string }) => k.keyspace === KS).tables.find((x: { table: string }) => x.table === TABLE);
-  return t.pending_rows ?? 0;
+function serviceSearch(call: Call, extra: object = { initial_top_k: 100 }): Search {
+  return (qs) => async (i) => {
+    const r = await call('POST', '/v1/search/', { keyspace: KS, table: TABLE, vector: Array.from(qs[i]), final_top_k: 10, ...extra });
+    if (r.status !== 200) throw new Error(`search: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    return r.body.matches.map((m: { key: string }) => m.key);
+  };
 }
 
 /** The venv with Chroma's server, created on first use (a few minutes: pip fetches its wheels). */
@@ -180,49 +200,49 @@ function ensureChroma(): string {
   return bin;
 }
 
-async function startChroma(dir: string): Promise<{ child: ChildProcess; call: Call }> {
+async function startChroma(centres: Float32Array[]): Promise<Peer> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'chroma-peers-'));
   const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const child = spawn(ensureChroma(), ['run', '--path', dir, '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn(ensureChroma(), ['run', '--path', dir, '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const call = jsonCaller(`http://127.0.0.1:${port}`);
   const deadline = Date.now() + 60_000;
   for (;;) {
     const h = await call('GET', '/api/v2/heartbeat').catch(() => ({ status: 0 }));
-    if (h.status === 200) return { child, call };
+    if (h.status === 200) break;
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`chroma did not start:\n${err}`);
     await sleep(100);
   }
-}
-
-async function runChroma(centres: Float32Array[], q: Queries): Promise<Side> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'chroma-peers-'));
-  const { child, call } = await startChroma(dir);
-  const base = '/api/v2/tenants/default_tenant/databases/default_database/collections';
-  try {
-    const created = await call('POST', base, { name: 'peers', configuration: { hnsw: { space: 'cosine' } } });
-    if (created.status !== 200) throw new Error(JSON.stringify(created.body));
-    const id = created.body.id as string;
-    const t0 = performance.now();
-    await inBatches(N, BATCH, WRITERS, async (start, count) => {
-      const vs = makeVectors(start, count, DIM, centres);
-      const body = { ids: vs.map((_, i) => `v${start + i}`), embeddings: vs.map((v) => Array.from(v)), metadatas: vs.map((_, i) => ({ i: start + i })) };
-      const r = await call('POST', `${base}/${id}/add`, body);
-      if (r.status !== 200 && r.status !== 201) throw new Error(`chroma add at ${start}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
-    });
-    const ackSeconds = (performance.now() - t0) / 1000;
-    const search = (qs: Float32Array[]) => async (i: number) => {
-      const r = await call('POST', `${base}/${id}/query`, { query_embeddings: [Array.from(qs[i])], n_results: 10, include: ['distances'] });
+  const created = await call('POST', CHROMA_BASE, { name: 'peers', configuration: { hnsw: { space: 'cosine' } } });
+  if (created.status !== 200) throw new Error(JSON.stringify(created.body));
+  const id = created.body.id as string;
+  return measured({
+    name: 'Chroma',
+    pid: child.pid!,
+    search: (qs) => async (i) => {
+      const r = await call('POST', `${CHROMA_BASE}/${id}/query`, { query_embeddings: [Array.from(qs[i])], n_results: 10, include: ['distances'] });
       if (r.status !== 200) throw new Error(`chroma query: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
       return r.body.ids[0] as string[];
-    };
-    const searches = await searchPhases(q, search, () => sleep(5_000));
-    return { ackSeconds, searchableSeconds: ackSeconds, pendingAtAck: null, ...searches, rssMb: await rssMb(child.pid!, 'VmRSS') };
-  } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
-    await rm(dir, { recursive: true, force: true });
-  }
+    },
+    async load() {
+      const t0 = performance.now();
+      await inBatches(N, BATCH, WRITERS, async (start, count) => {
+        const vs = makeVectors(start, count, DIM, centres);
+        const body = { ids: vs.map((_, i) => `v${start + i}`), embeddings: vs.map((v) => Array.from(v)), metadatas: vs.map((_, i) => ({ i: start + i })) };
+        const r = await call('POST', `${CHROMA_BASE}/${id}/add`, body);
+        if (r.status !== 200 && r.status !== 201) throw new Error(`chroma add at ${start}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+      });
+      return { ackSeconds: (performance.now() - t0) / 1000, pendingAtAck: null, t0 };
+    },
+    // Chroma indexes as it writes: what it acknowledged is in its graph (or its brute-force buffer).
+    indexed: async () => {},
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+      await rm(dir, { recursive: true, force: true });
+    },
+  });
 }
 
 async function main() {
@@ -232,40 +252,93 @@ async function main() {
     console.error(`${what}: ${value}`);
   };
   const machine = new MachineChecker();
-  row('machine check at the start (client, one thread)', fmtCheck(machine.check()));
+  const phase = (what: string) => row(`phase: ${what}`, `load average ${os.loadavg()[0].toFixed(2)}, ${fmtCheck(machine.check())}`);
+  phase('start');
   if (!args['skip-chroma']) ensureChroma();
   const centres = makeCentres(64, DIM);
   const all = new Float32Array(N * DIM);
   for (let i = 0; i < N; i++) writeVector(i, centres, all, i * DIM);
-  const after = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
-  const settled = makeVectors(N + 3_000_000, QUERIES, DIM, centres);
-  const q: Queries = { after, settled, truthAfter: exactTruth(all, after), truthSettled: exactTruth(all, settled) };
+  const after = querySet(all, centres, N + 1_000_000, QUERIES);
+  const settled = Array.from({ length: ROUNDS }, (_, r) => querySet(all, centres, N + 3_000_000 + r * QUERIES, QUERIES));
 
-  const vss = await runService(centres, q, row);
-  row('machine check after the service (client, one thread)', fmtCheck(machine.check()));
-  const chroma = args['skip-chroma'] ? null : await runChroma(centres, q);
-  if (chroma) row('machine check after Chroma (client, one thread)', fmtCheck(machine.check()));
+  const peers: Peer[] = [];
+  try {
+    if (!args['skip-chroma']) peers.push(await startChroma(centres));
+    peers.push(await startService(centres));
+    // Loads one at a time, each searched right after its last write is acknowledged.
+    for (const p of peers) {
+      phase(`before ${p.name}'s load`);
+      const { ackSeconds, pendingAtAck, t0 } = await p.load();
+      Object.assign(p, { ackSeconds, pendingAtAck });
+      p.after1 = await timed(after, 1, p.search);
+      p.after16 = await timed(after, 16, p.search);
+      await p.indexed();
+      p.searchableSeconds = (performance.now() - t0) / 1000;
+      phase(`after ${p.name}'s load and its right-after searches`);
+    }
+    await sleep(5_000);
+    // Settled: both servers searched back to back with the same queries, the first alternating.
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? peers : [...peers].reverse();
+      for (const p of order) p.settled1.push(await timed(settled[r], 1, p.search));
+      for (const p of order) p.settled16.push(await timed(settled[r], 16, p.search));
+      phase(`after settled round ${r + 1} (${order.map((p) => p.name).join(' first, then ')})`);
+    }
+    for (const p of peers) p.rssMb = await rssMb(p.pid, 'VmRSS');
 
-  const side = (name: string, s: Side) => {
-    row(`${name}: ingest until acknowledged`, `${Math.round(N / s.ackSeconds).toLocaleString('en')} vectors/s (${s.ackSeconds.toFixed(1)} s)${s.pendingAtAck !== null ? `, ${s.pendingAtAck.toLocaleString('en')} rows not in the graphs yet` : ''}`);
-    row(`${name}: ingest until searchable at graph speed`, `${s.searchableSeconds.toFixed(1)} s`);
-    row(`${name}: right after the load, concurrency 1`, `${fmt(s.after1)}, recall@10 ${s.recallAfter.toFixed(3)}`);
-    row(`${name}: right after the load, concurrency 16`, fmt(s.after16));
-    row(`${name}: settled, concurrency 1`, `${fmt(s.settled1)}, recall@10 ${s.recallSettled.toFixed(3)}`);
-    row(`${name}: settled, concurrency 16`, fmt(s.settled16));
-    row(`${name}: server VmRSS after the searches`, `${s.rssMb.toFixed(0)} MB`);
-  };
-  side('service', vss);
-  row('service: p50 right after / settled, concurrency 1', (vss.after1.p50 / vss.settled1.p50).toFixed(2));
-  if (chroma) {
-    side('Chroma', chroma);
-    const ratio = (a: number, b: number) => (a / b).toFixed(2);
-    row('service / Chroma: ingest rate until acknowledged', ratio(chroma.ackSeconds, vss.ackSeconds));
-    row('service / Chroma: ingest rate until searchable at graph speed', ratio(chroma.searchableSeconds, vss.searchableSeconds));
-    row('service / Chroma: QPS right after the load, concurrency 1 / 16', `${ratio(vss.after1.qps, chroma.after1.qps)} / ${ratio(vss.after16.qps, chroma.after16.qps)}`);
-    row('service / Chroma: QPS settled, concurrency 1 / 16', `${ratio(vss.settled1.qps, chroma.settled1.qps)} / ${ratio(vss.settled16.qps, chroma.settled16.qps)}`);
+    const vss = peers.find((p) => p.name === 'service')!;
+    const chroma = peers.find((p) => p.name === 'Chroma');
+    for (const p of peers) {
+      const s1 = median(p.settled1);
+      const s16 = median(p.settled16);
+      row(`${p.name}: ingest until acknowledged`, `${Math.round(N / p.ackSeconds).toLocaleString('en')} vectors/s (${p.ackSeconds.toFixed(1)} s)${p.pendingAtAck !== null ? `, ${p.pendingAtAck.toLocaleString('en')} rows not in the graphs yet` : ''}`);
+      row(`${p.name}: ingest until searchable at graph speed`, `${p.searchableSeconds.toFixed(1)} s`);
+      row(`${p.name}: right after the load, concurrency 1`, `${fmt(p.after1!)}, recall@10 ${p.after1!.recall.toFixed(3)}`);
+      row(`${p.name}: right after the load, concurrency 16`, fmt(p.after16!));
+      row(`${p.name}: settled, concurrency 1 (median of ${ROUNDS})`, `${fmt(s1)}, recall@10 ${s1.recall.toFixed(3)}`);
+      row(`${p.name}: settled, concurrency 16 (median of ${ROUNDS})`, fmt(s16));
+      row(`${p.name}: p50 right after / settled, concurrency 1`, (p.after1!.p50 / s1.p50).toFixed(2));
+      row(`${p.name}: server VmRSS after the searches`, `${p.rssMb.toFixed(0)} MB`);
+    }
+    if (chroma) {
+      const ratio = (a: number, b: number) => (a / b).toFixed(2);
+      const [v1, v16, c1, c16] = [median(vss.settled1), median(vss.settled16), median(chroma.settled1), median(chroma.settled16)];
+      row('service / Chroma: ingest rate until acknowledged', ratio(chroma.ackSeconds, vss.ackSeconds));
+      row('service / Chroma: ingest rate until searchable at graph speed', ratio(chroma.searchableSeconds, vss.searchableSeconds));
+      row('service / Chroma: QPS right after the load, concurrency 1 / 16', `${ratio(vss.after1!.qps, chroma.after1!.qps)} / ${ratio(vss.after16!.qps, chroma.after16!.qps)}`);
+      row('service / Chroma: QPS settled, concurrency 1 / 16 (each round, then median)', `${vss.settled1.map((v, r) => ratio(v.qps, chroma.settled1[r].qps)).join(', ')} / ${vss.settled16.map((v, r) => ratio(v.qps, chroma.settled16[r].qps)).join(', ')}; ${ratio(v1.qps, c1.qps)} / ${ratio(v16.qps, c16.qps)}`);
+      row('service / Chroma: p50 settled, concurrency 1', ratio(v1.p50, c1.p50));
+    }
+    // The recall-latency curve: recall@10 depends on how many candidates are re-scored exactly
+    // (the graphs rank by their int8 copies, which swaps near-ties) and on how wide each walk is.
+    const curveSet = { vectors: settled[0].vectors.slice(0, 100), truth: settled[0].truth.slice(0, 100) };
+    const curve: { k: number; ef: number; run: Run }[] = [];
+    for (const [k, ef] of CURVE) {
+      const r = await timed(curveSet, 1, vss.curveSearch!(k, ef));
+      curve.push({ k, ef, run: r });
+      row(`service, settled, initial_top_k ${k}, ef ${ef}, concurrency 1`, `recall@10 ${r.recall.toFixed(3)}, ${fmt(r)}`);
+    }
+    // The issue's comparison is at recall@10 no lower than Chroma's: the service also at the
+    // cheapest curve point that reaches Chroma's settled recall, against Chroma again, alternating.
+    const matched = chroma ? curve.filter((c) => c.run.recall >= median(chroma.settled1).recall).sort((a, b) => a.run.p50 - b.run.p50)[0] : undefined;
+    if (chroma && matched) {
+      const at = measured({ ...vss, name: `service at initial_top_k ${matched.k}, ef ${matched.ef}`, search: vss.curveSearch!(matched.k, matched.ef) });
+      const pair = [at, measured(chroma)];
+      for (let r = 0; r < ROUNDS; r++) {
+        const order = r % 2 === 0 ? pair : [...pair].reverse();
+        for (const p of order) p.settled1.push(await timed(settled[r], 1, p.search));
+        for (const p of order) p.settled16.push(await timed(settled[r], 16, p.search));
+      }
+      phase('after the rounds at matched recall');
+      const [a1, a16, c1, c16] = [median(at.settled1), median(at.settled16), median(pair[1].settled1), median(pair[1].settled16)];
+      row(`${at.name}, settled (median of ${ROUNDS})`, `concurrency 1: ${fmt(a1)}, recall@10 ${a1.recall.toFixed(3)}; concurrency 16: ${fmt(a16)}`);
+      row(`Chroma beside it, settled (median of ${ROUNDS})`, `concurrency 1: ${fmt(c1)}, recall@10 ${c1.recall.toFixed(3)}; concurrency 16: ${fmt(c16)}`);
+      row('service at matched recall / Chroma: QPS settled, concurrency 1 / 16', `${(a1.qps / c1.qps).toFixed(2)} / ${(a16.qps / c16.qps).toFixed(2)}`);
+    }
+  } finally {
+    for (const p of peers) await p.stop();
   }
-  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, ${QUERIES} queries per row, Chroma ${args['skip-chroma'] ? 'skipped' : CHROMA_VERSION}, ${machineKind()}, node ${process.version}\n`);
+  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, ${QUERIES} queries per row, ${ROUNDS} settled rounds, Chroma ${args['skip-chroma'] ? 'skipped' : CHROMA_VERSION}, ${machineKind()}, node ${process.version}\n`);
   console.log('| measure | figure |\n|---|---|');
   console.log(rows.join('\n'));
 }

@@ -78,7 +78,10 @@ export class AnnIndex {
     if (vectors.length !== rowIds.length * this.dimension) throw new RangeError(`${rowIds.length} rows need ${rowIds.length * this.dimension} values, got ${vectors.length}`);
     const keys = BigUint64Array.from(rowIds as ArrayLike<number>, (x) => BigInt(x));
     this.#index.remove(keys);
-    this.#index.add(keys, vectors, 0);
+    // A few rows on this thread: usearch starts its threads per call (0: all cores), which for the
+    // short slices index upkeep takes while searches come costs more than the inserts, and much
+    // more on a busy machine where the threads wait to be scheduled.
+    this.#index.add(keys, vectors, rowIds.length < 64 ? 1 : 0);
   }
 
   remove(rowIds: ArrayLike<number>): void {

@@ -439,6 +439,45 @@ describe('embedded storage', () => {
     }
   });
 
+  it('keeps indexing a bulk load while searches stream in without a pause (a share of the time in short slices), and answers them meanwhile', async () => {
+    const d = 16;
+    const vectors = clustered(3_000, d, 41, 50);
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'searching'), index: indexOpts(500) });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'cosine', model: null });
+      await s.upsertVectors('ks', 't', rowsOf(vectors));
+      const waiting = s.indexStatus()[0].pending;
+      assert.ok(waiting > 1_500, `most rows still wait for the graphs: ${waiting}`);
+      let answered = 0;
+      let stop = false;
+      // One client asking again as soon as it is answered (each search a new macrotask, as a request
+      // from the network is): never the quiet that full-speed indexing waits for, yet the graphs must catch up.
+      const client = (async () => {
+        while (!stop) {
+          await s.search('ks', 't', { vector: vectors[answered % 3_000], metric: 'cosine', candidates: 50, limit: 1 });
+          answered++;
+          await new Promise((r) => setImmediate(r));
+        }
+      })();
+      const t0 = Date.now();
+      try {
+        while (s.indexStatus()[0].pending > 0) {
+          assert.ok(Date.now() - t0 < 120_000, `still waiting after 120 s of searches: ${JSON.stringify(s.indexStatus()[0])}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      } finally {
+        stop = true;
+        await client;
+      }
+      assert.ok(answered > 20, `searches answered while the graphs caught up: ${answered}`);
+      const got = await s.search('ks', 't', { vector: vectors[2345], metric: 'cosine', candidates: 50, limit: 1 });
+      assert.equal(got[0].key, 'k2345');
+    } finally {
+      await s.close();
+    }
+  });
+
   it('keeps the segment sealed at the end of a bulk load in memory while searches come, and saves and maps it once they pause or its deadline passes', async () => {
     const d = 16;
     const rows = rowsOf(clustered(3000, d, 9, 30));
