@@ -7,6 +7,9 @@ import type { FormatExtractor } from './types.ts';
  * may hold delimiters, line breaks and `""`. Lenient: a stray quote inside an unquoted field is
  * kept, an unclosed quote runs to the end. Stops after `maxRecords`.
  */
+/** The record of a blank line (one empty field), shared by every blank line; callers only read rows. */
+const BLANK_ROW: string[] = Object.freeze(['']) as unknown as string[];
+
 export function parseCsv(text: string, delimiter = ',', maxRecords = Infinity): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];
@@ -53,9 +56,13 @@ export function parseCsv(text: string, delimiter = ',', maxRecords = Infinity): 
       field = '';
       i++;
     } else if (c === 0x0a || c === 0x0d) {
-      row.push(field);
-      rows.push(row);
-      row = [];
+      // A blank line shares one row: a file of a million line breaks makes no million arrays.
+      if (row.length === 0 && field === '') rows.push(BLANK_ROW);
+      else {
+        row.push(field);
+        rows.push(row);
+        row = [];
+      }
       field = '';
       i += c === 0x0d && text.charCodeAt(i + 1) === 0x0a ? 2 : 1;
     } else {

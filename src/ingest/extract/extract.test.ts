@@ -136,6 +136,7 @@ describe('extractText', () => {
   test('parseCsv: RFC 4180 edge cases', () => {
     assert.deepEqual(parseCsv('a,"b\r\nc",d\r\n,,\r\n"""q"""'), [['a', 'b\r\nc', 'd'], ['', '', ''], ['"q"']]);
     assert.deepEqual(parseCsv('x,"unterminated\nrest'), [['x', 'unterminated\nrest']]);
+    assert.deepEqual(parseCsv('a\n\r\n\rb\n'), [['a'], [''], [''], ['b']], 'blank lines stay records of one empty field');
     assert.deepEqual(parseCsv('a"b,c'), [['a"b', 'c']]);
   });
 
