@@ -82,30 +82,10 @@ export async function createUser(ctx: Ctx, u: { name: string; email: string; pla
 
 /** A user by id: remembered for `apiKeyCacheMs` when found (the rate limit reads the plan per request). */
 export async function getUser(ctx: Ctx, id: string): Promise<User | null> {
-  const memo = memosOf(ctx);
-  const known = memo.users?.get(id);
-  if (known !== undefined) return copyUser(known);
-  const changes = memo.userChanges;
-  const rs = await ctx.session.execute('read', `SELECT ${USER_COLS} FROM ${sysTable(ctx, 'users')} WHERE id = ?`, [id], { ctx: { action: 'reading a user' } });
-  if (rs.rowLength === 0) return null;
-  const user = userFromRow(rs.first());
-  if (memo.userChanges === changes) memo.users?.set(id, copyUser(user));
-  return user;
-}
-
-const copyUser = (u: User): User => ({ ...u, connections: u.connections.map((c) => ({ ...c })) });
-
-/** Runs a change to a user, forgetting what this process remembers of it before and after. */
-async function changingUser<T>(ctx: Ctx, id: string, change: () => Promise<T>): Promise<T> {
-  const memo = memosOf(ctx);
-  memo.userChanges++;
-  memo.users?.delete(id);
-  try {
-    return await change();
-  } finally {
-    memo.userChanges++;
-    memo.users?.delete(id);
-  }
+  return memosOf(ctx).users.get(id, async () => {
+    const rs = await ctx.session.execute('read', `SELECT ${USER_COLS} FROM ${sysTable(ctx, 'users')} WHERE id = ?`, [id], { ctx: { action: 'reading a user' } });
+    return rs.rowLength > 0 ? userFromRow(rs.first()) : null;
+  });
 }
 
 export async function getUserByEmail(ctx: Ctx, email: string): Promise<User | null> {
@@ -163,25 +143,18 @@ export async function revokeApiKey(ctx: Ctx, id: string): Promise<ApiKeyRecord |
   const k = await getApiKey(ctx, id);
   if (k === null) return null;
   if (k.revokedAt === null) {
-    const memo = memosOf(ctx);
-    // Before the write and after it: a lookup that read the key before the write stores nothing.
-    memo.revocations++;
-    memo.apiKeys?.delete(k.hash);
-    try {
-      await ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'api_keys')} SET revoked_at = ? WHERE hash = ? IF revoked_at = null`, [new Date(), k.hash], {
+    await memosOf(ctx).apiKeys.changing(k.hash, () =>
+      ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'api_keys')} SET revoked_at = ? WHERE hash = ? IF revoked_at = null`, [new Date(), k.hash], {
         ctx: { action: 'revoking an API key' },
-      });
-    } finally {
-      memo.revocations++;
-      memo.apiKeys?.delete(k.hash);
-    }
+      }),
+    );
   }
   return getApiKey(ctx, id);
 }
 
 /** Appends a connection unless present: compare-and-set on the JSON list, retried on conflict. */
 export async function addConnection(ctx: Ctx, userId: string, connection: { type: string; id: string }): Promise<User> {
-  return changingUser(ctx, userId, () => addConnectionOnce(ctx, userId, connection));
+  return memosOf(ctx).users.changing(userId, () => addConnectionOnce(ctx, userId, connection));
 }
 
 async function addConnectionOnce(ctx: Ctx, userId: string, connection: { type: string; id: string }): Promise<User> {
@@ -205,7 +178,7 @@ async function addConnectionOnce(ctx: Ctx, userId: string, connection: { type: s
 }
 
 export async function setUserPlan(ctx: Ctx, userId: string, plan: string): Promise<void> {
-  const rs = await changingUser(ctx, userId, () =>
+  const rs = await memosOf(ctx).users.changing(userId, () =>
     ctx.session.execute('lwt', `UPDATE ${sysTable(ctx, 'users')} SET plan = ? WHERE id = ? IF EXISTS`, [plan, userId], {
       ctx: { action: 'setting a plan' },
     }),
@@ -242,13 +215,7 @@ export async function applyWebhookEvent(ctx: Ctx, eventId: string, type: string,
 
 /** Authentication's lookup: remembered for `apiKeyCacheMs` when found and not revoked. */
 export async function findApiKeyByHash(ctx: Ctx, hash: string): Promise<ApiKeyRecord | null> {
-  const memo = memosOf(ctx);
-  const known = memo.apiKeys?.get(hash);
-  if (known !== undefined) return { ...known, resources: [...known.resources] };
-  const revocations = memo.revocations;
-  const k = await readApiKey(ctx, hash);
-  if (k !== null && k.revokedAt === null && memo.revocations === revocations) memo.apiKeys?.set(hash, { ...k, resources: [...k.resources] });
-  return k;
+  return memosOf(ctx).apiKeys.get(hash, () => readApiKey(ctx, hash), (k) => k.revokedAt === null);
 }
 
 async function readApiKey(ctx: Ctx, hash: string): Promise<ApiKeyRecord | null> {

@@ -26,18 +26,16 @@ export interface StoredTable extends TableInfo {
 /** Adds `delta` rows to the table's counter; on failure marks the table uncounted and rethrows. */
 export async function addRows(ctx: Ctx, t: StoredTable, delta: number): Promise<void> {
   if (delta === 0 || !t.counted) return;
-  const memo = memosOf(ctx);
-  try {
-    await ctx.session.execute('counter', `UPDATE ${sysTable(ctx, 'row_counts')} SET "rows" = "rows" + ? WHERE keyspace_name = ? AND table_name = ?`, [delta, t.keyspace, t.name], {
-      ctx: { keyspace: t.keyspace, table: t.name, action: 'counting rows' },
-    });
-  } catch (err) {
-    await stopCounting(ctx, t).catch(() => undefined);
-    throw err;
-  } finally {
-    memo.countUpdates++;
-    memo.rowCounts.delete(tableId(t.keyspace, t.name));
-  }
+  await memosOf(ctx).rowCounts.changing(tableId(t.keyspace, t.name), async () => {
+    try {
+      await ctx.session.execute('counter', `UPDATE ${sysTable(ctx, 'row_counts')} SET "rows" = "rows" + ? WHERE keyspace_name = ? AND table_name = ?`, [delta, t.keyspace, t.name], {
+        ctx: { keyspace: t.keyspace, table: t.name, action: 'counting rows' },
+      });
+    } catch (err) {
+      await stopCounting(ctx, t).catch(() => undefined);
+      throw err;
+    }
+  });
 }
 
 /**
@@ -46,14 +44,8 @@ export async function addRows(ctx: Ctx, t: StoredTable, delta: number): Promise<
  * process's are seen within that second.
  */
 export async function recentRowCount(ctx: Ctx, t: StoredTable): Promise<number> {
-  const memo = memosOf(ctx);
-  const id = tableId(t.keyspace, t.name);
-  const known = memo.rowCounts.get(id);
-  if (known !== undefined) return known;
-  const updates = memo.countUpdates;
-  const n = await rowCount(ctx, t);
-  if (t.counted && memo.countUpdates === updates) memo.rowCounts.set(id, n);
-  return n;
+  const n = await memosOf(ctx).rowCounts.get(tableId(t.keyspace, t.name), () => rowCount(ctx, t), () => t.counted);
+  return n!; // rowCount always answers a number
 }
 
 /**

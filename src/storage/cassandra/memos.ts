@@ -12,27 +12,58 @@ import type { Ctx } from './context.ts';
 export const TABLE_FACTS_MS = 1000;
 const MAX_ENTRIES = 10_000;
 
+/**
+ * One memory: answers read within the last `ttlMs` (none at all when 0), handed out as copies. A
+ * change made here bumps its generation before and after, so a read that overlapped a change
+ * does not store what it read before the change landed.
+ */
+export class Memo<V extends {}> {
+  private readonly cache: LRUCache<string, V> | null;
+  private generation = 0;
+
+  constructor(ttlMs: number, private readonly copy: (v: V) => V = (v) => v) {
+    this.cache = ttlMs > 0 ? new LRUCache<string, V>({ max: MAX_ENTRIES, ttl: ttlMs }) : null;
+  }
+
+  /** The remembered answer for `key`, else `read()`'s, remembered when `keep` accepts it (misses never are). */
+  async get(key: string, read: () => Promise<V | null>, keep: (v: V) => boolean = () => true): Promise<V | null> {
+    const known = this.cache?.get(key);
+    if (known !== undefined) return this.copy(known);
+    const generation = this.generation;
+    const v = await read();
+    if (v !== null && generation === this.generation && keep(v)) this.cache?.set(key, this.copy(v));
+    return v;
+  }
+
+  /** Runs a change to `key`'s fact, forgetting it before and after; `after`, if given, is then remembered. */
+  async changing<T>(key: string, change: () => Promise<T>, after?: (result: T) => V): Promise<T> {
+    this.forget(key);
+    try {
+      const result = await change();
+      this.forget(key);
+      if (after !== undefined) this.cache?.set(key, after(result));
+      return result;
+    } catch (err) {
+      this.forget(key);
+      throw err;
+    }
+  }
+
+  private forget(key: string): void {
+    this.generation++;
+    this.cache?.delete(key);
+  }
+}
+
 export interface Memos {
-  /**
-   * Keys found by the hash of their secret, not revoked (misses are never kept: a key made by
-   * another process works at once); null when off (apiKeyCacheMs 0).
-   */
-  readonly apiKeys: LRUCache<string, ApiKeyRecord> | null;
-  /** Bumped by every revocation here: a lookup that began before one does not store its answer. */
-  revocations: number;
-  /**
-   * Users found by id (the rate limit and quotas read the plan per request), for as long as keys
-   * and under the same switch; dropped by this process's changes to them.
-   */
-  readonly users: LRUCache<string, User> | null;
-  /** Bumped by every change to a user here, as `revocations`. */
-  userChanges: number;
+  /** Keys found (not revoked) by the hash of their secret, for `apiKeyCacheMs`: a key made elsewhere works at once. */
+  readonly apiKeys: Memo<ApiKeyRecord>;
+  /** Users found by id (the rate limit and quotas read the plan per request), as long as keys. */
+  readonly users: Memo<User>;
   /** A table's `default_time_to_live` (0: none), by tableId. */
-  readonly defaultTtls: LRUCache<string, number>;
-  /** A counted table's row counter as last read, by tableId; dropped by this process's writes. */
-  readonly rowCounts: LRUCache<string, number>;
-  /** Bumped by every counter update here: a read that began before one does not store its answer. */
-  countUpdates: number;
+  readonly defaultTtls: Memo<number>;
+  /** A counted table's row counter as last read, by tableId. */
+  readonly rowCounts: Memo<number>;
 }
 
 const memos = new WeakMap<Ctx, Memos>();
@@ -41,16 +72,12 @@ const memos = new WeakMap<Ctx, Memos>();
 export function memosOf(ctx: Ctx): Memos {
   let m = memos.get(ctx);
   if (m === undefined) {
-    const facts = () => new LRUCache<string, number>({ max: MAX_ENTRIES, ttl: TABLE_FACTS_MS });
     const keyMs = ctx.apiKeyCacheMs ?? 0;
     m = {
-      apiKeys: keyMs > 0 ? new LRUCache<string, ApiKeyRecord>({ max: MAX_ENTRIES, ttl: keyMs }) : null,
-      revocations: 0,
-      users: keyMs > 0 ? new LRUCache<string, User>({ max: MAX_ENTRIES, ttl: keyMs }) : null,
-      userChanges: 0,
-      defaultTtls: facts(),
-      rowCounts: facts(),
-      countUpdates: 0,
+      apiKeys: new Memo<ApiKeyRecord>(keyMs, (k) => ({ ...k, resources: [...k.resources] })),
+      users: new Memo<User>(keyMs, (u) => ({ ...u, connections: u.connections.map((c) => ({ ...c })) })),
+      defaultTtls: new Memo<number>(TABLE_FACTS_MS),
+      rowCounts: new Memo<number>(TABLE_FACTS_MS),
     };
     memos.set(ctx, m);
   }

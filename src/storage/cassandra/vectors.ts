@@ -159,18 +159,13 @@ const expiryField = (ttl: unknown): { expiresAt?: number } => {
  */
 export async function getDefaultTtl(ctx: Ctx, keyspace: string, table: string): Promise<number | null> {
   await requireTable(ctx, keyspace, table);
-  const memo = memosOf(ctx).defaultTtls;
-  const id = tableId(keyspace, table);
-  let ttl = memo.get(id);
-  if (ttl === undefined) {
+  const ttl = await memosOf(ctx).defaultTtls.get(tableId(keyspace, table), async () => {
     const rs = await ctx.session.execute('read', 'SELECT default_time_to_live FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?', [physicalKeyspace(ctx, keyspace), table], {
       ctx: { keyspace, table, action: 'reading the default TTL' },
     });
-    ttl = (rs.first()?.default_time_to_live as number | undefined) ?? 0;
-    // A change made here while this read ran has stored the new value: keep it.
-    if (!memo.has(id)) memo.set(id, ttl);
-  }
-  return ttl > 0 ? ttl : null;
+    return (rs.first()?.default_time_to_live as number | undefined) ?? 0;
+  });
+  return ttl !== null && ttl > 0 ? ttl : null;
 }
 
 export async function setDefaultTtl(ctx: Ctx, keyspace: string, table: string, seconds: number | null): Promise<void> {
@@ -178,12 +173,13 @@ export async function setDefaultTtl(ctx: Ctx, keyspace: string, table: string, s
   if (seconds !== null && !(Number.isInteger(seconds) && seconds >= 1 && seconds <= MAX_TTL_SECONDS)) {
     throw invalid([{ path: '/default_ttl_seconds', message: `must be an integer from 1 to ${MAX_TTL_SECONDS}, or null` }]);
   }
-  const memo = memosOf(ctx).defaultTtls;
-  memo.delete(tableId(keyspace, table));
-  await ctx.session.execute('ddl', `ALTER TABLE ${dataTable(ctx, keyspace, table)} WITH default_time_to_live = ${seconds ?? 0}`, [], {
-    ctx: { keyspace, table, action: 'setting the default TTL' },
-  });
-  memo.set(tableId(keyspace, table), seconds ?? 0);
+  await memosOf(ctx).defaultTtls.changing(
+    tableId(keyspace, table),
+    () => ctx.session.execute('ddl', `ALTER TABLE ${dataTable(ctx, keyspace, table)} WITH default_time_to_live = ${seconds ?? 0}`, [], {
+      ctx: { keyspace, table, action: 'setting the default TTL' },
+    }),
+    () => seconds ?? 0,
+  );
 }
 
 /**
