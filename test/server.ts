@@ -22,7 +22,8 @@ export interface RunningServer {
 export async function startServer(env: Record<string, string>, timeoutMs = 60_000, root = ROOT): Promise<RunningServer> {
   const child = spawn(process.execPath, [path.join(root, 'scripts/start.mjs')], {
     cwd: root,
-    env: { ...process.env, VSS_PORT: '0', VSS_LOG_LEVEL: 'warn', ...env },
+    // MALLOC_ARENA_MAX as `npm start` sets it unless given (see its entry in README.md's settings).
+    env: { MALLOC_ARENA_MAX: '2', ...process.env, VSS_PORT: '0', VSS_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
