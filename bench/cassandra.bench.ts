@@ -22,8 +22,8 @@
  * the same columns (key, vector, metadata, terms) into tables of the same schema and indexes (both
  * made by the service). Each run uses a fresh keyspace prefix, dropped at the end unless --keep.
  * Absolute figures depend on the machine: read the ratios. Every load request is retried with
- * backoff when the node drops connections or times out (the writes are idempotent upserts), so a
- * busy shared node slows a run down instead of ending it.
+ * backoff for up to 10 minutes when the node drops connections or times out (the writes are
+ * idempotent upserts), so a busy shared node slows a run down instead of ending it.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -92,13 +92,17 @@ async function timed(n: number, concurrency: number, f: (i: number) => Promise<n
   return { qps: n / ((performance.now() - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), returned };
 }
 
-/** Runs `f` (idempotent), retrying up to 8 times with backoff (0.5 s doubling to 30 s) when it throws. */
+/**
+ * Runs `f` (idempotent), retrying with backoff (0.5 s doubling to 30 s) when it throws, for up to
+ * 10 minutes: a shared node busy indexing timed writes out for over a minute at a time.
+ */
 async function withRetries<T>(what: string, f: () => Promise<T>): Promise<T> {
+  const giveUpAt = Date.now() + 10 * 60_000;
   for (let attempt = 1; ; attempt++) {
     try {
       return await f();
     } catch (err) {
-      if (attempt >= 8) throw err;
+      if (Date.now() > giveUpAt) throw err;
       const wait = Math.min(30_000, 500 * 2 ** (attempt - 1));
       console.error(`${what}: ${(err as Error).message.slice(0, 200)}; retry ${attempt} in ${wait} ms`);
       await new Promise((r) => setTimeout(r, wait));
