@@ -45,7 +45,7 @@ describe('requests to Cassandra per API call', { skip: TEST_STORAGE !== 'cassand
       const { status, statements } = await sent(() => write(0, 1), () => write((next += 100), n));
       assert.equal(status, 200);
       assert.equal(statements.length, 3, statements.join('\n'));
-      assert.match(statements[0], /^SELECT "key", "text", TTL\("text"\) AS ttl FROM .* WHERE "key" IN \?/);
+      assert.match(statements[0], /^SELECT "key", "text", TTL\("text"\) AS ttl, "expiry_bucket" FROM .* WHERE "key" IN \?/);
       assert.match(statements[1], n === 1 ? /^INSERT INTO / : /^BATCH INSERT INTO /);
       assert.match(statements[2], /row_counts/);
     }

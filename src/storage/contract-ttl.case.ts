@@ -131,6 +131,40 @@ export function ttlContract(get: () => Storage, clock: TestClock): void {
       assert.deepEqual(keys(await s.lexicalSearch(KS, 'rewrite', { text: 'c', limit: 10 })), ['added']);
     });
 
+    it('counts stay exact through retries, concurrent writers, rewrites that move, add or remove a TTL, and deletes', async () => {
+      await s.createTable({ keyspace: KS, name: 'counts', dimension: D, metric: 'cosine', model: null });
+      const now = clock.now();
+      // Expiries a few seconds, an hour, two days, forty days and two years ahead, and none.
+      const aheads = [TTL_MS, 3_600_000, 2 * 86_400_000, 40 * 86_400_000, 730 * 86_400_000, null];
+      const call = (prefix: string) => aheads.map((a, i) => row(`${prefix}${i}`, [1, i, 0], i % 2 === 0 ? `text ${i}` : null, a === null ? null : now + a, { g: prefix }));
+      await s.upsertVectors(KS, 'counts', call('a'));
+      await s.upsertVectors(KS, 'counts', call('a')); // a retried call: the same rows again
+      assert.equal(await s.countVectors(KS, 'counts'), 6);
+      // Writers of different keys at once.
+      await Promise.all(['b', 'c', 'd', 'e'].map((p) => s.upsertVectors(KS, 'counts', call(p))));
+      assert.equal(await s.countVectors(KS, 'counts'), 30);
+      // Rewrites: a long expiry to a short one, a short one to none, none to one, one bucket to another.
+      await s.upsertVectors(KS, 'counts', [
+        row('b1', [1, 1, 0], null, now + TTL_MS),
+        row('b3', [1, 3, 0], null, now + TTL_MS),
+        row('b0', [1, 0, 0], null, null),
+        row('b5', [1, 5, 0], null, now + 86_400_000),
+        row('b4', [1, 4, 0], null, now + 3 * 3_600_000),
+      ]);
+      assert.equal(await s.countVectors(KS, 'counts'), 30);
+      // Deletes by key (one expiring, one not, one missing) and by filter (six rows of every kind).
+      assert.equal(await s.deleteVectors(KS, 'counts', ['c1', 'c5', 'nope']), 2);
+      assert.equal(await s.deleteByFilter(KS, 'counts', { g: 'd' }), 6);
+      assert.equal(await s.countVectors(KS, 'counts'), 22);
+      assert.equal((await s.listTables(KS)).find((t) => t.name === 'counts')!.rowCount, 22);
+      await clock.advance(PAST_TTL_MS);
+      // Gone: a0, c0, e0 (written to expire soon), b1 and b3 (rewritten to); b0 stays (its expiry removed).
+      assert.equal(await s.countVectors(KS, 'counts'), 17);
+      assert.equal((await s.listTables(KS)).find((t) => t.name === 'counts')!.rowCount, 17);
+      assert.equal(await s.deleteVectors(KS, 'counts', ['a0', 'b0', 'b4', 'e3']), 3);
+      assert.equal(await s.countVectors(KS, 'counts'), 14);
+    });
+
     it("an owner's usage counts only rows not expired", async () => {
       await s.createKeyspace({ name: 'ttl_owned', owner: 'ttl-owner' });
       await s.createTable({ keyspace: 'ttl_owned', name: 't', dimension: D, metric: 'cosine', model: null });

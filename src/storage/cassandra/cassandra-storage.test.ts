@@ -711,6 +711,30 @@ if (!ENABLED) {
       }
     });
 
+    it('counts tables with expiring rows by their counters, not a scan, and drops a row from the count as it expires', async () => {
+      const { storage, prefix, cleanup } = await openFresh();
+      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
+      await session.connect();
+      try {
+        await storage.createKeyspace({ name: 'exp', owner: null });
+        await storage.createTable({ keyspace: 'exp', name: 't', dimension: 3, metric: 'cosine', model: null });
+        const now = Date.now();
+        const rowOf = (key: string, expiresAt: number | null): VectorRow => ({ key, vector: Float32Array.of(1, key.length, 0), metadata: {}, text: null, expiresAt });
+        await storage.upsertVectors('exp', 't', [rowOf('soon', now + 3_000), rowOf('hour', now + 3_600_000), rowOf('year', now + 365 * 86_400_000), rowOf('never', null)]);
+        // A row written behind the service's back is in the table but in no counter: a scan would count it.
+        await session.execute('write', `INSERT INTO "${prefix}exp"."t" ("key", "vector", "metadata") VALUES (?, ?, ?)`, ['stray', new cassandraDriver.types.Vector(Float32Array.of(0, 1, 0), 'float'), '{}']);
+        assert.equal(await storage.countVectors('exp', 't'), 4);
+        const flags = await session.execute('read', `SELECT counted, expiry_counts FROM "${prefix}vss_system"."tables" WHERE keyspace_name = 'exp' AND table_name = 't'`);
+        assert.deepEqual([flags.first().counted, flags.first().expiry_counts], [true, true], 'the table stays counted');
+        await new Promise((r) => setTimeout(r, 4_500));
+        assert.equal(await storage.countVectors('exp', 't'), 3);
+        assert.equal((await storage.listTables('exp'))[0].rowCount, 3);
+      } finally {
+        await session.shutdown();
+        await cleanup();
+      }
+    });
+
     it('connects through an Astra DB secure connect bundle instead of contact points; a missing one is named', async () => {
       await assert.rejects(
         openCassandraStorage({

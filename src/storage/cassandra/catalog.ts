@@ -3,14 +3,17 @@
  * (owner, dimension, metric, model); each keyspace is a Cassandra keyspace and each table a
  * Cassandra table with an SAI vector index:
  *
- *   CREATE TABLE ks.t (key text PRIMARY KEY, vector vector<float, D>, metadata text, text text, terms set<text>)
+ *   CREATE TABLE ks.t (key text PRIMARY KEY, vector vector<float, D>, metadata text, text text, terms set<text>,
+ *                      expiry_bucket bigint)
  *   CREATE CUSTOM INDEX t_vector_idx ON ks.t (vector) USING 'StorageAttachedIndex'
  *     WITH OPTIONS = {'similarity_function': 'cosine' | 'dot_product' | 'euclidean'}
  *   CREATE CUSTOM INDEX t_terms_idx ON ks.t (values(terms)) USING 'StorageAttachedIndex'
+ *   CREATE CUSTOM INDEX t_expiry_idx ON ks.t (expiry_bucket) USING 'StorageAttachedIndex'
  *
  * "terms" holds each row's metadata as SAI-indexable terms (filter-terms.ts); tables made before it
  * get the column and index at the next start (ensureTermsColumns) and their rows' terms in the
- * background (terms-backfill.ts).
+ * background (terms-backfill.ts). "expiry_bucket" counts expiring rows (expiry-counts.ts); tables
+ * made before it are counted by a key scan once they hold expiring rows.
  *
  * Names are claimed with a lightweight transaction on the catalog row first (so two processes
  * cannot both create one name), then the schema is created; a failed schema change releases the
@@ -23,7 +26,7 @@ import { DEFAULT_LEXICAL, type KeyspaceInfo, LEXICAL_TOKENIZERS, type LexicalSet
 import { iso } from './codec.ts';
 import { type Ctx, dataTable, physicalKeyspace, sysTable } from './context.ts';
 import { rowCount, type StoredTable } from './counts.ts';
-import { isReservedKeyspace, isValidName, q, requireValidName, requireValidReplication, termsIndexName, vectorIndexName } from './names.ts';
+import { isReservedKeyspace, isValidName, q, requireValidName, requireValidReplication, termsIndexName, vectorIndexName, expiryIndexName } from './names.ts';
 import type { Row } from './session.ts';
 
 const SIMILARITY: Record<Metric, string> = { cosine: 'cosine', dot_product: 'dot_product', euclidean: 'euclidean' };
@@ -45,12 +48,12 @@ const tableFromRow = (r: Row): TableInfo => ({
   createdAt: iso(r.created_at),
 });
 
-const storedFromRow = (r: Row): StoredTable => ({ ...tableFromRow(r), counted: r.counted === true, filterTerms: r.filter_terms === true });
+const storedFromRow = (r: Row): StoredTable => ({ ...tableFromRow(r), counted: r.counted === true, filterTerms: r.filter_terms === true, expiryCounts: r.expiry_counts === true });
 
 /** The contract's view of a table (the backend's own state left out). */
-const publicTable = ({ counted: _c, filterTerms: _f, ...t }: StoredTable): TableInfo => t;
+const publicTable = ({ counted: _c, filterTerms: _f, expiryCounts: _e, ...t }: StoredTable): TableInfo => t;
 
-const TABLE_COLS = 'keyspace_name, table_name, dimension, metric, model, created_at, lexical_tokenizer, filter_terms, counted';
+const TABLE_COLS = 'keyspace_name, table_name, dimension, metric, model, created_at, lexical_tokenizer, filter_terms, counted, expiry_counts';
 
 /** The lexical settings a new table asks for (default porter); validation_failed names a bad tokenizer. */
 function lexicalSettings(lexical: LexicalSettings | undefined): LexicalSettings {
@@ -210,7 +213,7 @@ export async function createTable(
   const createdAt = new Date();
   const claim = await ctx.session.execute(
     'lwt',
-    `INSERT INTO ${sysTable(ctx, 'tables')} (keyspace_name, table_name, dimension, metric, model, created_at, lexical_tokenizer, filter_terms, counted) VALUES (?, ?, ?, ?, ?, ?, ?, true, true) IF NOT EXISTS`,
+    `INSERT INTO ${sysTable(ctx, 'tables')} (keyspace_name, table_name, dimension, metric, model, created_at, lexical_tokenizer, filter_terms, counted, expiry_counts) VALUES (?, ?, ?, ?, ?, ?, ?, true, true, true) IF NOT EXISTS`,
     [t.keyspace, t.name, t.dimension, t.metric, t.model, createdAt, lexical.tokenizer],
     { ctx: err },
   );
@@ -229,7 +232,7 @@ export async function createTable(
       .catch(() => undefined);
     throw e;
   }
-  remember(knownOf(ctx).tables, `${t.keyspace}.${t.name}`, { ...info, counted: true, filterTerms: true });
+  remember(knownOf(ctx).tables, `${t.keyspace}.${t.name}`, { ...info, counted: true, filterTerms: true, expiryCounts: true });
   return info;
 }
 
@@ -242,11 +245,12 @@ async function createTableSchema(ctx: Ctx, ks: KeyspaceInfo, t: TableInfo): Prom
   const table = dataTable(ctx, t.keyspace, t.name);
   await ctx.session.execute(
     'ddl',
-    `CREATE TABLE IF NOT EXISTS ${table} ("key" text PRIMARY KEY, "vector" vector<float, ${t.dimension}>, "metadata" text, "text" text, "terms" set<text>)`,
+    `CREATE TABLE IF NOT EXISTS ${table} ("key" text PRIMARY KEY, "vector" vector<float, ${t.dimension}>, "metadata" text, "text" text, "terms" set<text>, "expiry_bucket" bigint)`,
     [],
     { ctx: err },
   );
   await createTermsIndex(ctx, t);
+  await ctx.session.execute('ddl', `CREATE CUSTOM INDEX IF NOT EXISTS ${q(expiryIndexName(t.name))} ON ${table} ("expiry_bucket") USING 'StorageAttachedIndex'`, [], { ctx: err });
   await ctx.session.execute(
     'ddl',
     `CREATE CUSTOM INDEX IF NOT EXISTS ${q(vectorIndexName(t.name))} ON ${table} ("vector") USING 'StorageAttachedIndex' WITH OPTIONS = {'similarity_function': '${SIMILARITY[t.metric]}'}`,
@@ -288,12 +292,12 @@ export async function ensureTermsColumns(ctx: Ctx): Promise<StoredTable[]> {
 }
 
 /** Waits (up to 30 s) for the table another process is creating; creates it if that process died. */
-async function awaitTableSchema(ctx: Ctx, ks: KeyspaceInfo, t: TableInfo): Promise<void> {
+async function awaitTableSchema(ctx: Ctx, ks: KeyspaceInfo, t: StoredTable): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (await cqlTableExists(ctx, physicalKeyspace(ctx, t.keyspace), t.name)) {
       const idx = await ctx.session.execute('read', 'SELECT index_name FROM system_schema.indexes WHERE keyspace_name = ? AND table_name = ?', [physicalKeyspace(ctx, t.keyspace), t.name]);
-      if (idx.rowLength >= 2) return;
+      if (idx.rowLength >= (t.expiryCounts ? 3 : 2)) return;
     }
     // A claim older than a few seconds whose schema is still missing belongs to a process that died.
     if (Date.now() - Date.parse(t.createdAt) > 10_000) break;

@@ -33,6 +33,9 @@ export const vectorIndexName = (table: string): string => `${table}_vector_idx`;
 /** The SAI index of a table's metadata terms: `<table>_terms_idx` (at most 58 characters). */
 export const termsIndexName = (table: string): string => `${table}_terms_idx`;
 
+/** The SAI index of a table's expiry buckets (expiry-counts.ts): `<table>_expiry_idx` (at most 59 characters). */
+export const expiryIndexName = (table: string): string => `${table}_expiry_idx`;
+
 /**
  * A replication map as CQL text, e.g. `{'class': 'SimpleStrategy', 'replication_factor': 3}` or
  * `{'class': 'NetworkTopologyStrategy', 'dc1': 3}`. It is interpolated into CREATE KEYSPACE, so

@@ -178,6 +178,20 @@ export class Session {
     });
   }
 
+  /** Counter updates of one partition as one counter batch (one mutation); never retried, as a retry could count twice. */
+  async counterBatch(queries: { query: string; params: Params }[], ctx?: ErrorContext): Promise<void> {
+    if (queries.length === 0) return;
+    if (queries.length === 1) {
+      await this.execute('counter', queries[0].query, queries[0].params, { ctx });
+      return;
+    }
+    try {
+      await this.client.batch(queries as { query: string; params: cassandra.ArrayOrObject }[], { prepare: true, counter: true, consistency: this.#write, isIdempotent: false });
+    } catch (err) {
+      throw translateDriverError(err, ctx);
+    }
+  }
+
   /** Cheap liveness probe. */
   async ping(): Promise<boolean> {
     try {

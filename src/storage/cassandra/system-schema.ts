@@ -5,7 +5,7 @@
  *
  *   keyspaces         name -> owner, replication, created_at
  *   tables            (keyspace_name) table_name -> dimension, metric, model, created_at, lexical_tokenizer,
- *                     filter_terms, counted
+ *                     filter_terms, counted, expiry_counts
  *   users             id -> name, email, plan, connections (JSON), created_at
  *   users_by_email    lower-cased email -> user id   (an LWT makes e-mails unique)
  *   api_keys          hash -> the key record         (authentication is one partition read)
@@ -19,7 +19,8 @@
  *   lexical_stats     (keyspace_name, table_name) -> docs, tokens counters (rows that never expire)
  *   lexical_stats_expiring (keyspace_name, table_name) bucket -> docs, tokens counters (lexical-stats.ts)
  *   lexical_row_buckets (keyspace_name, table_name, key) -> bucket   (with the row's TTL)
- *   row_counts        (keyspace_name, table_name) -> rows counter            (counts.ts)
+ *   row_counts        (keyspace_name, table_name) -> rows, expiring counters (counts.ts)
+ *   row_counts_expiring (keyspace_name, table_name) width, bucket -> rows counter (expiry-counts.ts)
  *
  * Creation is idempotent and skips what system_schema already lists, so concurrent starts of
  * several service processes issue no DDL once the schema exists; columns added here later are
@@ -51,6 +52,8 @@ const TABLES: Record<string, TableDef> = {
       ['filter_terms', 'boolean'],
       // true when row_counts has counted the table since it was created (counts.ts).
       ['counted', 'boolean'],
+      // true when the data table has "expiry_bucket" and its index: expiring rows are counted by bucket (expiry-counts.ts).
+      ['expiry_counts', 'boolean'],
     ],
     primaryKey: '(keyspace_name, table_name)',
   },
@@ -126,8 +129,14 @@ const TABLES: Record<string, TableDef> = {
     primaryKey: '((keyspace_name, table_name, key))',
   },
   row_counts: {
-    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['rows', 'counter']],
+    // expiring: above 0 once the table has had rows that expire (counted in row_counts_expiring).
+    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['rows', 'counter'], ['expiring', 'counter']],
     primaryKey: '((keyspace_name, table_name))',
+  },
+  // Expiring rows by the end of their expiry minute, day and 30-day period (expiry-counts.ts).
+  row_counts_expiring: {
+    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['width', 'int'], ['bucket', 'bigint'], ['rows', 'counter']],
+    primaryKey: '((keyspace_name, table_name), width, bucket)',
   },
   webhook_events: {
     columns: [['id', 'text'], ['type', 'text'], ['user_id', 'text'], ['plan', 'text'], ['applied', 'boolean'], ['received_at', 'timestamp']],

@@ -14,9 +14,10 @@
  * and repeating it is safe.
  *
  * Every row also carries its metadata as SAI terms (filter-terms.ts). countVectors reads the row
- * counter (counts.ts) without a filter, and lets Cassandra count a filter its index serves; other
+ * counters (counts.ts) without a filter, and lets Cassandra count a filter its index serves; other
  * filters, and deleteByFilter, page through every row's metadata (O(rows)). Writes and deletes add
- * the rows they create or remove to the counter.
+ * the rows they create, remove or move between expiry buckets to the counters; an expiring row
+ * records its bucket in "expiry_bucket" (expiry-counts.ts).
  *
  * deleteByFilter takes effect as of its scan: the scan reads each matching row's write time, and the
  * row is deleted `USING TIMESTAMP` that time, which removes the version the scan saw (and older
@@ -25,7 +26,7 @@
  *
  * TTL (VectorRow.expiresAt) is the engine's own: every row INSERT says `USING TTL n` (n = 0: never,
  * which also overrides a table default), and the postings of an expiring row carry the same TTL,
- * so the row, its postings and its count (a key scan) vanish together at the engine's clock, to
+ * so the row, its postings and its count (expiry-counts.ts) vanish together at the engine's clock, to
  * the second. The table's default TTL is the Cassandra table's `default_time_to_live`; the service
  * resolves it into each write (remembered for a second: getDefaultTtl), so the engine applies it
  * only to rows other CQL clients write.
@@ -40,7 +41,8 @@ import { requireRowDimensions } from '../vector-dimension.ts';
 import { checkIndexable, chunks, fromCqlVector, fromMetadataText, toCqlVector, toMetadataText, utf8Bytes } from './codec.ts';
 import { forgetTable, requireTable } from './catalog.ts';
 import { type Ctx, dataTable, physicalKeyspace } from './context.ts';
-import { addRows, rowCount, stopCounting, type StoredTable } from './counts.ts';
+import { markExpiring, rowCount, RowCountChange, stopCounting, type StoredTable } from './counts.ts';
+import { expiryBucket } from './expiry-counts.ts';
 import { filterQuery, metadataTerms, whereTerms } from './filter-terms.ts';
 import type { ErrorContext } from './driver-errors.ts';
 import { indexed, postingChanges, postingDeletes, type Stmt } from './lexical.ts';
@@ -89,43 +91,57 @@ export function validateRows(t: TableInfo, rows: VectorRow[], basePath = ''): Ve
 export async function writeRows(ctx: Ctx, t: StoredTable, rows: VectorRow[]): Promise<void> {
   if (rows.length === 0) return;
   const clock = Date.now();
-  // Rows that expire leave the table without the engine telling anyone: such a table is counted
-  // by its keys (which the engine hides once expired) instead of the counter (counts.ts).
+  // A table without expiry buckets (made before them) cannot count rows that expire: from its
+  // first such row it is counted by its keys (which the engine hides once expired).
   // Once: the remembered entry goes with the flag, so later writes read the table as uncounted.
-  if (t.counted && rows.some((r) => r.expiresAt !== null && r.expiresAt !== undefined)) {
+  if (t.counted && !t.expiryCounts && rows.some((r) => r.expiresAt !== null && r.expiresAt !== undefined)) {
     await stopCounting(ctx, t);
     forgetTable(ctx, t.keyspace, t.name);
   }
   const expiring = new Set<string>();
-  const before = await currentTexts(ctx, t, rows.map((r) => r.key), expiring);
+  const buckets = new Map<string, number>();
+  const anyExpiring = t.counted && t.expiryCounts && rows.some((r) => r.expiresAt !== null && r.expiresAt !== undefined);
+  const [before] = await Promise.all([currentTexts(ctx, t, rows.map((r) => r.key), expiring, buckets), anyExpiring ? markExpiring(ctx, t) : undefined]);
   const stats = await StatsChange.of(ctx, t, expiring);
+  const counts = new RowCountChange();
   const groups = rows.map((r) => {
     const ttl = ttlSeconds(r.expiresAt, clock);
-    const row = rowInsert(ctx, t, r, ttl);
+    const bucket = t.expiryCounts && ttl > 0 ? expiryBucket(clock, ttl) : null;
+    if (before.has(r.key)) counts.remove(buckets.get(r.key) ?? null);
+    counts.add(bucket);
+    const row = rowInsert(ctx, t, r, ttl, bucket, buckets.has(r.key));
     const old = indexed(t, before.get(r.key));
     const now = indexed(t, r.text);
     stats.remove(r.key, old);
-    const bucket = stats.add(r.key, now, ttl, clock);
+    const statsBucket = stats.add(r.key, now, ttl, clock);
     const { inserts, deletes } = postingChanges(ctx, t, r.key, old, now);
     // If the row's statements must be split, new postings go first and stale ones last: a crash
     // midway leaves stale postings (a search drops them), never a row missing from the index.
-    return [...inserts.map((s) => withTtl(s, ttl)), ...bucket, row, ...deletes];
+    return [...inserts.map((s) => withTtl(s, ttl)), ...statsBucket, row, ...deletes];
   });
   await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'writing vectors' });
   await stats.apply();
-  await addRows(ctx, t, rows.length - before.size);
+  await counts.apply(ctx, t);
 }
 
 /**
  * The INSERT of one row with every column, its metadata also as filter terms (filter-terms.ts),
- * expiring after `ttl` seconds (0: never, which also overrides a table's default_time_to_live).
+ * expiring after `ttl` seconds (0: never, which also overrides a table's default_time_to_live),
+ * with its expiry bucket on tables that count by them (null clears one the row had; left unset
+ * otherwise, so rows that never expire carry no tombstone).
  */
-function rowInsert(ctx: Ctx, t: TableInfo, r: VectorRow, ttl: number): Stmt {
-  const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text", "terms") VALUES (?, ?, ?, ?, ?) USING TTL ?`;
+function rowInsert(ctx: Ctx, t: StoredTable, r: VectorRow, ttl: number, bucket: number | null, hadBucket: boolean): Stmt {
   const metadata = toMetadataText(r.metadata);
   const terms = metadataTerms(r.metadata ?? {});
   const termBytes = terms.reduce((n, x) => n + utf8Bytes(x) + 8, 0);
-  return { query: cql, params: [r.key, toCqlVector(r.vector), metadata, r.text ?? null, terms, ttl], bytes: utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + termBytes + 128 };
+  const bytes = utf8Bytes(r.key) + 4 * t.dimension + utf8Bytes(metadata) + utf8Bytes(r.text) + termBytes + 128;
+  const params = [r.key, toCqlVector(r.vector), metadata, r.text ?? null, terms];
+  if (!t.expiryCounts) {
+    return { query: `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text", "terms") VALUES (?, ?, ?, ?, ?) USING TTL ?`, params: [...params, ttl], bytes };
+  }
+  const expiry = bucket !== null ? cassandra.types.Long.fromNumber(bucket) : hadBucket ? null : cassandra.types.unset;
+  const cql = `INSERT INTO ${dataTable(ctx, t.keyspace, t.name)} ("key", "vector", "metadata", "text", "terms", "expiry_bucket") VALUES (?, ?, ?, ?, ?, ?) USING TTL ?`;
+  return { query: cql, params: [...params, expiry, ttl], bytes: bytes + 8 };
 }
 
 /**
@@ -208,19 +224,26 @@ export async function writeGroups(ctx: Ctx, groups: Stmt[][], errCtx: ErrorConte
   await forEachLimit(groups, WRITE_CONCURRENCY, run);
 }
 
-/** The text of those of `keys` that exist (null: a row without text), one read per 100 keys; adds to `expiring` those whose text has a TTL. */
-async function currentTexts(ctx: Ctx, t: TableInfo, keys: string[], expiring = new Set<string>()): Promise<Map<string, string | null>> {
+/**
+ * The text of those of `keys` that exist (null: a row without text), one read per 100 keys; adds
+ * to `expiring` those whose text has a TTL, and to `buckets` the expiry bucket of those that have one.
+ */
+async function currentTexts(ctx: Ctx, t: StoredTable, keys: string[], expiring: Set<string>, buckets: Map<string, number>): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>();
-  const cql = `SELECT "key", "text", TTL("text") AS ttl FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
+  const cql = `SELECT "key", "text", TTL("text") AS ttl${bucketColumn(t)} FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
   await forEachLimit(chunks([...new Set(keys)], IN_CHUNK), 8, async (part) => {
     const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading rows' } });
     for (const r of rs.rows) {
       found.set(r.key as string, (r.text as string | null) ?? null);
       if (r.ttl != null) expiring.add(r.key as string);
+      if (r.expiry_bucket != null) buckets.set(r.key as string, Number(String(r.expiry_bucket)));
     }
   });
   return found;
 }
+
+/** The expiry bucket as a selected column, on tables that have it. */
+const bucketColumn = (t: StoredTable): string => (t.expiryCounts ? ', "expiry_bucket"' : '');
 
 export async function getVector(ctx: Ctx, keyspace: string, table: string, key: string): Promise<VectorRow | null> {
   await requireTable(ctx, keyspace, table);
@@ -232,11 +255,13 @@ export async function getVector(ctx: Ctx, keyspace: string, table: string, key: 
   return { key: r.key as string, vector: fromCqlVector(r.vector), metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null, ...expiryField(r.ttl) };
 }
 
-/** Deletes those of the keys that exist as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read. */
-export async function deleteKeys(ctx: Ctx, t: StoredTable, keys: string[]): Promise<void> {
+/** Deletes those of the keys that exist as of now (plain DELETEs, the coordinator's timestamp) with the postings of their text as read; answers how many existed. */
+export async function deleteKeys(ctx: Ctx, t: StoredTable, keys: string[]): Promise<number> {
   const expiring = new Set<string>();
-  const texts = await currentTexts(ctx, t, keys, expiring);
-  await deleteRows(ctx, t, [...texts].map(([key, text]) => ({ key, at: null, text })), expiring);
+  const buckets = new Map<string, number>();
+  const texts = await currentTexts(ctx, t, keys, expiring, buckets);
+  await deleteRows(ctx, t, [...texts].map(([key, text]) => ({ key, at: null, text, bucket: buckets.get(key) ?? null })), expiring);
+  return texts.size;
 }
 
 /** A key to delete and its text; with `at`, only cells written at or before that timestamp (`USING TIMESTAMP`). */
@@ -244,6 +269,8 @@ interface Doomed {
   key: string;
   at: Long | null;
   text: string | null;
+  /** The expiry bucket it was counted in (null: none). */
+  bucket: number | null;
 }
 
 /** Deletes rows that existed when read, with their postings; then the counters. `expiring`: those whose text was read with a TTL. */
@@ -253,7 +280,9 @@ async function deleteRows(ctx: Ctx, t: StoredTable, rows: Doomed[], expiring: Re
   // Each statement carries its own timestamp (a batch has none), as CQL allows.
   const asOf = `DELETE FROM ${from} USING TIMESTAMP ? WHERE "key" = ?`;
   const stats = await StatsChange.of(ctx, t, expiring);
+  const counts = new RowCountChange();
   const groups = rows.map((r) => {
+    counts.remove(r.bucket);
     const row: Stmt = r.at === null ? { query: now, params: [r.key], bytes: utf8Bytes(r.key) + 64 } : { query: asOf, params: [r.at, r.key], bytes: utf8Bytes(r.key) + 64 };
     const old = indexed(t, r.text);
     stats.remove(r.key, old);
@@ -261,7 +290,7 @@ async function deleteRows(ctx: Ctx, t: StoredTable, rows: Doomed[], expiring: Re
   });
   await writeGroups(ctx, groups, { keyspace: t.keyspace, table: t.name, action: 'deleting vectors' });
   await stats.apply();
-  await addRows(ctx, t, -rows.length);
+  await counts.apply(ctx, t);
 }
 
 /** Deletes the keys; answers how many of them existed (read before delete). */
@@ -269,10 +298,7 @@ export async function deleteVectors(ctx: Ctx, keyspace: string, table: string, k
   const t = await requireTable(ctx, keyspace, table);
   const unique = [...new Set(keys.filter((k) => typeof k === 'string' && k.length > 0))];
   if (unique.length === 0) return 0;
-  const expiring = new Set<string>();
-  const existing = await currentTexts(ctx, t, unique, expiring);
-  await deleteRows(ctx, t, [...existing].map(([key, text]) => ({ key, at: null, text })), expiring);
-  return existing.size;
+  return deleteKeys(ctx, t, unique);
 }
 
 export function compile(filter: Filter): (m: ReturnType<typeof fromMetadataText>) => boolean {
@@ -300,13 +326,14 @@ async function* matching(ctx: Ctx, keyspace: string, table: string, filter: Filt
  * so one timestamp); "text" may be null, and WRITETIME of a null cell is null. A row with no
  * timestamp at all (none of its cells set: not one this backend writes) gets a plain delete.
  */
-async function matchingRows(ctx: Ctx, keyspace: string, table: string, filter: Filter, expiring: Set<string>): Promise<Doomed[]> {
+async function matchingRows(ctx: Ctx, t: StoredTable, filter: Filter, expiring: Set<string>): Promise<Doomed[]> {
   const out: Doomed[] = [];
-  for await (const r of matching(ctx, keyspace, table, filter, ', "text", WRITETIME("vector") AS wv, WRITETIME("metadata") AS wm, WRITETIME("text") AS wt, TTL("text") AS tl')) {
+  const more = `, "text", WRITETIME("vector") AS wv, WRITETIME("metadata") AS wm, WRITETIME("text") AS wt, TTL("text") AS tl${bucketColumn(t)}`;
+  for await (const r of matching(ctx, t.keyspace, t.name, filter, more)) {
     if (r.tl != null) expiring.add(r.key as string);
     let at: Long | null = null;
     for (const w of [r.wv, r.wm, r.wt] as (Long | null)[]) if (w !== null && w !== undefined && (at === null || w.greaterThan(at))) at = w;
-    out.push({ key: r.key as string, at, text: (r.text as string | null) ?? null });
+    out.push({ key: r.key as string, at, text: (r.text as string | null) ?? null, bucket: r.expiry_bucket != null ? Number(String(r.expiry_bucket)) : null });
   }
   return out;
 }
@@ -320,7 +347,7 @@ export async function deleteByFilter(ctx: Ctx, keyspace: string, table: string, 
   const t = await requireTable(ctx, keyspace, table);
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw invalid([{ path: '/filter', message: 'must be an object' }]);
   const expiring = new Set<string>();
-  const rows = await matchingRows(ctx, keyspace, table, filter, expiring);
+  const rows = await matchingRows(ctx, t, filter, expiring);
   await deleteRows(ctx, t, rows, expiring);
   return rows.length;
 }
