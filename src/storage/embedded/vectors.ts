@@ -302,7 +302,7 @@ export class Vectors {
     return this.#keysOf(this.#lexicalRows(t, q));
   }
 
-  #lexicalRows(t: TableState, q: LexicalQuery): Scored[] {
+  #lexicalRows(t: TableState, q: LexicalQuery): (Scored & { key?: string })[] {
     // Without expired rows and a filter, FTS5 ranks alone; else the condition joins the rows.
     const filter = q.filter !== undefined ? this.#liveFilterSql(q.filter) : this.#expired(t).size > 0 ? { sql: LIVE, params: [this.#now()] } : undefined;
     const limit = Math.floor(q.limit);
@@ -372,9 +372,10 @@ export class Vectors {
     return { best: rescore(query, ids, { get: vectorOf }, metric, limit), vectorOf };
   }
 
-  /** The keys of scored rows, in their order (rows gone meanwhile drop out). */
-  #keysOf(best: Scored[]): ScoredKey[] {
+  /** The keys of scored rows, in their order (rows gone meanwhile drop out); read unless the rows carry them. */
+  #keysOf(best: (Scored & { key?: string })[]): ScoredKey[] {
     if (best.length === 0) return [];
+    if (best.every((b) => b.key !== undefined)) return best.map((b) => ({ key: b.key!, score: b.score }));
     const rows = this.#db
       .stmt('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))')
       .all(JSON.stringify(best.map((b) => b.rowId))) as { id: number; key: string }[];
