@@ -59,6 +59,39 @@ describe('embedded lexical index', () => {
     }
   });
 
+  // FTS5 never lowers a contentless_delete table's totals (rows, tokens): neither on DELETE nor on
+  // INSERT OR REPLACE, so a delete before each insert does not help; what will (own totals kept
+  // with the rows) is not written yet. Left as a todo so that the drift stays in view.
+  it('keeps FTS5 totals and scores exact through rewrites: as a fresh table holding the same final rows', { todo: 'FTS5 totals drift after rewrites and deletes' }, async () => {
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'rewrites'), index });
+    const rows = (name: string, round: number) =>
+      Array.from({ length: 50 }, (_, i) => ({ key: `k${i}`, vector: Float32Array.of(1, i), metadata: {}, text: round === 3 && i % 10 === 0 ? null : `alpha beta ${'gamma '.repeat(1 + ((i + round) % 4))}row${i} ${name}` }));
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 'rewritten', dimension: 2, metric: 'cosine', model: null });
+      await s.createTable({ keyspace: 'ks', name: 'fresh', dimension: 2, metric: 'cosine', model: null });
+      // Three rewrites of every row (other lengths each time), the last also taking some rows' text away.
+      for (const round of [0, 1, 2, 3]) await s.upsertVectors('ks', 'rewritten', rows('x', round));
+      await s.upsertVectors('ks', 'fresh', rows('x', 3));
+      const raw = new Database(path.join(dir, 'rewrites', 'vss.db'), { readonly: true });
+      try {
+        const id = (name: string) => raw.prepare('SELECT id FROM tables WHERE name = ?').pluck().get(name) as number;
+        const fresh = lexicalTotals(new Db(raw), id('fresh'));
+        assert.equal(fresh.rows, 45);
+        assert.deepEqual(lexicalTotals(new Db(raw), id('rewritten')), fresh);
+      } finally {
+        raw.close();
+      }
+      for (const q of ['gamma', 'alpha row7', 'beta row12 gamma']) {
+        const want = await s.lexicalSearch('ks', 'fresh', { text: q, limit: 50 });
+        assert.ok(want.length > 0);
+        assert.deepEqual(await s.lexicalSearch('ks', 'rewritten', { text: q, limit: 50 }), want, q);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
   it('pruned search gives the rows and scores FTS5 ranks over every row, before and after writes', async () => {
     const r = mulberry32(11);
     // Past PRUNE_FROM_ROWS, where searches are pruned (smaller tables are ranked by FTS5 whole).
