@@ -2,10 +2,10 @@
  * Where one hybrid search's time goes, in process (no HTTP): each storage call of the pipeline
  * timed alone, beside the whole of retrieve() for semantic and hybrid, over hybrid.bench's rows.
  *
- *   node --import tsx bench/hybrid-profile.ts [--n 100000] [--queries 200] [--dir DIR]
+ *   node --import tsx bench/hybrid-profile.ts [--n 100000] [--queries 200] [--dir DIR] [--only WORDS]
  *
- * --dir keeps the data directory (loaded on the first run, reused after). Add `--cpu-prof` to
- * node's flags for a V8 profile of the timed part.
+ * --dir keeps the data directory (loaded on the first run, reused after); --only times only the
+ * steps whose name holds WORDS. Add `--cpu-prof` to node's flags for a V8 profile.
  */
 import { mkdtemp, stat } from 'node:fs/promises';
 import os from 'node:os';
