@@ -16,6 +16,10 @@
  * server takes the same writes after this one's, for the write throughput "before".
  * --writes-only (with --baseline): only the write throughput, this checkout and the baseline in
  * four alternating turns (fresh data directories), so load from elsewhere weighs on both alike.
+ * --fast-load: the rows are written into the data directory through the storage API in process
+ * (bench/hybrid-data.ts; no HTTP), then the server is started again on it and indexes them, and
+ * the searches go through HTTP as before: for 1,000,000 rows, whose HTTP ingest takes longer than
+ * a bench run should. The write throughput reported is then the in-process one.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -25,7 +29,8 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { fmt, makeCentres, makeVectors, runQueries, vectorField, type Timed } from './workload.ts';
+import { loadInProcess, rowText, VOCAB_SIZE, vocab, words } from './hybrid-data.ts';
+import { fmt, makeCentres, makeVectors, rssMb, runQueries, vectorField, type Timed } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -34,6 +39,7 @@ const { values: args } = parseArgs({
     queries: { type: 'string', default: '200' },
     baseline: { type: 'string' },
     'writes-only': { type: 'boolean', default: false },
+    'fast-load': { type: 'boolean', default: false },
   },
 });
 const N = Number(args.n);
@@ -43,48 +49,6 @@ const KEY = 'bench-admin-key-0123456789abcdef';
 const KS = 'default_keyspace';
 const TABLE = 'hybrid';
 const BATCH = 1000;
-
-// Zipf(1) over a made-up vocabulary: word r is drawn with probability ∝ 1/r.
-const VOCAB_SIZE = 50_000;
-const SYL = 'ka lo mi ne ra tu ve so pa li an er on in st ch th qu ar el or us is ex'.split(' ');
-const vocab: string[] = [];
-{
-  let s = 7;
-  const seen = new Set<string>();
-  // Lengths 2-5 syllables by draw, not by word count: the 576 two-syllable words run out.
-  for (let draw = 0; vocab.length < VOCAB_SIZE; draw++) {
-    let w = '';
-    const len = 2 + (draw % 4);
-    for (let i = 0; i < len; i++) (s = (Math.imul(s, 1103515245) + 12345) >>> 0), (w += SYL[(s >>> 8) % SYL.length]);
-    if (!seen.has(w)) seen.add(w), vocab.push(w);
-  }
-}
-const cumulative = new Float64Array(VOCAB_SIZE);
-{
-  let acc = 0;
-  for (let r = 0; r < VOCAB_SIZE; r++) cumulative[r] = acc += 1 / (r + 1);
-}
-function zipfWord(u: number): string {
-  const target = u * cumulative[VOCAB_SIZE - 1];
-  let lo = 0, hi = VOCAB_SIZE - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (cumulative[mid] < target) lo = mid + 1;
-    else hi = mid;
-  }
-  return vocab[lo];
-}
-/** Row i's words (deterministic): `count` Zipf draws seeded by i. */
-function words(i: number, count: number): string {
-  let s = (i * 2246822519 + 3266489917) >>> 0 || 1;
-  const out: string[] = [];
-  for (let k = 0; k < count; k++) {
-    s ^= s << 13; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
-    out.push(zipfWord(s / 2 ** 32));
-  }
-  return out.join(' ');
-}
-const rowText = (i: number): string => words(i, 20 + (i % 41));
 
 async function ingest(server: RunningServer, table: string, centres: Float32Array[]): Promise<number> {
   let next = 0;
@@ -165,9 +129,21 @@ async function main() {
   try {
     await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
     row(`machine check before the ingest`, fmtCheck(machine.check()));
-    const writes = await ingest(server, TABLE, centres);
-    row(`write throughput with text (${N.toLocaleString('en')} rows, batches of ${BATCH}, 2 writers)`, `${Math.round(writes).toLocaleString('en')} rows/s`);
+    if (args['fast-load']) {
+      await server.kill('SIGTERM');
+      let shown = 0;
+      const writes = await loadInProcess(dataDir, KS, TABLE, N, DIM, centres, (done) => {
+        if (done >= shown + N / 10) console.error(`loaded ${(shown = done).toLocaleString('en')} rows`);
+      });
+      row(`write throughput with text, in process (${N.toLocaleString('en')} rows, --fast-load)`, `${Math.round(writes).toLocaleString('en')} rows/s`);
+      server = await startServer(env, 600_000);
+    } else {
+      const writes = await ingest(server, TABLE, centres);
+      row(`write throughput with text (${N.toLocaleString('en')} rows, batches of ${BATCH}, 2 writers)`, `${Math.round(writes).toLocaleString('en')} rows/s`);
+    }
+    const indexing = performance.now();
     await waitIndexed(server, TABLE);
+    row('graph indexing after the load', `${((performance.now() - indexing) / 1000).toFixed(0)} s`);
     const lex = lexicalBytes(path.join(dataDir, 'vss.db'));
     row('lexical index size', `${(lex / 2 ** 20).toFixed(1)} MiB for ${N.toLocaleString('en')} rows: ${((lex / 2 ** 20) * (1_000_000 / N)).toFixed(0)} MiB per million rows`);
 
@@ -185,9 +161,12 @@ async function main() {
     // Warm-up. The first lexical search of a table starts building its posting lists in memory, a
     // slice of rows per event-loop turn (FTS5 answers meanwhile): lexical searches are sent for
     // about the time that takes (~1 s per 10,000 rows on a loaded machine) before the runs start.
+    const anonBefore = await rssMb(server.child.pid!, 'RssAnon');
     const lists = performance.now();
     while (performance.now() - lists < Math.max(5_000, N / 10)) await runQueries(server, groups.lexical.slice(0, 20), 1);
     for (const g of Object.values(groups)) await runQueries(server, g.slice(0, 20), 1);
+    const lists_mb = (await rssMb(server.child.pid!, 'RssAnon')) - anonBefore;
+    row('posting lists in memory (the server\'s anonymous memory grown while they were built)', `${lists_mb.toFixed(0)} MiB: ${((lists_mb * 1_000_000) / N).toFixed(0)} MiB per million rows`);
     row('machine check before the searches', fmtCheck(machine.check()));
     const results: Record<string, { c1: Timed[]; c16: Timed[] }> = Object.fromEntries(Object.keys(groups).map((g) => [g, { c1: [], c16: [] }]));
     // Three turns of each, alternating, and the median turn reported.

@@ -34,6 +34,18 @@ describe('AnnIndex', () => {
   const data = clustered(n, d, 11);
   const ids = Float64Array.from({ length: n }, (_, i) => i * 2 + 7);
 
+  it('takes a large insert after small ones within the capacity they reserved (one insertion context)', () => {
+    // Three inserts of 63 rows reserve 256 slots for one thread; 64 rows then went to two threads and failed.
+    const dim = 384;
+    const rows = clustered(600, dim, 5);
+    const ann = AnnIndex.create(dim, 'cosine');
+    const add = (from: number, to: number) => ann.add(ids.subarray(from, to), rows.subarray(from * dim, to * dim));
+    for (let k = 0; k < 3; k++) add(k * 63, (k + 1) * 63);
+    add(189, 253);
+    add(253, 600);
+    assert.equal(ann.size, 600);
+  });
+
   it('finds nearly all true neighbours, upserts and removes', () => {
     const ann = AnnIndex.create(d, 'cosine');
     ann.add(ids, data);

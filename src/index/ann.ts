@@ -40,6 +40,12 @@ export class AnnIndex {
   readonly metric: Metric;
   readonly #index: Index;
   #viewed = false;
+  /**
+   * The threads the graph last reserved insertion contexts for: usearch reserves (for the call's
+   * threads) only when an add outgrows the capacity, and an add on more threads than reserved
+   * fails ("Reserve capacity ahead of insertions!"). Unknown (a graph loaded from a file): 1.
+   */
+  #contexts = 1;
 
   private constructor(dimension: number, metric: Metric, index: Index) {
     this.dimension = dimension;
@@ -81,7 +87,10 @@ export class AnnIndex {
     // A few rows on this thread: usearch starts its threads per call (0: all cores), which for the
     // short slices index upkeep takes while searches come costs more than the inserts, and much
     // more on a busy machine where the threads wait to be scheduled.
-    this.#index.add(keys, vectors, rowIds.length < 64 ? 1 : 0);
+    const reserves = this.#index.size() + keys.length >= this.#index.capacity();
+    const threads = rowIds.length < 64 || (!reserves && this.#contexts < 2) ? 1 : 0;
+    if (reserves) this.#contexts = threads === 1 ? 1 : Infinity;
+    this.#index.add(keys, vectors, threads);
   }
 
   remove(rowIds: ArrayLike<number>): void {

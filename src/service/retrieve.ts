@@ -2,8 +2,10 @@
  * The retrieval pipeline behind /v1/search/, /v1/query/ and chat: retrieve (the semantic list,
  * the lexical list, or both) → fuse → MMR → rerank → the first `limit`. Each stage runs only when
  * asked for; a plain semantic search is the one storage call it always was, scores unchanged.
+ * Otherwise the lists come as keys and scores, and only the rows the later stages use are read,
+ * in one storage call as a rule (see RowReader).
  */
-import type { Filter, Metric, SearchQuery, Storage, StoredMatch } from '../storage/api.ts';
+import type { Filter, MatchRow, Metric, ScoredKey, SearchQuery, Storage, StoredMatch } from '../storage/api.ts';
 import { fuse, type Fusion } from './fusion.ts';
 import { mmr } from './mmr.ts';
 import { RerankFailed, type Reranker } from './rerank.ts';
@@ -66,48 +68,101 @@ export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieve
   if (r.reranker) pool = Math.max(pool, Math.min(r.candidates, MAX_RERANK_DOCUMENTS));
   pool = Math.min(pool, r.candidates);
   const depth = r.mode === 'semantic' ? pool : Math.max(pool, Math.min(r.candidates, MAX_LIST_ROWS));
-  const withVectors = r.includeVector || r.mmr !== undefined;
 
-  let ranked: RetrievedMatch[];
+  // The lists as keys and scores: of up to 2 x 1,000 rows listed, only those kept are read (below).
+  let ranked: Ranked[];
   if (r.mode === 'semantic') {
-    ranked = (await storage.search(keyspace, table, await semanticQuery(r, depth, withVectors))).map((m) => ({ ...m, scores: { semantic: m.score, lexical: null } }));
+    ranked = (await storage.searchKeys(keyspace, table, await semanticQuery(r, depth, false))).map((m) => ({ ...m, scores: { semantic: m.score, lexical: null } }));
   } else if (r.mode === 'lexical') {
-    ranked = (await lexical(storage, r, depth, withVectors)).map((m) => ({ ...m, scores: { semantic: null, lexical: m.score } }));
+    ranked = (await lexical(storage, r, depth)).map((m) => ({ ...m, scores: { semantic: null, lexical: m.score } }));
   } else {
-    const lexList = lexical(storage, r, depth, withVectors);
+    const lexList = lexical(storage, r, depth);
     lexList.catch(() => undefined); // awaited below; meanwhile the model's failure may come first
-    const sem = await storage.search(keyspace, table, await semanticQuery(r, depth, withVectors));
+    const sem = await storage.searchKeys(keyspace, table, await semanticQuery(r, depth, false));
     const lex = await lexList;
-    const rows = new Map<string, StoredMatch>();
-    for (const m of lex) rows.set(m.key, m);
-    for (const m of sem) rows.set(m.key, m);
-    ranked = fuse(sem, lex, r.fusion).map((f) => ({ ...rows.get(f.key)!, score: f.score, scores: { semantic: f.semantic, lexical: f.lexical } }));
+    ranked = fuse(sem, lex, r.fusion).map((f) => ({ key: f.key, score: f.score, scores: { semantic: f.semantic, lexical: f.lexical } }));
   }
-  ranked = ranked.slice(0, pool);
+  // The later stages choose from the pool; past it, the list only stands in for rows gone meanwhile.
+  const rows = new RowReader(storage, r);
 
   if (r.mmr) {
+    // MMR compares the candidates' vectors: all of the pool is read (a row gone since drops out).
+    ranked = ranked.slice(0, pool);
+    await rows.read(ranked.map((m) => m.key));
+    ranked = ranked.filter((m) => rows.has(m.key));
     // Relevance must grow with quality: a euclidean semantic list is best-first by lowest distance.
     const sign = r.mode === 'semantic' && r.metric === 'euclidean' ? -1 : 1;
     const keep = r.reranker ? pool : r.limit;
-    const items = ranked.map((m) => ({ relevance: sign * m.score, vector: m.vector! }));
+    const items = ranked.map((m) => ({ relevance: sign * m.score, vector: rows.get(m.key).vector! }));
     ranked = mmr(items, { diversity: r.mmr.diversity, limit: keep }).map((i) => ranked[i]);
   }
 
   let note: string | undefined;
   if (r.reranker && ranked.length > 0) {
-    const top = ranked.slice(0, MAX_RERANK_DOCUMENTS);
+    ranked = ranked.slice(0, pool);
+    await rows.read(ranked.slice(0, MAX_RERANK_DOCUMENTS).map((m) => m.key));
+    const top = ranked.slice(0, MAX_RERANK_DOCUMENTS).filter((m) => rows.has(m.key));
     try {
-      const order = await r.reranker.rerank(r.text ?? '', top.map((m) => m.text ?? ''), Math.min(r.limit, top.length));
+      const order = await r.reranker.rerank(r.text ?? '', top.map((m) => rows.get(m.key).text ?? ''), Math.min(r.limit, top.length));
       // rerank.ts answers each index of `top` at most once, or throws RerankFailed.
-      ranked = order.map((o) => ({ ...top[o.index], score: o.relevanceScore, scores: { ...top[o.index].scores!, rerank: o.relevanceScore } }));
+      ranked = order.map((o) => ({ ...top[o.index], score: o.relevanceScore, scores: { ...top[o.index].scores, rerank: o.relevanceScore } }));
     } catch (e) {
       if (!(e instanceof RerankFailed)) throw e;
       note = `The reranker gave no answer (${e.message}); the matches are in their order before reranking.`;
     }
   }
-  const matches = ranked.slice(0, r.limit);
-  if (!r.includeVector) for (const m of matches) delete m.vector;
+  const matches = await rows.kept(ranked, r.limit);
   return note === undefined ? { matches } : { matches, note };
+}
+
+/** A listed row before its row is read. */
+type Ranked = { key: string; score: number; scores: NonNullable<RetrievedMatch['scores']> };
+
+/**
+ * The rows of the listed keys, each read at most once per search (MMR reads the pool's with
+ * vectors, rerank the top's texts, the answer its own), absent where the row went since it was listed.
+ */
+class RowReader {
+  readonly #rows = new Map<string, MatchRow | null>();
+  readonly #storage: Storage;
+  readonly #r: Retrieval;
+  constructor(storage: Storage, r: Retrieval) {
+    this.#storage = storage;
+    this.#r = r;
+  }
+
+  async read(keys: string[]): Promise<void> {
+    const unread = keys.filter((k) => !this.#rows.has(k));
+    if (unread.length === 0) return;
+    // MMR needs the vectors whether or not the answer shows them.
+    const includeVector = this.#r.includeVector || this.#r.mmr !== undefined;
+    const found = await this.#storage.readMatches(this.#r.keyspace, this.#r.table, unread, { includeVector });
+    for (const k of unread) this.#rows.set(k, found.get(k) ?? null);
+  }
+
+  has = (key: string): boolean => this.#rows.get(key) != null;
+  get = (key: string): MatchRow => this.#rows.get(key)!;
+
+  /**
+   * The first `limit` of `ranked` whose rows still exist, with their rows: one read as a rule; a
+   * row gone since it was listed gives its place to the next listed, so the answer is short only
+   * when the list runs out.
+   */
+  async kept(ranked: Ranked[], limit: number): Promise<RetrievedMatch[]> {
+    const out: RetrievedMatch[] = [];
+    let next = 0;
+    while (out.length < limit && next < ranked.length) {
+      const batch = ranked.slice(next, next + (limit - out.length));
+      next += batch.length;
+      await this.read(batch.map((m) => m.key));
+      for (const m of batch) {
+        if (!this.has(m.key)) continue;
+        const { vector, ...row } = this.get(m.key);
+        out.push(this.#r.includeVector && vector !== undefined ? { ...m, ...row, vector } : { ...m, ...row });
+      }
+    }
+    return out;
+  }
 }
 
 /** The one place a text query's model call is awaited: storage is given the vector itself. */
@@ -115,5 +170,5 @@ async function semanticQuery(r: Retrieval, limit: number, includeVector: boolean
   return { vector: await r.vector!, metric: r.metric, candidates: r.candidates, ef: r.ef, limit, filter: r.filter, includeVector };
 }
 
-const lexical = (storage: Storage, r: Retrieval, limit: number, includeVector: boolean): Promise<StoredMatch[]> =>
-  storage.lexicalSearch(r.keyspace, r.table, { text: r.text ?? '', limit: Math.min(limit, MAX_LIST_ROWS), filter: r.filter, includeVector });
+const lexical = (storage: Storage, r: Retrieval, limit: number): Promise<ScoredKey[]> =>
+  storage.lexicalSearchKeys(r.keyspace, r.table, { text: r.text ?? '', limit: Math.min(limit, MAX_LIST_ROWS), filter: r.filter });

@@ -100,12 +100,22 @@ export interface LexicalQuery {
   includeVector?: boolean;
 }
 
-export interface StoredMatch {
+export interface StoredMatch extends MatchRow {
   key: string;
   score: number;
+}
+
+/** A match's row as a search answers it. */
+export interface MatchRow {
   metadata: Metadata;
   text: string | null;
   vector?: Float32Array;
+}
+
+/** A search's answer without its rows: what fusing lists needs (see searchKeys). */
+export interface ScoredKey {
+  key: string;
+  score: number;
 }
 
 export interface MetadataRecord {
@@ -185,6 +195,19 @@ export interface VectorStore {
    * text (null or '') never match; a text with no tokens after tokenizing gives []. Throws table_not_found.
    */
   lexicalSearch(keyspace: string, table: string, q: LexicalQuery): Promise<StoredMatch[]>;
+  /**
+   * search and lexicalSearch answering keys and scores only (the same rows, order and scores; the
+   * query's includeVector is ignored): a hybrid search fuses two long lists and keeps a few, whose
+   * rows it then reads with readMatches.
+   */
+  searchKeys(keyspace: string, table: string, q: SearchQuery): Promise<ScoredKey[]>;
+  lexicalSearchKeys(keyspace: string, table: string, q: LexicalQuery): Promise<ScoredKey[]>;
+  /**
+   * The rows of the given keys as a search answers them, read now: a key deleted or expired since
+   * the search that listed it (or never stored) is absent from the map, and the caller drops it.
+   * Throws table_not_found.
+   */
+  readMatches(keyspace: string, table: string, keys: readonly string[], opts?: { includeVector?: boolean }): Promise<Map<string, MatchRow>>;
   /**
    * The table's default TTL in seconds (null: rows never expire unless a write says so). The
    * service applies it to writes that name no TTL; storage only keeps it. Throws table_not_found.

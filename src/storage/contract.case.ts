@@ -10,6 +10,7 @@ import type { Metric, Storage, VectorRow } from './api.ts';
 import { bruteScore } from './brute-score.case.ts';
 import { randomDifferentialCase } from './contract-random.case.ts';
 import { lexicalContract } from './contract-lexical.case.ts';
+import { matchesContract } from './contract-matches.case.ts';
 import { realClock, ttlContract, type TestClock } from './contract-ttl.case.ts';
 import { scaleContract } from './contract-scale.case.ts';
 
@@ -396,6 +397,7 @@ export function storageContract(name: string, open: OpenStorage, clock: TestCloc
     });
 
     lexicalContract(() => storage);
+    matchesContract(() => storage, clock);
     ttlContract(() => storage, clock);
     scaleContract(() => storage);
 

@@ -36,7 +36,7 @@ import { invalid, ServiceError } from '../../errors.ts';
 import { compareScores, exactScore, type Metric } from '../../index/metric.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import { TopK } from '../../index/topk.ts';
-import type { Metadata, SearchQuery, StoredMatch } from '../api.ts';
+import type { MatchRow, Metadata, ScoredKey, SearchQuery, StoredMatch } from '../api.ts';
 import { requireQueryDimension } from '../vector-dimension.ts';
 import { chunks, fromCqlVector, fromMetadataText, indexable, toCqlVector } from './codec.ts';
 import { requireTable } from './catalog.ts';
@@ -83,8 +83,16 @@ export async function search(ctx: Ctx, keyspace: string, table: string, q: Searc
   return (await searchWithPlan(ctx, keyspace, table, q)).matches;
 }
 
-/** As search, also telling which stage 1 ran (for tests and diagnostics). */
-export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
+/**
+ * As search, keys and scores only: a cosine ANN search then reads no rows at all (its scores are
+ * final, see above); other plans and metrics read what their exact scores need, as search does.
+ */
+export async function searchKeys(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<ScoredKey[]> {
+  return (await searchWithPlan(ctx, keyspace, table, { ...q, includeVector: false }, true)).matches.map((m) => ({ key: m.key, score: m.score }));
+}
+
+/** As search, also telling which stage 1 ran (for tests and diagnostics); `keysOnly`: matches' rows may be left unread (metadata {}, text null). */
+export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, q: SearchQuery, keysOnly = false): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
   const t = await requireTable(ctx, keyspace, table);
   requireQueryDimension(q.vector, t.dimension);
   const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
@@ -109,7 +117,8 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
   // Cosine scores are bounded: the engine's float32 score is within ~2e-7 of the exact one, so the
   // rows come with stage 1 and there is no second read; other metrics' scores are not (a dot
   // product of 1,000 is off by 5e-5) and are re-scored from the final rows' vectors.
-  const inline = t.metric === 'cosine' && q.includeVector !== true;
+  const cosine = t.metric === 'cosine' && q.includeVector !== true;
+  const inline = cosine && !keysOnly;
   const annAll = (n: number) => Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms, inline)));
   const small = Math.min(ANN_MAX_LIMIT, candidates, limit * OVERFETCH);
   let found: Candidate[][];
@@ -135,7 +144,7 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
     }
   }
   const best = top.sorted();
-  if (inline) return { plan: 'ann', matches: best.map((c) => ({ key: c.key, score: c.score, metadata: c.row!.metadata, text: c.row!.text })) };
+  if (cosine) return { plan: 'ann', matches: best.map((c) => ({ key: c.key, score: c.score, metadata: c.row?.metadata ?? {}, text: c.row?.text ?? null })) };
   return { plan: 'ann', matches: await finish(ctx, t, q, best) };
 }
 
@@ -193,6 +202,25 @@ async function clientScan(ctx: Ctx, t: StoredTable, q: SearchQuery, limit: numbe
     }
   }
   return top.sorted();
+}
+
+/** The rows of the keys that exist now, as a search answers them (see Storage.readMatches). */
+export async function readMatches(ctx: Ctx, keyspace: string, table: string, keys: readonly string[], includeVector: boolean): Promise<Map<string, MatchRow>> {
+  const t = await requireTable(ctx, keyspace, table);
+  const out = new Map<string, MatchRow>();
+  const cql = `SELECT "key", "metadata", "text"${includeVector ? ', "vector"' : ''} FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
+  await forEachLimit(chunks([...new Set(keys)], 100), 4, async (part) => {
+    const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading matches' } });
+    for (const r of rs.rows) {
+      const m: MatchRow = { metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null };
+      if (includeVector) {
+        if (r.vector === null || r.vector === undefined) continue;
+        m.vector = fromCqlVector(r.vector);
+      }
+      out.set(r.key as string, m);
+    }
+  });
+  return out;
 }
 
 /**

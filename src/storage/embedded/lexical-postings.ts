@@ -111,7 +111,7 @@ function current(db: Db, tableId: number, tokenizer: LexicalTokenizer): PostingI
  * with FTS5's totals `stats`, ties by key, under prune.ts's seeding rule; null while the table's
  * lists are not built (the caller asks FTS5).
  */
-export function searchPostings(db: Db, tableId: number, tokenizer: LexicalTokenizer, terms: readonly string[], stats: Bm25Stats, limit: number): { rowId: number; score: number }[] | null {
+export function searchPostings(db: Db, tableId: number, tokenizer: LexicalTokenizer, terms: readonly string[], stats: Bm25Stats, limit: number): { rowId: number; score: number; key?: string }[] | null {
   const index = current(db, tableId, tokenizer);
   if (index === null) return null;
   const phrases = weigh(terms.map((t) => ({ phrase: [t], df: index.documentFrequency(t) })), stats.rows);
@@ -129,11 +129,15 @@ export function searchPostings(db: Db, tableId: number, tokenizer: LexicalTokeni
   return tiesByKey(db, found.slice(0, to)).slice(0, limit);
 }
 
-/** Rows sorted by score, runs of equal scores ordered by key (read only when there are some). */
-function tiesByKey(db: Db, rows: { rowId: number; score: number }[]): { rowId: number; score: number }[] {
+/**
+ * Rows sorted by score, runs of equal scores ordered by key (read only when there are some; the
+ * rows then carry their keys, which the caller need not read again).
+ */
+function tiesByKey(db: Db, rows: { rowId: number; score: number }[]): { rowId: number; score: number; key?: string }[] {
   if (rows.every((r, i) => i === 0 || rows[i - 1].score !== r.score)) return rows;
   const keys = new Map(
     (db.stmt('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(rows.map((f) => f.rowId))) as { id: number; key: string }[]).map((r) => [r.id, r.key]),
   );
-  return rows.sort((a, b) => b.score - a.score || compareCodePoints(keys.get(a.rowId) ?? '', keys.get(b.rowId) ?? ''));
+  const keyed = rows.map((r) => ({ ...r, key: keys.get(r.rowId) }));
+  return keyed.sort((a, b) => b.score - a.score || compareCodePoints(a.key ?? '', b.key ?? ''));
 }

@@ -44,6 +44,7 @@ describe('embedded lexical index', () => {
     raw.exec('ALTER TABLE tables DROP COLUMN lexical_tokenizer');
     // Nor what later versions added (the TTL columns of version 5).
     raw.exec('DROP INDEX vectors_expiry; ALTER TABLE vectors DROP COLUMN expires_at; ALTER TABLE tables DROP COLUMN default_ttl_seconds; ALTER TABLE metadata_records DROP COLUMN expires_at');
+    raw.exec('DROP TABLE lexical_totals'); // and version 6's
     raw.exec('UPDATE schema_version SET version = 3');
     raw.close();
 
@@ -54,6 +55,31 @@ describe('embedded lexical index', () => {
       assert.deepEqual((await s.lexicalSearch('ks', 'b', { text: 'granite quartz', limit: 5 })).map((m) => m.key).sort(), ['b1', 'b3']);
       await s.upsertVectors('ks', 'a', [{ key: 'a2', vector: Float32Array.of(0, 1), metadata: {}, text: 'quartz' }]);
       assert.deepEqual((await s.lexicalSearch('ks', 'a', { text: 'quartz', limit: 5 })).map((m) => m.key).sort(), ['a1', 'a2']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('keeps BM25 totals exact through rewrites and deletes: as a fresh table holding the same final rows', async () => {
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'rewrites'), index });
+    const rows = (round: number) =>
+      Array.from({ length: 50 }, (_, i) => ({ key: `k${i}`, vector: Float32Array.of(1, i), metadata: {}, text: round === 3 && i % 10 === 0 ? null : `alpha beta ${'gamma '.repeat(1 + ((i + round) % 4))}row${i}` }));
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 'rewritten', dimension: 2, metric: 'cosine', model: null });
+      await s.createTable({ keyspace: 'ks', name: 'fresh', dimension: 2, metric: 'cosine', model: null });
+      // Three rewrites of every row (other lengths each time), the last also taking some rows' text away, then deletes.
+      for (const round of [0, 1, 2, 3]) await s.upsertVectors('ks', 'rewritten', rows(round));
+      await s.deleteVectors('ks', 'rewritten', ['k1', 'k2']);
+      await s.upsertVectors('ks', 'fresh', rows(3).filter((r) => r.key !== 'k1' && r.key !== 'k2'));
+      const raw = new Database(path.join(dir, 'rewrites', 'vss.db'), { readonly: true });
+      try {
+        const fresh = lexicalTotals(new Db(raw), 2);
+        assert.deepEqual(fresh, { rows: 43, tokens: rows(3).reduce((n, r) => n + (r.text !== null && r.key !== 'k1' && r.key !== 'k2' ? r.text.split(' ').length : 0), 0) });
+        assert.deepEqual(lexicalTotals(new Db(raw), 1), fresh);
+      } finally {
+        raw.close();
+      }
     } finally {
       await s.close();
     }
@@ -78,9 +104,12 @@ describe('embedded lexical index', () => {
       // The reference: FTS5 ranking every row of the same table (its row count and total length are
       // its own, which after rewrites can differ from a fresh index of the same texts).
       const reference = new Database(path.join(dir, 'pruned', 'vss.db'), { readonly: true });
+      // After rewrites FTS5's own totals count every version of a row (see indexTexts): the
+      // reference is then a fresh table of the same final rows (table id 2).
+      let referenceTable = 1;
       const fts5 = {
         rank: (q: string) =>
-          rankLexical(new Db(reference), 1, matchExpression(q)!, 100_000).map((m) => ({
+          rankLexical(new Db(reference), referenceTable, matchExpression(q)!, 100_000).map((m) => ({
             key: reference.prepare('SELECT key FROM vectors WHERE id = ?').pluck().get(m.rowId) as string,
             score: m.score,
           })),
@@ -94,7 +123,8 @@ describe('embedded lexical index', () => {
         }
         const answered = postingSearches.answered;
         const rows = [...texts.values()].filter((t) => t !== null && t !== '').map((t) => tokenize('porter', t!));
-        const n = lexicalTotals(new Db(reference), 1).rows;
+        const n = lexicalTotals(new Db(reference), referenceTable).rows;
+        assert.equal(n, lexicalTotals(new Db(reference), 1).rows);
         {
           for (const q of queries) {
             // The rule of prune.ts: a row matches by a word in fewer than half the rows, unless all are that common.
@@ -127,6 +157,12 @@ describe('embedded lexical index', () => {
       await put([...changed.slice(0, 250), ...Array.from({ length: 100 }, (_, i) => `n${i}`)]);
       await s.deleteVectors('ks', 't', changed.slice(250));
       for (const k of changed.slice(250)) texts.delete(k);
+      await s.createTable({ keyspace: 'ks', name: 'fresh', dimension: 2, metric: 'cosine', model: null });
+      const keys = [...texts.keys()];
+      for (let i = 0; i < keys.length; i += 2000) {
+        await s.upsertVectors('ks', 'fresh', keys.slice(i, i + 2000).map((key) => ({ key, vector: Float32Array.of(1, 0), metadata: {}, text: texts.get(key) ?? null })));
+      }
+      referenceTable = 2;
       await check('after writes');
       reference.close();
       assert.ok(compared > 3000, `compared ${compared} rows`);

@@ -35,6 +35,24 @@ export function createLexicalIndex(db: Sqlite, tableId: number, tokenizer: Lexic
   caches.get(db)?.delete(tableId);
   forgetPostings(db, tableId);
   db.exec(`CREATE VIRTUAL TABLE ${lexTable(tableId)} USING fts5(text, content='', contentless_delete=1, tokenize='${TOKENIZE[tokenizer]}')`);
+  // Databases migrating from before the totals table get it, filled, by a later migration.
+  if (db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'lexical_totals'`).get() !== undefined) {
+    db.prepare('INSERT OR REPLACE INTO lexical_totals (table_id, rows, tokens) VALUES (?, 0, 0)').run(tableId);
+  }
+}
+
+/**
+ * The table's rows with text and their tokens, counted from FTS5's per-row sizes (%_docsize,
+ * which deletes do keep exact) for lexical_totals: once per table, by the migration that made it.
+ */
+export function countLexicalTotals(db: Sqlite, tableId: number): Bm25Stats {
+  let rows = 0;
+  let tokens = 0;
+  for (const sz of db.prepare(`SELECT sz FROM ${lexTable(tableId)}_docsize`).pluck().iterate() as IterableIterator<Buffer>) {
+    rows++;
+    tokens += varint(sz, 0)[0];
+  }
+  return { rows, tokens };
 }
 
 /** Indexes the rows of a table that have text (a database from before the index existed). */
@@ -45,24 +63,50 @@ export function fillLexicalIndex(db: Sqlite, tableId: number): void {
   ).run(tableId);
 }
 
-/** Keeps rows' tokens current; call inside the transaction that writes the rows. */
+/**
+ * Keeps rows' tokens current, and the table's totals with them; call inside the transaction that
+ * writes the rows. FTS5 never lowers a contentless_delete table's own totals (neither a DELETE nor
+ * an INSERT OR REPLACE does), so they count every version of a rewritten row: BM25's row count
+ * and average length come from lexical_totals instead, kept here from FTS5's per-row sizes.
+ */
 export function indexTexts(db: Db, tableId: number, ids: readonly number[], texts: readonly (string | null | undefined)[]): void {
   touched(db, tableId, ids);
   const t = lexTable(tableId);
-  const put = db.stmt(`INSERT OR REPLACE INTO ${t} (rowid, text) VALUES (?, ?)`);
-  const del = db.stmt(`DELETE FROM ${t} WHERE rowid = ?`);
+  const put = db.stmt(`INSERT INTO ${t} (rowid, text) VALUES (?, ?)`);
+  const size = db.stmt(`SELECT sz FROM ${t}_docsize WHERE id = ?`).pluck();
+  const change = { rows: 0, tokens: 0 };
   for (let i = 0; i < ids.length; i++) {
+    unindexRow(db, tableId, ids[i], change);
     const text = texts[i];
-    if (typeof text === 'string' && text !== '') put.run(ids[i], text);
-    else del.run(ids[i]);
+    if (typeof text === 'string' && text !== '') {
+      put.run(ids[i], text);
+      change.rows++;
+      change.tokens += varint(size.get(ids[i]) as Buffer, 0)[0];
+    }
   }
+  addTotals(db, tableId, change);
 }
 
 /** Forgets deleted rows; call inside the transaction that deletes them. */
 export function unindexRows(db: Db, tableId: number, ids: readonly number[]): void {
   touched(db, tableId, ids);
-  const del = db.stmt(`DELETE FROM ${lexTable(tableId)} WHERE rowid = ?`);
-  for (const id of ids) del.run(id);
+  const change = { rows: 0, tokens: 0 };
+  for (const id of ids) unindexRow(db, tableId, id, change);
+  addTotals(db, tableId, change);
+}
+
+/** Removes a row's entry, if it has one, and takes it off `change`. */
+function unindexRow(db: Db, tableId: number, id: number, change: Bm25Stats): void {
+  const t = lexTable(tableId);
+  const sz = db.stmt(`SELECT sz FROM ${t}_docsize WHERE id = ?`).pluck().get(id) as Buffer | undefined;
+  if (sz === undefined) return;
+  db.stmt(`DELETE FROM ${t} WHERE rowid = ?`).run(id);
+  change.rows--;
+  change.tokens -= varint(sz, 0)[0];
+}
+
+function addTotals(db: Db, tableId: number, change: Bm25Stats): void {
+  if (change.rows !== 0 || change.tokens !== 0) db.stmt('UPDATE lexical_totals SET rows = rows + ?, tokens = tokens + ? WHERE table_id = ?').run(change.rows, change.tokens, tableId);
 }
 
 /** The FTS5 MATCH for the words, each quoted (so `"`, `*`, `NEAR`, `:`... are literal); null when there are none. */
@@ -90,8 +134,16 @@ export function rankLexical(db: Db, tableId: number, match: string, limit: numbe
     .all(match, tableId, ...filter.params, limit) as { rowId: number; score: number }[];
 }
 
-/** FTS5's own totals (its "averages" record, rowid 1 of the %_data table): rows indexed and their tokens. */
+/** The table's rows with text and their tokens, exact (see indexTexts): BM25's N and total length. */
 export function lexicalTotals(db: Db, tableId: number): Bm25Stats {
+  return (db.stmt('SELECT rows, tokens FROM lexical_totals WHERE table_id = ?').get(tableId) as Bm25Stats | undefined) ?? { rows: 0, tokens: 0 };
+}
+
+/**
+ * FTS5's own totals (its "averages" record, rowid 1 of the %_data table), which its bm25() ranks
+ * by: never lowered by deletes and rewrites, so at least the true ones (see indexTexts).
+ */
+export function fts5Totals(db: Db, tableId: number): Bm25Stats {
   const block = db.stmt(`SELECT block FROM ${lexTable(tableId)}_data WHERE id = 1`).pluck().get() as Buffer | undefined;
   if (block === undefined) return { rows: 0, tokens: 0 };
   const [rows, at] = varint(block, 0);
@@ -129,7 +181,7 @@ interface Head {
   shares: number[];
   /** The share of idf (tf (k1 + 1) / (tf + K)) of the last row listed, 0 when every row is; no unlisted row had more. */
   tail: number;
-  /** The table's average length when it was read. */
+  /** FTS5's average length when it was read (what its scores were computed with). */
   avg: number;
   /** touched.length when it was read: rows written since may belong in it. */
   at: number;
@@ -204,7 +256,10 @@ function head(db: Db, tableId: number, word: string, token: string, tokenIdf: nu
     const best = rankLexical(db, tableId, matchWords([word])!, want + 1);
     const all = best.length <= want;
     const listed = best.slice(0, want);
-    h = { ids: listed.map((r) => r.rowId), shares: listed.map((r) => r.score / tokenIdf), tail: all ? 0 : best[want - 1].score / tokenIdf, avg, at: c.touched.length };
+    // FTS5 ranked by its own totals (at least the true ones: see fts5Totals), so its idf is no
+    // less than ours and the shares are bounds; its average length is what they were read at.
+    const fts5 = fts5Totals(db, tableId);
+    h = { ids: listed.map((r) => r.rowId), shares: listed.map((r) => r.score / tokenIdf), tail: all ? 0 : best[want - 1].score / tokenIdf, avg: fts5.tokens / fts5.rows, at: c.touched.length };
     remember(c.heads, token, h, MAX_HEADS);
   }
   const grown = Math.max(1, avg / h.avg);
@@ -234,9 +289,13 @@ export function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokeniz
   const dfs = new Map<string, number>();
   for (const { phrase } of split) if (!dfs.has(phrase[0])) dfs.set(phrase[0], documentFrequency(db, tableId, phrase[0], stats.rows));
   const phrases = weigh(split.map((p) => ({ phrase: p.phrase, df: dfs.get(p.phrase[0])! })), stats.rows);
+  // FTS5 scores by its own totals: its idf is no less than ours, and a row's share of it grows at
+  // most as the average length does, so its scores times this are bounds on ours (prune.ts needs bounds).
+  const fts5 = fts5Totals(db, tableId);
+  const grown = Math.max(1, stats.tokens / stats.rows / (fts5.tokens / fts5.rows));
   const ranked = prunedTopK(phrases, stats, limit, {
     candidates: (essential, depth) =>
-      rankLexical(db, tableId, matchWords(essential.map((i) => split[i].word))!, depth, filter).map((r) => ({ id: r.rowId, partial: r.score })),
+      rankLexical(db, tableId, matchWords(essential.map((i) => split[i].word))!, depth, filter).map((r) => ({ id: r.rowId, partial: r.score * grown })),
     rows(ids) {
       const found = db
         .stmt('SELECT v.id, v.key, p.text FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.id IN (SELECT value FROM json_each(?))')
@@ -250,7 +309,7 @@ export function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokeniz
       // seeding phrases it holds. Never less, so a bound, as prune.ts needs.
       const words = seeds.map((i) => `"${split[i].word.replaceAll('"', '""')}"`);
       const pairs = words.flatMap((a, x) => words.slice(x + 1).map((b) => `(${a} AND ${b})`));
-      return rankLexical(db, tableId, pairs.join(' OR '), depth).map((r) => ({ id: r.rowId, partial: r.score }));
+      return rankLexical(db, tableId, pairs.join(' OR '), depth).map((r) => ({ id: r.rowId, partial: r.score * grown }));
     },
   });
   return ranked.map((r) => ({ rowId: r.id, score: r.score }));

@@ -3,7 +3,7 @@
  * and bumps schema_version; a database from a newer version is refused rather than guessed at.
  */
 import { randomUUID } from 'node:crypto';
-import { createLexicalIndex, fillLexicalIndex } from './lexical.ts';
+import { countLexicalTotals, createLexicalIndex, fillLexicalIndex } from './lexical.ts';
 import type { Sqlite } from './sql.ts';
 
 const MIGRATIONS: ((db: Sqlite) => void)[] = [
@@ -139,6 +139,16 @@ const MIGRATIONS: ((db: Sqlite) => void)[] = [
       ALTER TABLE tables ADD COLUMN default_ttl_seconds INTEGER;
       ALTER TABLE metadata_records ADD COLUMN expires_at INTEGER;
     `);
+  },
+  // Each table's lexical totals, kept exact with its rows (lexical.ts, indexTexts): FTS5's own
+  // count every version of a rewritten or deleted row.
+  (db) => {
+    db.exec('CREATE TABLE lexical_totals (table_id INTEGER PRIMARY KEY, rows INTEGER NOT NULL, tokens INTEGER NOT NULL)');
+    const put = db.prepare('INSERT INTO lexical_totals (table_id, rows, tokens) VALUES (?, ?, ?)');
+    for (const id of db.prepare('SELECT id FROM tables ORDER BY id').pluck().all() as number[]) {
+      const { rows, tokens } = countLexicalTotals(db, id);
+      put.run(id, rows, tokens);
+    }
   },
 ];
 

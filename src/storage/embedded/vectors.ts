@@ -7,7 +7,7 @@ import { exactSearchMatrix, rescore, type Scored } from '../../index/exact.ts';
 import { filterToSql, validateFilter } from '../../index/filter.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { Metric } from '../../index/metric.ts';
-import type { Filter, LexicalQuery, Metadata, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
+import type { Filter, LexicalQuery, MatchRow, Metadata, ScoredKey, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import { requireQueryDimension, requireRowDimensions } from '../vector-dimension.ts';
 import type { Catalog } from './catalog.ts';
 import type { RowSet } from '../../index/row-bitmap.ts';
@@ -228,28 +228,37 @@ export class Vectors {
 
   async search(keyspace: string, table: string, q: SearchQuery): Promise<StoredMatch[]> {
     const t = this.#catalog.require(keyspace, table);
+    const found = await this.#searchRows(t, q);
+    const vectorOf = q.includeVector === true ? (found.vectorOf ?? ((id: number) => t.matrix.get(id))) : null;
+    return this.#hydrate(found.best, vectorOf);
+  }
+
+  async searchKeys(keyspace: string, table: string, q: SearchQuery): Promise<ScoredKey[]> {
+    const t = this.#catalog.require(keyspace, table);
+    return this.#keysOf((await this.#searchRows(t, q)).best);
+  }
+
+  /** Both stages of a search: the best rows' ids and exact scores, and where stage 2 read their vectors (when it did). */
+  async #searchRows(t: TableState, q: SearchQuery): Promise<{ best: Scored[]; vectorOf?: (rowId: number) => Float32Array | undefined }> {
     const metric = q.metric ?? t.meta.metric;
     const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
     requireQueryDimension(q.vector, t.meta.dimension);
     const query = q.vector;
-    if (!(limit >= 1)) return [];
+    if (!(limit >= 1)) return { best: [] };
     this.#keeper.searched();
 
     if (q.filter === undefined && !isZeroCosine(metric, query) && this.#annUsable(t, q.candidates, metric)) {
-      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.includeVector === true, q.ef);
+      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.ef);
       if (found !== null) return found;
     }
-    let best: Scored[];
     if (q.filter !== undefined) {
       const { sql, params } = this.#liveFilterSql(q.filter);
       const ids = this.#db.raw.prepare(`SELECT id FROM vectors WHERE table_id = ? AND ${sql}`).pluck().all(t.meta.id, ...params) as number[];
-      best = exactSearchMatrix(t.matrix, query, metric, limit, ids);
       this.searches.filtered++;
-    } else {
-      best = exactSearchMatrix(t.matrix, query, metric, limit, undefined, this.#expired(t));
-      this.searches.exact++;
+      return { best: exactSearchMatrix(t.matrix, query, metric, limit, ids) };
     }
-    return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
+    this.searches.exact++;
+    return { best: exactSearchMatrix(t.matrix, query, metric, limit, undefined, this.#expired(t)) };
   }
 
   /**
@@ -258,7 +267,7 @@ export class Vectors {
    * from the candidates, so the walk is asked for that many more (up to the share where a scan
    * wins); null when even that leaves fewer than `limit` live rows: the caller then scans.
    */
-  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, withVector: boolean, ef: number | undefined): Promise<StoredMatch[] | null> {
+  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, ef: number | undefined): Promise<{ best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } | null> {
     // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
     const ann = t.ann;
     const expired = this.#expired(t);
@@ -274,8 +283,8 @@ export class Vectors {
     let k = expired.size === 0 ? candidates : Math.min(candidates + expired.size, Math.ceil(candidates * share * 1.25), maxK);
     let fromAnn = await walk(k);
     for (;;) {
-      const found = this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, withVector, expired);
-      if (found.length >= limit || t.matrix.size - expired.size < limit) return found;
+      const found = this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, expired);
+      if (found.best.length >= limit || t.matrix.size - expired.size < limit) return found;
       if (k >= maxK) return null;
       k = maxK;
       fromAnn = await walk(k);
@@ -285,12 +294,43 @@ export class Vectors {
   /** BM25 over the table's lexical index (lexical.ts), the filter applied in SQL before ranking. */
   lexicalSearch(keyspace: string, table: string, q: LexicalQuery): StoredMatch[] {
     const t = this.#catalog.require(keyspace, table);
+    return this.#hydrate(this.#lexicalRows(t, q), q.includeVector === true ? (id) => t.matrix.get(id) : null);
+  }
+
+  lexicalSearchKeys(keyspace: string, table: string, q: LexicalQuery): ScoredKey[] {
+    const t = this.#catalog.require(keyspace, table);
+    return this.#keysOf(this.#lexicalRows(t, q));
+  }
+
+  #lexicalRows(t: TableState, q: LexicalQuery): (Scored & { key?: string })[] {
     // Without expired rows and a filter, FTS5 ranks alone; else the condition joins the rows.
     const filter = q.filter !== undefined ? this.#liveFilterSql(q.filter) : this.#expired(t).size > 0 ? { sql: LIVE, params: [this.#now()] } : undefined;
     const limit = Math.floor(q.limit);
     if (typeof q.text !== 'string' || !(limit >= 1)) return [];
-    const best = searchLexical(this.#db, t.meta.id, t.meta.lexical.tokenizer, q.text, limit, filter);
-    return this.#hydrate(best, q.includeVector === true ? (id) => t.matrix.get(id) : null);
+    return searchLexical(this.#db, t.meta.id, t.meta.lexical.tokenizer, q.text, limit, filter);
+  }
+
+  /** The rows of the keys that are live now, as a search answers them (see Storage.readMatches). */
+  readMatches(keyspace: string, table: string, keys: readonly string[], includeVector: boolean): Map<string, MatchRow> {
+    const t = this.#catalog.require(keyspace, table);
+    const out = new Map<string, MatchRow>();
+    if (keys.length === 0) return out;
+    const rows = this.#db
+      .stmt(
+        `SELECT v.id, v.key, v.metadata, p.text FROM vectors v LEFT JOIN vector_payloads p ON p.id = v.id
+         WHERE v.table_id = ? AND v.key IN (SELECT value FROM json_each(?)) AND ${LIVE}`,
+      )
+      .all(t.meta.id, JSON.stringify(keys), this.#now()) as { id: number; key: string; metadata: string; text: string | null }[];
+    for (const r of rows) {
+      const m: MatchRow = { metadata: JSON.parse(r.metadata) as Metadata, text: r.text };
+      if (includeVector) {
+        const v = t.matrix.get(r.id);
+        if (v === undefined) continue;
+        m.vector = v.slice();
+      }
+      out.set(r.key, m);
+    }
+    return out;
   }
 
   /** Whether the graphs, with the quantised tail for rows they lack, answer stage 1 for this table and query shape (the query itself aside). */
@@ -315,21 +355,37 @@ export class Vectors {
    * (it changes in the same synchronous turn as each commit), and the join to `vectors` for its
    * table_id cost a third more (0.51 against 0.35 ms for 100 rows at 1M).
    */
-  #rescoreCandidates(t: TableState, query: Float32Array, ids: number[], metric: Metric, limit: number, withVector: boolean, expired: RowSet): StoredMatch[] {
+  #rescoreCandidates(t: TableState, query: Float32Array, ids: number[], metric: Metric, limit: number, expired: RowSet): { best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } {
     // Expired candidates go before the read: after a mass expiry they may be most of them.
     if (expired.size > 0) ids = ids.filter((id) => !expired.has(id));
-    if (ids.length === 0) return [];
-    const rows = this.#db
-      .stmt('SELECT id, vector FROM vector_payloads WHERE id IN (SELECT value FROM json_each(?))')
-      .all(JSON.stringify(ids)) as { id: number; vector: Buffer }[];
-    const bytes = t.meta.dimension * 4;
     const vectors = new Map<number, Buffer>();
-    for (const r of rows) if (r.vector.byteLength === bytes && t.matrix.has(r.id)) vectors.set(r.id, r.vector);
     const vectorOf = (id: number): Float32Array | undefined => {
       const b = vectors.get(id);
       return b && blobView(b);
     };
-    return this.#hydrate(rescore(query, ids, { get: vectorOf }, metric, limit), withVector ? vectorOf : null);
+    if (ids.length === 0) return { best: [], vectorOf };
+    const rows = this.#db
+      .stmt('SELECT id, vector FROM vector_payloads WHERE id IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(ids)) as { id: number; vector: Buffer }[];
+    const bytes = t.meta.dimension * 4;
+    for (const r of rows) if (r.vector.byteLength === bytes && t.matrix.has(r.id)) vectors.set(r.id, r.vector);
+    return { best: rescore(query, ids, { get: vectorOf }, metric, limit), vectorOf };
+  }
+
+  /** The keys of scored rows, in their order (rows gone meanwhile drop out); read unless the rows carry them. */
+  #keysOf(best: (Scored & { key?: string })[]): ScoredKey[] {
+    if (best.length === 0) return [];
+    if (best.every((b) => b.key !== undefined)) return best.map((b) => ({ key: b.key!, score: b.score }));
+    const rows = this.#db
+      .stmt('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(best.map((b) => b.rowId))) as { id: number; key: string }[];
+    const keyOf = new Map(rows.map((r) => [r.id, r.key]));
+    const out: ScoredKey[] = [];
+    for (const b of best) {
+      const key = keyOf.get(b.rowId);
+      if (key !== undefined) out.push({ key, score: b.score });
+    }
+    return out;
   }
 
   /** The answers for scored rows: key, metadata, text, and the vector when `vectorOf` is given. */

@@ -1,0 +1,82 @@
+/**
+ * Where one hybrid search's time goes, in process (no HTTP): each storage call of the pipeline
+ * timed alone, beside the whole of retrieve() for semantic and hybrid, over hybrid.bench's rows.
+ *
+ *   node --import tsx bench/hybrid-profile.ts [--n 100000] [--queries 200] [--dir DIR] [--only WORDS]
+ *
+ * --dir keeps the data directory (loaded on the first run, reused after); --only times only the
+ * steps whose name holds WORDS. Add `--cpu-prof` to node's flags for a V8 profile.
+ */
+import { mkdtemp, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config/config.ts';
+import { retrieve, type Retrieval } from '../src/service/retrieve.ts';
+import { DEFAULT_FUSION } from '../src/service/fusion.ts';
+import { openStorage } from '../src/storage/factory.ts';
+import type { Storage } from '../src/storage/api.ts';
+import { postingSearches } from '../src/storage/embedded/lexical-postings.ts';
+import { loadInProcess, words } from './hybrid-data.ts';
+import { makeCentres, makeVectors, pct } from './workload.ts';
+
+const { values: args } = parseArgs({ options: { n: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, dir: { type: 'string' }, only: { type: 'string' } } });
+const N = Number(args.n);
+const Q = Number(args.queries);
+const DIM = 384;
+const KS = 'ks';
+const TABLE = 'hybrid';
+const dir = args.dir ?? (await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-profile-')));
+const centres = makeCentres(64, DIM);
+
+const fresh = await stat(path.join(dir, 'vss.db')).then(() => false, () => true);
+if (fresh) {
+  const s = await openStorage(loadConfig({ VSS_DATA_DIR: dir }));
+  await s.createKeyspace({ name: KS, owner: null });
+  await s.createTable({ keyspace: KS, name: TABLE, dimension: DIM, metric: 'cosine', model: null });
+  await s.close();
+  const rate = await loadInProcess(dir, KS, TABLE, N, DIM, centres);
+  console.log(`loaded ${N} rows in process: ${rate.toFixed(0)} rows/s`);
+}
+const storage: Storage = await openStorage(loadConfig({ VSS_DATA_DIR: dir }), { log: (m, e) => console.error(m, e ?? '') });
+const report = setInterval(() => console.error(JSON.stringify(storage.indexStatus?.())), 10_000);
+await (storage as Storage & { whenIndexed(): Promise<void> }).whenIndexed();
+clearInterval(report);
+console.error('indexed');
+const qv = makeVectors(N + 1_000_000, Q, DIM, centres);
+const qt = qv.map((_, i) => words(N + 5_000_000 + i, 2 + (i % 4)));
+// The posting lists are built on the first lexical searches, a slice per event-loop turn.
+for (let i = 0; postingSearches.answered === 0; i++) {
+  await storage.lexicalSearch(KS, TABLE, { text: qt[i % Q], limit: 100 });
+  await new Promise((r) => setTimeout(r, 1));
+}
+
+const base = (i: number): Retrieval => ({
+  keyspace: KS, table: TABLE, mode: 'semantic', vector: qv[i], text: qt[i], metric: 'cosine', candidates: 100, limit: 10, includeVector: false, fusion: DEFAULT_FUSION,
+});
+const steps: Record<string, (i: number) => Promise<unknown>> = {
+  'semantic (retrieve, final 10)': (i) => retrieve(storage, base(i)),
+  'hybrid (retrieve, final 10)': (i) => retrieve(storage, { ...base(i), mode: 'hybrid' }),
+  'lexical (retrieve, final 10)': (i) => retrieve(storage, { ...base(i), mode: 'lexical', vector: null }),
+  'storage.search, limit 100': (i) => storage.search(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100 }),
+  'storage.lexicalSearch, limit 100': (i) => storage.lexicalSearch(KS, TABLE, { text: qt[i], limit: 100 }),
+  'storage.searchKeys, limit 100': (i) => storage.searchKeys(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100 }),
+  'storage.lexicalSearchKeys, limit 100': (i) => storage.lexicalSearchKeys(KS, TABLE, { text: qt[i], limit: 100 }),
+  'storage.readMatches, 10 keys': (i) => storage.readMatches(KS, TABLE, Array.from({ length: 10 }, (_, k) => `v${(i * 7919 + k * 104729) % N}`)),
+  'storage.search, limit 10': (i) => storage.search(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 10 }),
+};
+for (let turn = 0; turn < 2; turn++) {
+  for (const [name, run] of Object.entries(steps)) {
+    // --only WORDS: the steps whose name holds them (a CPU profile of one step).
+    if (args.only !== undefined && !name.includes(args.only)) continue;
+    const lat: number[] = [];
+    for (let i = 0; i < Q; i++) {
+      const t0 = performance.now();
+      await run(i);
+      lat.push(performance.now() - t0);
+    }
+    if (turn === 1) console.log(`${name}: p50 ${pct(lat, 50).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms (lexical searches answered from posting lists so far: ${postingSearches.answered})`);
+  }
+}
+await storage.close();
