@@ -95,6 +95,13 @@ export const UPKEEP_TIMINGS = Object.freeze({
    * lasts ~1.3 s at 1M rows; 50 ms without a request is only the gap between a client's polls.
    */
   settleQuietMs: 1_000,
+  /**
+   * After a slice throws, indexing tries again after this long, doubling per failure in a row up
+   * to retryMaxMs: waiting for the next write instead left a table's rows in the scanned tail for
+   * good when no write came, and retrying at once would spin on a lasting fault.
+   */
+  retryFirstMs: 100,
+  retryMaxMs: 10_000,
 });
 const T = UPKEEP_TIMINGS;
 
@@ -379,6 +386,8 @@ export class IndexKeeper {
   #lastWrite = -Infinity;
   #lastSearch = -Infinity;
   #lastSliceMs = 0;
+  /** Slices that threw in a row (0 after one that did not): the retry's backoff. */
+  #failures = 0;
   readonly #searches: YieldSignal;
 
   constructor(opts: UpkeepOptions, src: IndexSource) {
@@ -528,10 +537,12 @@ export class IndexKeeper {
       this.#scheduled = false;
       try {
         this.#slice();
+        this.#failures = 0;
       } catch (e) {
         this.#opts.log?.('ANN indexing failed', e);
         // Writes waiting for the graphs must not wait on a failure: they go, and the next ones retry.
         for (const w of this.#roomWaiters.splice(0)) w.resolve();
+        this.#retryLater();
       }
     };
     const share = this.#busy() ? this.#busyShare() : this.#searching() ? T.searchingIndexShare : 1;
@@ -540,6 +551,13 @@ export class IndexKeeper {
     const pause = searching ? Math.min(T.searchingMaxPauseMs, paced) : paced;
     if (pause >= 1) setTimeout(run, pause);
     else setImmediate(run);
+  }
+
+  /** Schedules indexing again after a failed slice, backing off while failures repeat (see retryFirstMs). */
+  #retryLater(): void {
+    const ms = Math.min(T.retryMaxMs, T.retryFirstMs * 2 ** this.#failures++);
+    // unref: a pending retry must not keep a closing process alive.
+    setTimeout(() => this.#schedule(), ms).unref();
   }
 
   #busy(): boolean {
