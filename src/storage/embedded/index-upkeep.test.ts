@@ -19,16 +19,16 @@ class FlakyMatrix extends SegmentedMatrix {
   }
 }
 
-function setUp(dir: string, matrix: FlakyMatrix) {
+function setUp(dir: string, matrix: FlakyMatrix, rows = 200, ackRows?: number) {
   const meta: TableMeta = { id: 1, keyspace: 'ks', name: 't', dimension: DIM, metric: 'cosine', model: null, lexical: DEFAULT_LEXICAL, createdAt: '' };
   const t = new TableState(meta, matrix);
   const logged: string[] = [];
   const keeper = new IndexKeeper(
-    { dir, saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0, segmentRows: 10_000, tag: 'test', log: (m) => logged.push(m) },
+    { dir, saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0, segmentRows: 10_000, tag: 'test', ackRows, log: (m) => logged.push(m) },
     { rowsSince: () => [], currentSeq: () => 1 },
   );
   keeper.add(t);
-  const ids = Array.from({ length: 200 }, (_, i) => i + 1);
+  const ids = Array.from({ length: rows }, (_, i) => i + 1);
   matrix.setMany(
     ids,
     ids.map((id) => Float32Array.from({ length: DIM }, (_, d) => Math.sin(id * DIM + d))),
@@ -63,5 +63,31 @@ describe('index upkeep after a failed slice', () => {
     assert.ok(matrix.gathers >= 2, `retried: ${matrix.gathers} attempts`);
     assert.ok(matrix.gathers <= 5, `backed off: ${matrix.gathers} attempts`);
     assert.equal(t.pendingCount, ids.length);
+  });
+});
+
+describe('index upkeep acknowledging writes', () => {
+  const dir = tempDirForSuite('vss-upkeep-ack-');
+
+  it('lets a bulk write go once its table has at most ackRows rows waiting for the graphs', async () => {
+    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 3_000, 500);
+    keeper.start();
+    keeper.upserted(t, ids, 1);
+    assert.equal(t.pendingCount, 3_000);
+    await keeper.caughtUp(t);
+    assert.ok(t.pendingCount <= 500, `${t.pendingCount} rows still waiting`);
+    assert.ok((t.ann?.size ?? 0) >= 2_500);
+    await keeper.close();
+  });
+
+  it('lets a small write go at once', async () => {
+    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 400, 500);
+    keeper.upserted(t, ids, 1);
+    let done = false;
+    void keeper.caughtUp(t).then(() => (done = true));
+    await Promise.resolve();
+    assert.ok(done);
+    assert.equal(t.pendingCount, 400);
+    await keeper.close();
   });
 });
