@@ -1,7 +1,7 @@
 /**
  * The service against Chroma's own server on the same vectors, in one run.
  *
- *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--skip-chroma]
+ *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--skip-chroma] [--server-prof DIR]
  *
  * Chroma: chromadb from PyPI (pinned below) in a venv under .bench-data/ that this script creates
  * on first use, started as `chroma run` with a cosine collection and its HNSW defaults, called
@@ -25,6 +25,10 @@
  * against an exact scan, the server's VmRSS, the service/Chroma ratios; then the service's
  * recall-latency curve over pairs of initial_top_k (candidates re-scored exactly) and ef (how wide
  * each graph walk is; never narrower than initial_top_k).
+ *
+ * `--server-prof DIR`: the service runs with V8's sampling profiler (--cpu-prof, one file per
+ * thread in DIR at its exit), and each phase's start is printed as `mark <name> <µs>` on the
+ * profiler's monotonic clock, so bench/lib/profile-phases.ts can tell where the time went per phase.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -46,6 +50,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     curve: { type: 'string', default: '10:16,10:64,20:64,20:128,50:64,50:128,100:128,100:256,100:512' },
     'skip-chroma': { type: 'boolean', default: false },
+    'server-prof': { type: 'string' },
   },
 });
 const N = Number(args.n);
@@ -150,7 +155,8 @@ function median(runs: Run[]): Run {
 
 async function startService(centres: Float32Array[]): Promise<Peer> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-peers-'));
-  const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000);
+  const prof = args['server-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['server-prof'])}`] : [];
+  const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000, undefined, prof);
   const res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
   const pending = async (): Promise<number> => {
@@ -252,7 +258,11 @@ async function main() {
     console.error(`${what}: ${value}`);
   };
   const machine = new MachineChecker();
-  const phase = (what: string) => row(`phase: ${what}`, `load average ${os.loadavg()[0].toFixed(2)}, ${fmtCheck(machine.check())}`);
+  const phase = (what: string) => {
+    // The profiler's clock is the monotonic one process.hrtime reads (see --server-prof).
+    if (args['server-prof']) console.error(`mark ${JSON.stringify(what)} ${process.hrtime.bigint() / 1000n}`);
+    row(`phase: ${what}`, `load average ${os.loadavg()[0].toFixed(2)}, ${fmtCheck(machine.check())}`);
+  };
   phase('start');
   if (!args['skip-chroma']) ensureChroma();
   const centres = makeCentres(64, DIM);
@@ -270,7 +280,9 @@ async function main() {
       phase(`before ${p.name}'s load`);
       const { ackSeconds, pendingAtAck, t0 } = await p.load();
       Object.assign(p, { ackSeconds, pendingAtAck });
+      if (args['server-prof']) phase(`${p.name}'s load acknowledged`);
       p.after1 = await timed(after, 1, p.search);
+      if (args['server-prof']) phase(`${p.name}'s right-after searches at concurrency 1 done`);
       p.after16 = await timed(after, 16, p.search);
       await p.indexed();
       p.searchableSeconds = (performance.now() - t0) / 1000;

@@ -18,9 +18,12 @@ export interface RunningServer {
   kill(signal: NodeJS.Signals): Promise<number | null>;
 }
 
-/** `root`: the checkout to run (default this one; a bench may compare against another commit's). */
-export async function startServer(env: Record<string, string>, timeoutMs = 60_000, root = ROOT): Promise<RunningServer> {
-  const child = spawn(process.execPath, [path.join(root, 'scripts/start.mjs')], {
+/**
+ * `root`: the checkout to run (default this one; a bench may compare against another commit's).
+ * `nodeArgs`: flags for node itself, e.g. a bench's --cpu-prof (which NODE_OPTIONS refuses).
+ */
+export async function startServer(env: Record<string, string>, timeoutMs = 60_000, root = ROOT, nodeArgs: string[] = []): Promise<RunningServer> {
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'scripts/start.mjs')], {
     cwd: root,
     // MALLOC_ARENA_MAX as `npm start` sets it unless given (see its entry in README.md's settings).
     env: { MALLOC_ARENA_MAX: '2', ...process.env, VSS_PORT: '0', VSS_LOG_LEVEL: 'warn', ...env },

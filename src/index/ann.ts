@@ -86,10 +86,13 @@ export class AnnIndex {
     this.#index.remove(keys);
     // A few rows on this thread: usearch starts its threads per call (0: all cores), which for the
     // short slices index upkeep takes while searches come costs more than the inserts, and much
-    // more on a busy machine where the threads wait to be scheduled.
-    const reserves = this.#index.size() + keys.length >= this.#index.capacity();
-    const threads = rowIds.length < 64 || (!reserves && this.#contexts < 2) ? 1 : 0;
-    if (reserves) this.#contexts = threads === 1 ? 1 : Infinity;
+    // more on a busy machine where the threads wait to be scheduled. But never when the call
+    // grows the graph: usearch then reserves per-thread state for the call's thread count only,
+    // and a later call on more threads fails ("Reserve capacity ahead of insertions!") until the
+    // next growth, which stalled indexing after small slices at every doubling.
+    const grows = this.#index.size() + keys.length >= this.#index.capacity();
+    const threads = grows ? 0 : rowIds.length < 64 || this.#contexts < 2 ? 1 : 0;
+    if (grows) this.#contexts = Infinity;
     this.#index.add(keys, vectors, threads);
   }
 

@@ -383,7 +383,8 @@ describe('embedded storage', () => {
     const dataDir = path.join(dir, 'tail');
     const d = 48;
     const vectors = clustered(8_000, d, 21, 50);
-    const s = await openEmbeddedStorage({ dataDir, index: indexOpts(1000) });
+    // Acknowledged before the graphs take any of it, so that the tail answers for nearly all.
+    const s = await openEmbeddedStorage({ dataDir, index: { ...indexOpts(1000), ackRows: 1e9 } });
     try {
       await s.createKeyspace({ name: 'ks', owner: null });
       for (const metric of ['cosine', 'euclidean'] as const) await s.createTable({ keyspace: 'ks', name: metric, dimension: d, metric, model: null });
@@ -419,7 +420,7 @@ describe('embedded storage', () => {
   it('makes a bulk load wait for the graphs before it commits once its tail reaches twice keepUpRows, so little is left unindexed when it is acknowledged', async () => {
     const d = 32;
     const vectors = clustered(6_000, d, 31, 50);
-    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'keepup'), index: { ...indexOpts(500), keepUpRows: 400 } });
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'keepup'), index: { ...indexOpts(500), keepUpRows: 400, ackRows: 1e9 } });
     try {
       await s.createKeyspace({ name: 'ks', owner: null });
       await s.createTable({ keyspace: 'ks', name: 'cosine', dimension: d, metric: 'cosine', model: null });
@@ -439,10 +440,26 @@ describe('embedded storage', () => {
     }
   });
 
+  it('acknowledges a bulk write once at most ackRows of its rows wait for the graphs', async () => {
+    const d = 32;
+    const vectors = clustered(3_000, d, 33, 50);
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'ack'), index: { ...indexOpts(500), ackRows: 300 } });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 'cosine', dimension: d, metric: 'cosine', model: null });
+      await s.upsertVectors('ks', 'cosine', rowsOf(vectors));
+      const afterBulk = s.indexStatus()[0].pending;
+      assert.ok(afterBulk <= 300, `rows waiting when the bulk write was acknowledged: ${afterBulk}`);
+      assert.equal((await s.search('ks', 'cosine', { vector: vectors[1234], metric: 'cosine', candidates: 50, limit: 1 }))[0].key, 'k1234');
+    } finally {
+      await s.close();
+    }
+  });
+
   it('keeps indexing a bulk load while searches stream in without a pause (a share of the time in short slices), and answers them meanwhile', async () => {
     const d = 16;
     const vectors = clustered(3_000, d, 41, 50);
-    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'searching'), index: indexOpts(500) });
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'searching'), index: { ...indexOpts(500), ackRows: 1e9 } });
     try {
       await s.createKeyspace({ name: 'ks', owner: null });
       await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'cosine', model: null });

@@ -34,7 +34,7 @@ import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 export interface EmbeddedOptions {
   dataDir: string;
   /** `gapPatienceMs`: how long copies and hashes of saved graphs wait for a gap in the searches (see yield-signal.ts). */
-  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number; keepUpRows?: number; gapPatienceMs?: number };
+  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number; keepUpRows?: number; ackRows?: number; gapPatienceMs?: number };
   /** Search half of a table's sealed graphs on a worker thread (default true). */
   searchWorker?: boolean;
   /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */
@@ -283,11 +283,13 @@ function catalogStore(run: Guard, catalog: Catalog, vectors: Vectors): CatalogSt
 function vectorStore(run: Guard, parts: { db: Db; catalog: Catalog; keeper: IndexKeeper; vectors: Vectors; now: () => number }): VectorStore {
   const { db, catalog, keeper, vectors, now } = parts;
   return {
-    // A bulk load waits for the graphs before it commits while its table's tail is long (IndexKeeper.roomFor).
+    // A bulk load waits for the graphs before it commits while its table's tail is long
+    // (IndexKeeper.roomFor), and after, until they hold nearly all of it (caughtUp).
     upsertVectors: (ks, t, rows) =>
       run(async () => {
         await keeper.roomFor(catalog.require(ks, t));
-        return run(() => vectors.upsert(ks, t, rows));
+        await run(() => vectors.upsert(ks, t, rows));
+        await keeper.caughtUp(catalog.require(ks, t));
       }),
     getVector: (ks, t, key) => run(() => vectors.get(ks, t, key)),
     deleteVectors: (ks, t, keys) => run(() => vectors.deleteKeys(ks, t, keys)),

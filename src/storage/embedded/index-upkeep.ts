@@ -41,6 +41,17 @@ export const UPKEEP_TIMINGS = Object.freeze({
   keepUpRows: 8_192,
   keepUpShare: 0.9,
   /**
+   * A write to a table with a quantised tail is acknowledged once at most this many of the
+   * table's rows wait for its graphs (IndexKeeper.caughtUp, after the commit): so a bulk load is
+   * indexed as it is written, as Chroma does, and a search right after its last acknowledgement
+   * walks graphs that hold nearly all of it, with ~0.4 MB of int8 copies to scan beside them,
+   * instead of waiting behind the indexing of up to 2 × keepUpRows rows (p50 right after a
+   * 100k load 5.6× the settled one in bench/peers.bench.ts). Small writes to an index that keeps
+   * up never wait. While a write waits, indexing takes keepUpShare of the time in keepUpSliceMs
+   * slices, since nothing else is coming from that writer.
+   */
+  ackRows: 1_024,
+  /**
    * The slice length at full keep-up: a write batch holds the event loop for tens of ms once it
    * starts, so short pauses alone do not give indexing its share; longer slices do (a search
    * arriving during a bulk load waits up to this long, as it already may behind a write batch).
@@ -95,6 +106,13 @@ export const UPKEEP_TIMINGS = Object.freeze({
    * lasts ~1.3 s at 1M rows; 50 ms without a request is only the gap between a client's polls.
    */
   settleQuietMs: 1_000,
+  /**
+   * After a slice throws, indexing tries again after this long, doubling per failure in a row up
+   * to retryMaxMs: waiting for the next write instead left a table's rows in the scanned tail for
+   * good when no write came, and retrying at once would spin on a lasting fault.
+   */
+  retryFirstMs: 100,
+  retryMaxMs: 10_000,
 });
 const T = UPKEEP_TIMINGS;
 
@@ -355,6 +373,8 @@ export interface UpkeepOptions {
   settleDeadlineMs?: number;
   /** The tail length past which indexing keeps up with writes (default UPKEEP_TIMINGS.keepUpRows). */
   keepUpRows?: number;
+  /** The most rows a write leaves waiting for the graphs when acknowledged (default UPKEEP_TIMINGS.ackRows). */
+  ackRows?: number;
   /** The database's id, stored with each index so that one never serves another database. */
   tag: string;
   /** Moved on every search (searched()); copies and hashes of saved graphs wait for gaps while it moves. */
@@ -369,8 +389,8 @@ export class IndexKeeper {
   readonly #src: IndexSource;
   readonly #tables = new Map<number, TableState>();
   #waiters: (() => void)[] = [];
-  /** Writes waiting for their table's tail to shrink (roomFor). */
-  #roomWaiters: { t: TableState; resolve: () => void }[] = [];
+  /** Writes waiting for their table's tail to shrink (roomFor, caughtUp), each with its condition. */
+  #roomWaiters: { ready: () => boolean; resolve: () => void }[] = [];
   #scheduled = false;
   #closed = false;
   #timer: NodeJS.Timeout | null = null;
@@ -379,6 +399,8 @@ export class IndexKeeper {
   #lastWrite = -Infinity;
   #lastSearch = -Infinity;
   #lastSliceMs = 0;
+  /** Slices that threw in a row (0 after one that did not): the retry's backoff. */
+  #failures = 0;
   readonly #searches: YieldSignal;
 
   constructor(opts: UpkeepOptions, src: IndexSource) {
@@ -528,10 +550,12 @@ export class IndexKeeper {
       this.#scheduled = false;
       try {
         this.#slice();
+        this.#failures = 0;
       } catch (e) {
         this.#opts.log?.('ANN indexing failed', e);
         // Writes waiting for the graphs must not wait on a failure: they go, and the next ones retry.
         for (const w of this.#roomWaiters.splice(0)) w.resolve();
+        this.#retryLater();
       }
     };
     const share = this.#busy() ? this.#busyShare() : this.#searching() ? T.searchingIndexShare : 1;
@@ -542,8 +566,16 @@ export class IndexKeeper {
     else setImmediate(run);
   }
 
+  /** Schedules indexing again after a failed slice, backing off while failures repeat (see retryFirstMs). */
+  #retryLater(): void {
+    const ms = Math.min(T.retryMaxMs, T.retryFirstMs * 2 ** this.#failures++);
+    // unref: a pending retry must not keep a closing process alive.
+    setTimeout(() => this.#schedule(), ms).unref();
+  }
+
+  /** Writes came lately, or wait for the graphs (which is why no more come meanwhile). */
   #busy(): boolean {
-    return performance.now() - this.#lastWrite < T.busyWindowMs;
+    return performance.now() - this.#lastWrite < T.busyWindowMs || this.#roomWaiters.length > 0;
   }
 
   #searching(): boolean {
@@ -552,6 +584,7 @@ export class IndexKeeper {
 
   /** How far the longest tail is past keepUpRows: 0 (within it) to 1 (twice as long or more). */
   #keepUp(): number {
+    if (this.#roomWaiters.length > 0) return 1;
     let waiting = 0;
     for (const t of this.#tables.values()) if (t.tail !== null && this.#needsIndex(t)) waiting = Math.max(waiting, t.pendingCount);
     return Math.min(1, Math.max(0, waiting / (this.#opts.keepUpRows ?? T.keepUpRows) - 1));
@@ -611,23 +644,37 @@ export class IndexKeeper {
    * A write awaits this before it commits, so nothing acknowledged waits on it.
    */
   roomFor(t: TableState): Promise<void> {
-    if (this.#roomy(t)) return Promise.resolve();
+    return this.#waitFor(() => this.#within(t, 2 * (this.#opts.keepUpRows ?? T.keepUpRows) - 1));
+  }
+
+  /**
+   * Resolves once at most ackRows of `t`'s rows wait for its graphs (tables with a quantised tail
+   * only, as roomFor). A write awaits this after it commits, before it is acknowledged (see
+   * UPKEEP_TIMINGS.ackRows).
+   */
+  caughtUp(t: TableState): Promise<void> {
+    return this.#waitFor(() => this.#within(t, this.#opts.ackRows ?? T.ackRows));
+  }
+
+  #waitFor(ready: () => boolean): Promise<void> {
+    if (ready()) return Promise.resolve();
     return new Promise((resolve) => {
-      this.#roomWaiters.push({ t, resolve });
+      this.#roomWaiters.push({ ready, resolve });
       this.#schedule();
     });
   }
 
-  #roomy(t: TableState): boolean {
-    return this.#closed || t.tail === null || !this.#needsIndex(t) || t.pendingCount < 2 * (this.#opts.keepUpRows ?? T.keepUpRows);
+  /** Whether at most `rows` of `t`'s rows wait for its graphs, or the table's writes never wait. */
+  #within(t: TableState, rows: number): boolean {
+    return this.#closed || t.tail === null || !this.#needsIndex(t) || t.pendingCount <= rows;
   }
 
   /** Lets the writes waiting in roomFor() go whose table has room now. */
   #releaseRoom(): void {
     if (this.#roomWaiters.length === 0) return;
-    const still: { t: TableState; resolve: () => void }[] = [];
+    const still: { ready: () => boolean; resolve: () => void }[] = [];
     for (const w of this.#roomWaiters) {
-      if (this.#roomy(w.t)) w.resolve();
+      if (w.ready()) w.resolve();
       else still.push(w);
     }
     this.#roomWaiters = still;

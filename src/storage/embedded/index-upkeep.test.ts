@@ -1,0 +1,93 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { SegmentedMatrix, type VectorBlock } from '../../index/matrix.ts';
+import { tempDirForSuite } from '../../platform/temp-dir-test-support.ts';
+import { DEFAULT_LEXICAL } from '../api.ts';
+import { IndexKeeper, TableState, type TableMeta } from './index-upkeep.ts';
+
+const DIM = 8;
+
+/** A matrix whose gather() (what an indexing slice reads rows through) throws while `failing()` says so. */
+class FlakyMatrix extends SegmentedMatrix {
+  gathers = 0;
+  constructor(readonly failing: (attempt: number) => boolean) {
+    super(DIM);
+  }
+  override *gather(rowIds: Iterable<number>, blockRows?: number): IterableIterator<VectorBlock> {
+    if (this.failing(++this.gathers)) throw new Error('disk went away');
+    yield* super.gather(rowIds, blockRows);
+  }
+}
+
+function setUp(dir: string, matrix: FlakyMatrix, rows = 200, ackRows?: number) {
+  const meta: TableMeta = { id: 1, keyspace: 'ks', name: 't', dimension: DIM, metric: 'cosine', model: null, lexical: DEFAULT_LEXICAL, createdAt: '' };
+  const t = new TableState(meta, matrix);
+  const logged: string[] = [];
+  const keeper = new IndexKeeper(
+    { dir, saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0, segmentRows: 10_000, tag: 'test', ackRows, log: (m) => logged.push(m) },
+    { rowsSince: () => [], currentSeq: () => 1 },
+  );
+  keeper.add(t);
+  const ids = Array.from({ length: rows }, (_, i) => i + 1);
+  matrix.setMany(
+    ids,
+    ids.map((id) => Float32Array.from({ length: DIM }, (_, d) => Math.sin(id * DIM + d))),
+  );
+  return { t, keeper, ids, logged };
+}
+
+describe('index upkeep after a failed slice', () => {
+  const dir = tempDirForSuite('vss-upkeep-');
+
+  it('indexes the waiting rows again without another write coming', async () => {
+    const matrix = new FlakyMatrix((attempt) => attempt <= 2);
+    const { t, keeper, ids, logged } = setUp(dir(), matrix);
+    keeper.start();
+    keeper.upserted(t, ids, 1);
+    // No write follows: only the upkeep's own retry can take the rows into the graphs.
+    await Promise.race([keeper.whenIndexed(), new Promise((_, reject) => setTimeout(() => reject(new Error('never indexed')), 20_000))]);
+    assert.equal(t.pendingCount, 0);
+    assert.equal(t.ann?.size, ids.length);
+    assert.equal(logged.filter((m) => m === 'ANN indexing failed').length, 2);
+    await keeper.close();
+  });
+
+  it('backs off while the failure lasts instead of spinning', async () => {
+    const matrix = new FlakyMatrix(() => true);
+    const { t, keeper, ids } = setUp(dir(), matrix);
+    keeper.start();
+    keeper.upserted(t, ids, 1);
+    await new Promise((r) => setTimeout(r, 1_600));
+    await keeper.close();
+    // 100, 200, 400, 800 ms apart: five attempts in 1.6 s at most; a retry at once would make thousands.
+    assert.ok(matrix.gathers >= 2, `retried: ${matrix.gathers} attempts`);
+    assert.ok(matrix.gathers <= 5, `backed off: ${matrix.gathers} attempts`);
+    assert.equal(t.pendingCount, ids.length);
+  });
+});
+
+describe('index upkeep acknowledging writes', () => {
+  const dir = tempDirForSuite('vss-upkeep-ack-');
+
+  it('lets a bulk write go once its table has at most ackRows rows waiting for the graphs', async () => {
+    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 3_000, 500);
+    keeper.start();
+    keeper.upserted(t, ids, 1);
+    assert.equal(t.pendingCount, 3_000);
+    await keeper.caughtUp(t);
+    assert.ok(t.pendingCount <= 500, `${t.pendingCount} rows still waiting`);
+    assert.ok((t.ann?.size ?? 0) >= 2_500);
+    await keeper.close();
+  });
+
+  it('lets a small write go at once', async () => {
+    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 400, 500);
+    keeper.upserted(t, ids, 1);
+    let done = false;
+    void keeper.caughtUp(t).then(() => (done = true));
+    await Promise.resolve();
+    assert.ok(done);
+    assert.equal(t.pendingCount, 400);
+    await keeper.close();
+  });
+});
