@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { digestFile } from '../platform/file-digest.ts';
 import { Index, MetricKind, ScalarKind } from 'usearch';
@@ -59,6 +60,21 @@ describe('AnnIndex', () => {
     assert.equal(ann.size, n - 1);
     assert.ok(!ann.search(v, 20).includes(ids[0]));
     assert.deepEqual(AnnIndex.create(d, 'euclidean').search(v, 5), []);
+  });
+
+  it('takes a batch on all cores after small batches grew it (usearch keeps per-thread state from each growth)', { skip: os.availableParallelism() < 2 && 'needs two cores' }, () => {
+    const d = 16;
+    const data = clustered(300, d, 11);
+    const ann = AnnIndex.create(d, 'cosine');
+    // Small batches (one thread each) that grow the graph: to 64, 128 and 256 rows of room.
+    let next = 0;
+    for (const n of [63, 63, 10]) {
+      ann.add(Array.from({ length: n }, (_, i) => next + i), data.subarray(next * d, (next + n) * d));
+      next += n;
+    }
+    // 64 rows fit the room left, so this call does not grow the graph and runs on every core.
+    ann.add(Array.from({ length: 64 }, (_, i) => next + i), data.subarray(next * d, (next + 64) * d));
+    assert.equal(ann.size, next + 64);
   });
 
   it('copes with components far beyond half-precision range', () => {

@@ -80,8 +80,12 @@ export class AnnIndex {
     this.#index.remove(keys);
     // A few rows on this thread: usearch starts its threads per call (0: all cores), which for the
     // short slices index upkeep takes while searches come costs more than the inserts, and much
-    // more on a busy machine where the threads wait to be scheduled.
-    this.#index.add(keys, vectors, rowIds.length < 64 ? 1 : 0);
+    // more on a busy machine where the threads wait to be scheduled. But never when the call
+    // grows the graph: usearch then reserves per-thread state for the call's thread count only,
+    // and every later call on more threads failed ("Reserve capacity ahead of insertions!")
+    // until the next growth, which stalled indexing after small slices at every doubling.
+    const grows = this.#index.size() + rowIds.length >= this.#index.capacity();
+    this.#index.add(keys, vectors, rowIds.length < 64 && !grows ? 1 : 0);
   }
 
   remove(rowIds: ArrayLike<number>): void {
