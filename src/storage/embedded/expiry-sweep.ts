@@ -55,16 +55,23 @@ export class ExpirySweep {
 
   async #pass(): Promise<number> {
     const { unindex, remove } = this.#steps;
-    if (unindex !== undefined) await this.#drain(unindex, this.#settings.batchRows * UNINDEX_PER_REMOVAL);
+    const unindexBatch = this.#settings.batchRows * UNINDEX_PER_REMOVAL;
+    if (unindex !== undefined) await this.#drain(unindex, unindexBatch);
+    // Rows expiring while a long pass deletes also leave the graphs at once, a batch a turn.
+    const between = unindex !== undefined ? () => void unindex(unindexBatch) : undefined;
     let total = 0;
-    for (const step of remove) total += await this.#drain(step, this.#settings.batchRows);
+    for (const step of remove) total += await this.#drain(step, this.#settings.batchRows, between);
     return total;
   }
 
-  /** Runs `step` in batches of `batch` until one comes back short (or the store closes); answers the items it took. */
-  async #drain(step: SweepStep, batch: number): Promise<number> {
+  /**
+   * Runs `step` in batches of `batch` (each after `before`, if given) until one comes back short
+   * (or the store closes); answers the items it took.
+   */
+  async #drain(step: SweepStep, batch: number, before?: () => void): Promise<number> {
     let total = 0;
     while (!this.#stopped) {
+      before?.();
       const n = step(batch);
       total += n;
       if (n < batch) break;

@@ -11,6 +11,7 @@ import { exactScore, compareScores } from '../../index/metric.ts';
 import type { VectorRow } from '../api.ts';
 import { openEmbeddedStorage, type EmbeddedStorage } from './embedded-storage.ts';
 import { ExpiryTracker } from './expiry.ts';
+import { ExpirySweep } from './expiry-sweep.ts';
 
 describe('ExpiryTracker', () => {
   it('lists rows as they expire, and forgets rewritten and deleted ones', () => {
@@ -67,6 +68,38 @@ describe('ExpiryTracker', () => {
     tr.removed([1, 2]);
     assert.deepEqual([tr.unindexed, tr.indexedExpired], [2, 0]);
     assert.deepEqual(tr.takeForGraphs(500, 10), [7]);
+  });
+});
+
+describe('ExpirySweep', () => {
+  it('takes expired rows out of the indexes first, and rows expiring meanwhile before each deletion batch; counts deletions only', async () => {
+    const calls: string[] = [];
+    let graphs = 25; // rows waiting to leave the graphs (batches of 10 here)
+    let rows = 25; // rows waiting to be deleted (batches of 1)
+    const sweep = new ExpirySweep(
+      { batchRows: 1, intervalMs: 3_600_000 },
+      {
+        unindex: (max) => {
+          const n = Math.min(max, graphs);
+          graphs -= n;
+          if (n > 0) calls.push(`u${n}`);
+          return n;
+        },
+        remove: [
+          () => {
+            if (rows === 0) return 0;
+            rows--;
+            if (rows === 22) graphs += 3; // three more rows expire during the pass
+            calls.push('r');
+            return 1;
+          },
+        ],
+      },
+    );
+    assert.equal(await sweep.run(), 25);
+    assert.deepEqual(calls.slice(0, 7), ['u10', 'u10', 'u5', 'r', 'r', 'r', 'u3']);
+    assert.equal(graphs, 0);
+    await sweep.close();
   });
 });
 
