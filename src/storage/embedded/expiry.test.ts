@@ -37,6 +37,25 @@ describe('ExpiryTracker', () => {
     assert.equal(tr.size, 1);
   });
 
+  it('moves a group of rows sharing an expiry at once, leaving out the ones rewritten or deleted before it, unless their id came back with that expiry', () => {
+    const tr = new ExpiryTracker();
+    for (let id = 1; id <= 6; id++) tr.set(id, 100);
+    tr.set(2, 200); // moved later
+    tr.removed([3]); // deleted...
+    tr.removed([4]);
+    tr.set(4, 100); // ...and its id reused by a new row with the same expiry
+    tr.set(5, 100); // rewritten with the same expiry
+    tr.set(6, null); // its TTL dropped
+    const ids = (now: number): number[] => {
+      const set = tr.expired(now);
+      return [1, 2, 3, 4, 5, 6].filter((id) => set.has(id));
+    };
+    assert.deepEqual(ids(100), [1, 4, 5]);
+    assert.equal(tr.expired(100).size, 3);
+    assert.deepEqual(tr.takeExpired(100, 10).sort(), [1, 4, 5]);
+    assert.deepEqual(ids(200), [1, 2, 4, 5]);
+  });
+
   it('hands expired rows to the sweep in batches, oldest first, each once, skipping rewritten and removed ones', () => {
     const tr = new ExpiryTracker();
     for (let id = 1; id <= 10; id++) tr.set(id, 100 + id);
