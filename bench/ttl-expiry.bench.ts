@@ -13,15 +13,19 @@
  * near the data) are asked at `--qps` a second, one at a time, each timed from when it was due,
  * in four phases of the same run:
  *   anchor    no row expired (`--seconds`);
- *   hidden    the clock moved past the expiry, nothing removed yet: searches leave the expired rows
- *             out of the ANN candidates (over-fetching) and the scans (`--seconds`);
- *   removal   while the sweep deletes them in batches of `--batch-rows` (index and lexical entries
- *             with them), yielding between batches: as long as the sweep takes;
- *   after     all removed (`--seconds`).
+ *   hidden    the clock moved past the expiry, no sweep yet (in the service, at most one sweep
+ *             interval): searches leave the expired rows out of the ANN candidates (over-fetching)
+ *             and the scans (`--seconds`);
+ *   removal   while the sweep takes them out of the graphs, then deletes them in batches of
+ *             `--batch-rows` (lexical entries with them), yielding between batches: as long as it takes;
+ *   after     all removed (`--seconds`), while the graphs re-index the live rows of the graphs the
+ *             expiry left mostly dead (they are scanned as pending rows meanwhile).
  * Reports p50 and p99 per phase, their ratios to the anchor, the machine's 1-minute load average
- * as each phase began, and the sweep's rows/s. Absolute figures depend on the (shared) machine;
- * the ratios are the result, and a load that moved between phases says how far to trust them.
+ * as each phase began, the first read after the expiry (it moves the expired rows into the
+ * set reads leave out), the sweep's rows/s, and RssAnon. Absolute figures depend on the (shared)
+ * machine; the ratios are the result, and a load that moved between phases says how far to trust them.
  */
+import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -103,6 +107,8 @@ async function searchWhile(s: EmbeddedStorage, until: () => boolean): Promise<nu
   return lat;
 }
 
+const rssAnonMb = (): number => Number(/RssAnon:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
+
 const forSeconds = (sec: number): (() => boolean) => {
   const end = performance.now() + sec * 1000;
   return () => performance.now() >= end;
@@ -131,8 +137,11 @@ async function main(): Promise<void> {
     const loadNow = (phase: string) => (phaseLoad[phase] = os.loadavg()[0]);
     loadNow('anchor');
     const anchor = await searchWhile(s, forSeconds(SECONDS));
+    const rssLoaded = rssAnonMb();
     now = EXPIRES_AT + 1;
+    const firstRead = performance.now();
     if ((await s.countVectors('bench', 't')) !== live) throw new Error('the expired rows are still counted');
+    const firstReadMs = performance.now() - firstRead;
     loadNow('hidden');
     const hidden = await searchWhile(s, forSeconds(SECONDS));
 
@@ -143,8 +152,12 @@ async function main(): Promise<void> {
     const removal = await searchWhile(s, () => swept !== null);
     await sweep;
     const sweepSeconds = (performance.now() - sweepStart) / 1000;
+    const rssSwept = rssAnonMb();
+    let indexedAt: number | null = null;
+    void s.whenIndexed().then(() => (indexedAt = performance.now()));
     loadNow('after');
     const after = await searchWhile(s, forSeconds(SECONDS));
+    const pending = s.indexStatus()[0].pending;
 
     const line = (name: string, lat: number[]) => {
       const p50 = pct(lat, 50);
@@ -158,7 +171,10 @@ async function main(): Promise<void> {
     console.log(line('hidden', hidden));
     console.log(line('removal', removal));
     console.log(line('after', after));
+    console.log(`first read after the expiry: ${firstReadMs.toFixed(0)} ms`);
     console.log(`sweep: ${swept!.toLocaleString('en')} rows in ${sweepSeconds.toFixed(1)} s (${Math.round(swept! / sweepSeconds).toLocaleString('en')} rows/s) while searches ran`);
+    if (ANN) console.log(indexedAt !== null ? `graphs caught up ${((indexedAt - sweepStart) / 1000).toFixed(1)} s after the sweep began` : `graphs still re-indexing at the end: ${pending.toLocaleString('en')} rows pending`);
+    console.log(`RssAnon: ${rssLoaded.toFixed(0)} MB loaded, ${rssSwept.toFixed(0)} MB after the sweep`);
   } finally {
     await s.close();
     await fs.rm(dir, { recursive: true, force: true });

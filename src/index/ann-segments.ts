@@ -37,6 +37,8 @@ let nextUid = 1;
  * at 256, bench/peers.bench.ts's curve in docs/PERFORMANCE.md) and at 1M (four graphs: 0.98-0.99).
  */
 const DEFAULT_EFFORT = 128;
+/** Rows removed from the delta before it may be retired (below, a walk passes few removed nodes). */
+const MIN_DELTA_RETIRE = 1_024;
 /** The most a search may ask each graph to explore (`ef`): ~40 ms a walk at 250k rows. */
 export const MAX_SEARCH_EFFORT = 4_096;
 
@@ -87,6 +89,11 @@ export class SegmentedAnn {
   readonly #sealed: Segment[] = [];
   #delta: AnnIndex;
   #deltaKeys = new Set<number>();
+  /**
+   * Rows removed from the delta, less the new rows added since (usearch gives those the removed
+   * rows' nodes): its walks pass through these nodes without returning them.
+   */
+  #deltaRemoved = 0;
   /** The delta changed since it was last written. */
   #deltaDirty = false;
   #savedDelta: { file: string; size: number; digest: FileDigest; idsDigest: FileDigest } | null = null;
@@ -124,7 +131,9 @@ export class SegmentedAnn {
     if (rowIds.length === 0) return;
     this.#markDead(rowIds);
     this.#delta.add(rowIds, vectors);
+    const before = this.#deltaKeys.size;
     for (let i = 0; i < rowIds.length; i++) this.#deltaKeys.add(rowIds[i]);
+    this.#deltaRemoved = Math.max(0, this.#deltaRemoved - (this.#deltaKeys.size - before));
     this.#deltaDirty = true;
   }
 
@@ -135,6 +144,7 @@ export class SegmentedAnn {
     for (let i = 0; i < rowIds.length; i++) if (this.#deltaKeys.delete(rowIds[i])) inDelta.push(rowIds[i]);
     if (inDelta.length > 0) {
       this.#delta.remove(inDelta);
+      this.#deltaRemoved += inDelta.length;
       this.#deltaDirty = true;
     }
   }
@@ -146,7 +156,7 @@ export class SegmentedAnn {
   search(query: Float32Array, k: number, ef?: number): number[] {
     const effort = this.#effort(k, ef);
     const found: Found[] = [];
-    for (const s of this.#sealed) collect(found, s.graph.searchScored(query, effort), s.dead);
+    for (const s of this.#sealed) if (!s.retired) collect(found, s.graph.searchScored(query, effort), s.dead);
     collect(found, this.#delta.searchScored(query, effort), null);
     return best(found, k);
   }
@@ -162,7 +172,7 @@ export class SegmentedAnn {
   async searchAsync(query: Float32Array, k: number, worker: GraphWorker, ef?: number): Promise<number[]> {
     this.shareWith(worker);
     // Only graphs the worker has read through, and never while it syncs: a search would queue behind that.
-    const shared = worker.syncing ? [] : this.#sealed.filter((s) => s.path !== null && s.graph.viewed && worker.isReady(s.uid));
+    const shared = worker.syncing ? [] : this.#sealed.filter((s) => !s.retired && s.path !== null && s.graph.viewed && worker.isReady(s.uid));
     if (shared.length < 2 || !worker.alive) return this.search(query, k, ef);
     const effort = this.#effort(k, ef);
     const claims = newGraphClaims();
@@ -172,7 +182,7 @@ export class SegmentedAnn {
 
   async #walkShared(query: Float32Array, effort: number, k: number, shared: Segment[], claims: GraphClaims, pending: Promise<WorkerAnswer[]>, worker: GraphWorker): Promise<number[]> {
     const found: Found[] = [];
-    for (const s of this.#sealed) if (!shared.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
+    for (const s of this.#sealed) if (!s.retired && !shared.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
     collect(found, this.#delta.searchScored(query, effort), null);
     const walked = new Array<boolean>(shared.length).fill(false);
     const most = worker.pending > 1 ? Math.ceil(shared.length / 2) : shared.length;
@@ -234,6 +244,7 @@ export class SegmentedAnn {
     this.#sealed.push({ graph: this.#delta, ids: Float64Array.from(this.#deltaKeys), dead: new Set(), saved: null, path: null, uid: nextUid++, retired: false });
     this.#delta = AnnIndex.create(this.dimension, this.metric);
     this.#deltaKeys = new Set();
+    this.#deltaRemoved = 0;
     this.#deltaDirty = true;
   }
 
@@ -244,6 +255,21 @@ export class SegmentedAnn {
    */
   retire(share: number, isLive: (rowId: number) => boolean): number[] {
     const out: number[] = [];
+    // A delta mostly removed (a mass expiry) is sealed and retired the same way, though its dead
+    // rows left no entry (usearch removes them, but its walks still pass their nodes).
+    const removed = this.#deltaRemoved;
+    if (removed >= MIN_DELTA_RETIRE && removed >= (this.#delta.size + removed) * share) {
+      if (this.#delta.size === 0) {
+        this.#delta = AnnIndex.create(this.dimension, this.metric);
+        this.#deltaDirty = true;
+      } else {
+        this.seal();
+        const s = this.#sealed[this.#sealed.length - 1];
+        s.retired = true;
+        for (const id of s.ids) if (isLive(id)) out.push(id);
+      }
+      this.#deltaRemoved = 0;
+    }
     for (const s of this.#sealed) {
       if (s.retired || s.dead.size < s.ids.length * share) continue;
       s.retired = true;

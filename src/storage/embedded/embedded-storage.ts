@@ -124,7 +124,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
     throw mapStorageError(e);
   }
   keeper.start();
-  const sweep = new ExpirySweep(opts.ttlSweep ?? { batchRows: 200, intervalMs: 1000 }, [(n) => vectors.sweepExpired(n), (n) => metadata.sweepExpired(n)], opts.log);
+  const sweep = new ExpirySweep(opts.ttlSweep ?? { batchRows: 200, intervalMs: 1000 }, { unindex: (n) => vectors.unindexExpired(n), remove: [(n) => vectors.sweepExpired(n), (n) => metadata.sweepExpired(n)] }, opts.log);
   sweep.start();
   const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, searches, opts.log);
 

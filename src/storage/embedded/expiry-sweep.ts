@@ -1,9 +1,10 @@
 /**
  * The background removal of expired rows and metadata records (TTL). Reads stop returning a row
- * the moment it expires (expiry.ts); this only reclaims the space, in batches of at most
- * `batchRows` deletions, each one short transaction, with a turn of the event loop between
- * batches so that searches and writes arriving meanwhile run between them rather than after a
- * million deletions.
+ * the moment it expires (expiry.ts); this reclaims the space, in batches of at most `batchRows`
+ * deletions, each one short transaction, with a turn of the event loop between batches so that
+ * searches and writes arriving meanwhile run between them rather than after a million deletions.
+ * Each pass first takes the expired rows out of the ANN graphs (far cheaper per row than deleting
+ * them), so that searches stop walking past them long before the deletions end.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
@@ -17,15 +18,24 @@ export interface SweepSettings {
 /** A step deletes at most `max` expired items and says how many it deleted. */
 export type SweepStep = (max: number) => number;
 
+export interface SweepSteps {
+  /** Takes at most `max` expired rows out of the indexes (not counted as removed); runs first. */
+  unindex?: SweepStep;
+  remove: SweepStep[];
+}
+
+/** Rows an unindex batch takes, per row a removal batch deletes: each costs microseconds, not tens. */
+const UNINDEX_PER_REMOVAL = 10;
+
 export class ExpirySweep {
   readonly #settings: SweepSettings;
-  readonly #steps: SweepStep[];
+  readonly #steps: SweepSteps;
   readonly #log?: (msg: string, err?: unknown) => void;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<number> | null = null;
   #stopped = false;
 
-  constructor(settings: SweepSettings, steps: SweepStep[], log?: (msg: string, err?: unknown) => void) {
+  constructor(settings: SweepSettings, steps: SweepSteps, log?: (msg: string, err?: unknown) => void) {
     this.#settings = settings;
     this.#steps = steps;
     this.#log = log;
@@ -44,16 +54,30 @@ export class ExpirySweep {
   }
 
   async #pass(): Promise<number> {
+    const { unindex, remove } = this.#steps;
+    const unindexBatch = this.#settings.batchRows * UNINDEX_PER_REMOVAL;
+    if (unindex !== undefined) await this.#drain(unindex, unindexBatch);
+    // Rows expiring while a long pass deletes also leave the graphs at once, a batch a turn.
+    const between = unindex !== undefined ? () => void unindex(unindexBatch) : undefined;
     let total = 0;
-    for (const step of this.#steps) {
-      while (!this.#stopped) {
-        const n = step(this.#settings.batchRows);
-        total += n;
-        if (n < this.#settings.batchRows) break;
-        await nextTurn();
-      }
+    for (const step of remove) total += await this.#drain(step, this.#settings.batchRows, between);
+    return total;
+  }
+
+  /**
+   * Runs `step` in batches of `batch` (each after `before`, if given) until one comes back short
+   * (or the store closes); answers the items it took.
+   */
+  async #drain(step: SweepStep, batch: number, before?: () => void): Promise<number> {
+    let total = 0;
+    while (!this.#stopped) {
+      before?.();
+      const n = step(batch);
+      total += n;
+      if (n < batch) break;
       await nextTurn();
     }
+    await nextTurn();
     return total;
   }
 

@@ -11,6 +11,7 @@ import { exactScore, compareScores } from '../../index/metric.ts';
 import type { VectorRow } from '../api.ts';
 import { openEmbeddedStorage, type EmbeddedStorage } from './embedded-storage.ts';
 import { ExpiryTracker } from './expiry.ts';
+import { ExpirySweep } from './expiry-sweep.ts';
 
 describe('ExpiryTracker', () => {
   it('lists rows as they expire, and forgets rewritten and deleted ones', () => {
@@ -36,6 +37,25 @@ describe('ExpiryTracker', () => {
     assert.equal(tr.size, 1);
   });
 
+  it('moves a group of rows sharing an expiry at once, leaving out the ones rewritten or deleted before it, unless their id came back with that expiry', () => {
+    const tr = new ExpiryTracker();
+    for (let id = 1; id <= 6; id++) tr.set(id, 100);
+    tr.set(2, 200); // moved later
+    tr.removed([3]); // deleted...
+    tr.removed([4]);
+    tr.set(4, 100); // ...and its id reused by a new row with the same expiry
+    tr.set(5, 100); // rewritten with the same expiry
+    tr.set(6, null); // its TTL dropped
+    const ids = (now: number): number[] => {
+      const set = tr.expired(now);
+      return [1, 2, 3, 4, 5, 6].filter((id) => set.has(id));
+    };
+    assert.deepEqual(ids(100), [1, 4, 5]);
+    assert.equal(tr.expired(100).size, 3);
+    assert.deepEqual(tr.takeExpired(100, 10).sort(), [1, 4, 5]);
+    assert.deepEqual(ids(200), [1, 2, 4, 5]);
+  });
+
   it('hands expired rows to the sweep in batches, oldest first, each once, skipping rewritten and removed ones', () => {
     const tr = new ExpiryTracker();
     for (let id = 1; id <= 10; id++) tr.set(id, 100 + id);
@@ -47,6 +67,58 @@ describe('ExpiryTracker', () => {
     tr.retake([6]); // its removal failed: handed out again
     assert.deepEqual(tr.takeExpired(110, 10), [8, 9, 10, 6]);
     assert.deepEqual(tr.takeExpired(1_000, 10), []);
+  });
+
+  it('hands expired rows out of the graphs once each, ahead of the sweep, and counts the ones the graphs may still hold', () => {
+    const tr = new ExpiryTracker();
+    for (let id = 1; id <= 6; id++) tr.set(id, 100 + id);
+    tr.set(7, 500);
+    assert.deepEqual(tr.takeForGraphs(100, 10), []);
+    assert.equal(tr.indexedExpired, 0);
+    assert.deepEqual(tr.takeForGraphs(106, 2), [1, 2]);
+    assert.deepEqual([tr.unindexed, tr.indexedExpired], [2, 4]);
+    tr.removed([3]);
+    tr.set(4, null); // rewritten after it expired: the graphs take it again
+    assert.deepEqual(tr.takeForGraphs(106, 10), [5, 6]);
+    assert.deepEqual([tr.unindexed, tr.indexedExpired], [4, 0]);
+    assert.ok(tr.has(1) && !tr.has(4), 'the rows index upkeep must not re-index');
+    // The sweep still deletes them all, whether or not the graphs let them go first.
+    assert.deepEqual(tr.takeExpired(106, 10), [1, 2, 5, 6]);
+    tr.removed([1, 2]);
+    assert.deepEqual([tr.unindexed, tr.indexedExpired], [2, 0]);
+    assert.deepEqual(tr.takeForGraphs(500, 10), [7]);
+  });
+});
+
+describe('ExpirySweep', () => {
+  it('takes expired rows out of the indexes first, and rows expiring meanwhile before each deletion batch; counts deletions only', async () => {
+    const calls: string[] = [];
+    let graphs = 25; // rows waiting to leave the graphs (batches of 10 here)
+    let rows = 25; // rows waiting to be deleted (batches of 1)
+    const sweep = new ExpirySweep(
+      { batchRows: 1, intervalMs: 3_600_000 },
+      {
+        unindex: (max) => {
+          const n = Math.min(max, graphs);
+          graphs -= n;
+          if (n > 0) calls.push(`u${n}`);
+          return n;
+        },
+        remove: [
+          () => {
+            if (rows === 0) return 0;
+            rows--;
+            if (rows === 22) graphs += 3; // three more rows expire during the pass
+            calls.push('r');
+            return 1;
+          },
+        ],
+      },
+    );
+    assert.equal(await sweep.run(), 25);
+    assert.deepEqual(calls.slice(0, 7), ['u10', 'u10', 'u5', 'r', 'r', 'r', 'u3']);
+    assert.equal(graphs, 0);
+    await sweep.close();
   });
 });
 
@@ -157,6 +229,67 @@ describe('embedded TTL', () => {
     assert.equal(s.indexStatus().find((t) => t.table === 'revive')!.rows, 1601);
     assert.ok(await s.getVector('ks', 'revive', 'v1'));
     now += 10_000;
+  });
+
+  it('the sweep takes expired rows out of the graphs before deleting them; the live rows of a graph left mostly dead are re-indexed, with no rebuild', async () => {
+    const sub = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-ttl-graphs-'));
+    const logged: string[] = [];
+    const g = await openEmbeddedStorage({
+      dataDir: sub,
+      index: { saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows: 0 },
+      clock: () => now,
+      ttlSweep: { batchRows: 100, intervalMs: 3_600_000 },
+      log: (msg) => logged.push(msg),
+    });
+    try {
+      await g.createKeyspace({ name: 'ks', owner: null });
+      await g.createTable({ keyspace: 'ks', name: 't', dimension: D, metric: 'cosine', model: null });
+      // Nine rows in ten expire; the graph (one delta) holds all 3,000. Spread out (vec() repeats
+      // every 100 rows): near-duplicates would make "the exact best ten" a draw among dozens.
+      const spread = (i: number): Float32Array => Float32Array.from({ length: D }, (_, j) => ((Math.sin(i * 12.9898 + j * 78.233) * 43758.5453) % 1) + (j === 0 ? 1 : 0));
+      const rows: VectorRow[] = Array.from({ length: 3000 }, (_, i) => ({ key: `g${i}`, vector: spread(i), metadata: {}, text: null, expiresAt: i % 10 === 0 ? null : now + 1_000 }));
+      await g.upsertVectors('ks', 't', rows);
+      await g.whenIndexed();
+      now += 2_000;
+      const live = rows.filter((r) => r.expiresAt === null);
+      const best = (q: Float32Array): string[] =>
+        live
+          .map((r) => ({ key: r.key, score: exactScore('cosine', q, r.vector) }))
+          .sort(compareScores('cosine'))
+          .slice(0, 10)
+          .map((x) => x.key);
+      const checkSearch = async (i: number): Promise<void> => {
+        const found = (await g.search('ks', 't', { vector: spread(i + 0.5), metric: 'cosine', candidates: 20, limit: 10 })).map((m) => m.key);
+        assert.equal(found.length, 10);
+        assert.ok(found.every((k) => Number(k.slice(1)) % 10 === 0), `an expired row answered: ${found.join()}`);
+        const want = best(spread(i + 0.5));
+        assert.ok(found.filter((k) => want.includes(k)).length >= 8, `recall for query ${i}: ${found.join()} against ${want.join()}`);
+      };
+      // Watch the pass turn by turn: the graphs let the 2,700 expired rows go while nearly all of
+      // them are still stored, and searches in between answer live rows only.
+      const seen: { indexed: number; rows: number }[] = [];
+      let done = false;
+      const pass = g.sweepExpired().then((n) => ((done = true), n));
+      for (let turn = 0; !done; turn++) {
+        const st = g.indexStatus()[0];
+        seen.push({ indexed: st.indexed, rows: st.rows });
+        if (turn % 5 === 0) await checkSearch(turn);
+        await new Promise((r) => setImmediate(r));
+      }
+      assert.equal(await pass, 2700);
+      assert.ok(
+        seen.some((x) => x.indexed <= 300 && x.rows >= 2500),
+        `the graphs still held expired rows while they were deleted: ${JSON.stringify(seen.slice(0, 12))}`,
+      );
+      await g.whenIndexed();
+      const st = g.indexStatus()[0];
+      assert.deepEqual([st.rows, st.indexed, st.pending, st.segments], [300, 300, 0, 0], 'the live rows re-indexed, the retired graph dropped');
+      for (let i = 0; i < 30; i += 3) await checkSearch(i);
+      assert.deepEqual(logged.filter((m) => /rebuild/i.test(m)), [], 'rows out of the graphs ahead of their deletion are not damage');
+    } finally {
+      await g.close();
+      await fs.rm(sub, { recursive: true, force: true });
+    }
   });
 
   it('expired rows stay invisible after a restart, and are swept then', async () => {

@@ -138,12 +138,25 @@ export interface TableMeta {
 }
 
 /**
+ * Rows still in a table's matrix that searches leave out (expired ones, see expiry.ts): retiring
+ * a segment must not hand them back for indexing, and the graphs no longer hold `unindexed` of them.
+ */
+export interface HiddenRows {
+  has(rowId: number): boolean;
+  readonly unindexed: number;
+}
+
+const NOTHING_HIDDEN: HiddenRows = { has: () => false, unindexed: 0 };
+
+/**
  * One table in memory: its rows (the float32 matrix, always current) and the ANN index's upkeep
  * state, which only IndexKeeper changes, through the methods below; others read it.
  */
 export class TableState {
   readonly meta: TableMeta;
   readonly matrix: VectorMatrix;
+  /** Set by the owner of the table's expiry (vectors.ts) once a row of it has one. */
+  hidden: HiddenRows = NOTHING_HIDDEN;
   #ann: SegmentedAnn | null = null;
   /** rowId -> seq of its oldest change not yet in `ann`, in seq order. */
   #pending = new Map<number, number>();
@@ -732,7 +745,7 @@ export class IndexKeeper {
   /** Hands the live rows of mostly-dead segments back for re-indexing, and drops empty segments. */
   #retire(t: TableState): void {
     const ann = t.ann!;
-    const back = ann.retire(RETIRE_DEAD_SHARE, (id) => t.matrix.has(id));
+    const back = ann.retire(RETIRE_DEAD_SHARE, (id) => t.matrix.has(id) && !t.hidden.has(id));
     if (back.length > 0) {
       // Not a change: the rows stay in their old segment until re-added, so the covered seq holds.
       const seq = this.#src.currentSeq();
@@ -749,7 +762,7 @@ export class IndexKeeper {
 
   /** Once caught up, the index must hold exactly the live rows; if not, rebuild it (once). */
   #checkConsistent(t: TableState): void {
-    if (t.ann === null || t.ann.size === t.matrix.size || !t.claimRebuild()) return;
+    if (t.ann === null || t.ann.size === t.matrix.size - t.hidden.unindexed || !t.claimRebuild()) return;
     this.#opts.log?.(`ANN index of table ${t.meta.id} holds ${t.ann.size} rows, table has ${t.matrix.size}; rebuilding`);
     SegmentedAnn.removeFiles(this.#opts.dir, this.#name(t));
     this.#requeueAll(t);

@@ -77,16 +77,24 @@ export class Vectors {
 
   /** Reads the expiring rows of every table into the trackers (start-up). */
   loadExpiry(): void {
+    const tables = new Map(this.#catalog.all().map((t) => [t.meta.id, t]));
     const it = this.#db.raw
       .prepare('SELECT table_id, id, expires_at FROM vectors WHERE expires_at IS NOT NULL')
       .raw(true)
       .iterate() as IterableIterator<[number, number, number]>;
-    for (const [tableId, id, at] of it) this.#tracker(tableId).set(id, at);
+    for (const [tableId, id, at] of it) {
+      const t = tables.get(tableId);
+      if (t !== undefined) this.#tracker(t).set(id, at);
+    }
   }
 
-  #tracker(tableId: number): ExpiryTracker {
-    let tr = this.#expiry.get(tableId);
-    if (tr === undefined) this.#expiry.set(tableId, (tr = new ExpiryTracker()));
+  #tracker(t: TableState): ExpiryTracker {
+    let tr = this.#expiry.get(t.meta.id);
+    if (tr === undefined) {
+      this.#expiry.set(t.meta.id, (tr = new ExpiryTracker()));
+      // So that index upkeep neither re-indexes expired rows nor counts their absence from the graphs as damage.
+      t.hidden = tr;
+    }
     return tr;
   }
 
@@ -99,7 +107,7 @@ export class Vectors {
   #trackWritten(t: TableState, ids: number[], rows: VectorRow[]): void {
     ids.forEach((id, i) => {
       const at = rows[i].expiresAt ?? null;
-      if (at !== null || this.#expiry.has(t.meta.id)) this.#tracker(t.meta.id).set(id, at);
+      if (at !== null || this.#expiry.has(t.meta.id)) this.#tracker(t).set(id, at);
     });
   }
 
@@ -263,24 +271,27 @@ export class Vectors {
 
   /**
    * Stage 1 from the graphs (walked on both threads, see SegmentedAnn.searchAsync) plus the exact
-   * best of rows they do not hold yet, then stage 2. Expired rows still in the graphs are dropped
-   * from the candidates, so the walk is asked for that many more (up to the share where a scan
-   * wins); null when even that leaves fewer than `limit` live rows: the caller then scans.
+   * best of rows they do not hold yet, then stage 2. Expired rows the graphs still hold (until the
+   * sweep takes them out, unindexExpired) are dropped from the candidates, so the walk is asked
+   * for that many more (up to the share where a scan wins); null when even that leaves fewer than
+   * `limit` live rows: the caller then scans.
    */
   async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, ef: number | undefined): Promise<{ best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } | null> {
     // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
     const ann = t.ann;
     const expired = this.#expired(t);
+    const inGraphs = this.#expiry.get(t.meta.id)?.indexedExpired ?? 0;
     const maxK = Math.max(candidates, Math.floor(t.matrix.size * ANN_MAX_CANDIDATE_SHARE));
     const walk = (k: number): Promise<number[]> | number[] => (ann === null ? [] : this.#worker ? ann.searchAsync(query, k, this.#worker, ef) : ann.search(query, k, ef));
     // Rows the graphs do not hold yet: the quantised tail's best (re-scored exactly below), or an exact scan.
     const fromPending =
-      t.pendingCount === 0 ? [] : t.tail ? t.tail.search(query, tailCandidates(limit + Math.min(expired.size, candidates))) : exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds(), expired).map((s) => s.rowId);
+      t.pendingCount === 0 ? [] : t.tail ? t.tail.search(query, tailCandidates(limit + Math.min(inGraphs, candidates))) : exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds(), expired).map((s) => s.rowId);
     this.searches.ann++;
     // Enough to hold `candidates` live rows: surely with a few expired ones, by their share with
     // many (a mass expiry would otherwise make every walk the largest); a short page walks again.
-    const share = t.matrix.size / Math.max(1, t.matrix.size - expired.size);
-    let k = expired.size === 0 ? candidates : Math.min(candidates + expired.size, Math.ceil(candidates * share * 1.25), maxK);
+    const live = t.matrix.size - expired.size;
+    const share = (live + inGraphs) / Math.max(1, live);
+    let k = inGraphs === 0 ? candidates : Math.min(candidates + inGraphs, Math.ceil(candidates * share * 1.25), maxK);
     let fromAnn = await walk(k);
     for (;;) {
       const found = this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, expired);
@@ -431,6 +442,26 @@ export class Vectors {
     for (const id of ids) t.matrix.delete(id);
     this.#keeper.deleted(t, ids);
     return ids.length;
+  }
+
+  /**
+   * Takes up to `max` rows that have expired as of now out of the ANN graphs, ahead of their
+   * deletion; returns how many. The sweep does this first: it is ~20× cheaper per row than the
+   * deletion, and while the graphs hold many expired rows every walk must go wider to find live
+   * ones. Graphs left mostly dead are retired (index-upkeep.ts): their live rows are re-indexed
+   * and scanned as pending rows meanwhile.
+   */
+  unindexExpired(max: number): number {
+    const now = this.#now();
+    let done = 0;
+    for (const t of this.#catalog.all()) {
+      if (done >= max) break;
+      const batch = this.#expiry.get(t.meta.id)?.takeForGraphs(now, max - done) ?? [];
+      if (batch.length === 0) continue;
+      this.#keeper.deleted(t, batch);
+      done += batch.length;
+    }
+    return done;
   }
 
   /**
