@@ -1,6 +1,7 @@
 /**
  * What onnxruntime keeps of a model's working memory: one process per setting (its CPU memory
- * arena on, the default, or off; the per-call budget of model.ts on, the default, or off), all
+ * arena on, the default, or off; the per-call budget of model.ts on, the default, or off; its
+ * memory patterns, a cached plan per input shape, on as before or off as model.ts has them), all
  * at once so they meet the same machine, each calling the shipped model in a loop with batches
  * of random shapes (1-32 texts of 4-256 tokens, small ones likelier, as a server's mix of
  * queries and upload batches); with the budget, a batch runs as the calls callGroups makes of it.
@@ -18,14 +19,14 @@ import { DEFAULT_MODEL, PROJECT_ROOT } from '../src/config/config.ts';
 import { callGroups, DEFAULT_CALL_ATTENTION, DEFAULT_CALL_TOKENS } from '../src/embedding/model.ts';
 import { machineKind } from './machine-check.ts';
 
-const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '180' }, arena: { type: 'string' }, budget: { type: 'string' } } });
+const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '180' }, arena: { type: 'string' }, budget: { type: 'string' }, pattern: { type: 'string' } } });
 const SECONDS = Number(args.seconds);
 const rssAnonMb = (): number => Number(/RssAnon:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
 
 /** One setting, in this process: the loop, then one line of JSON on stdout. */
-async function child(arena: boolean, budget: boolean): Promise<void> {
+async function child(arena: boolean, budget: boolean, pattern: boolean): Promise<void> {
   const file = path.join(PROJECT_ROOT, 'models', DEFAULT_MODEL, 'onnx', 'model.onnx');
-  const session = await InferenceSession.create(file, { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', enableCpuMemArena: arena });
+  const session = await InferenceSession.create(file, { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', enableCpuMemArena: arena, enableMemPattern: pattern });
   const start = rssAnonMb();
   const samples: number[] = [];
   const t0 = Date.now();
@@ -37,7 +38,7 @@ async function child(arena: boolean, budget: boolean): Promise<void> {
     for (const rows of calls) await call(rows, l);
     if (Date.now() - t0 >= ((samples.length + 1) * SECONDS * 1000) / 10) samples.push(rssAnonMb());
   }
-  process.stdout.write(`${JSON.stringify({ arena, budget, calls: n, start, samples })}\n`);
+  process.stdout.write(`${JSON.stringify({ arena, budget, pattern, calls: n, start, samples })}\n`);
 
   async function call(b: number, l: number): Promise<void> {
     const ids = BigInt64Array.from({ length: b * l }, () => BigInt(1000 + Math.floor(Math.random() * 20000)));
@@ -48,23 +49,24 @@ async function child(arena: boolean, budget: boolean): Promise<void> {
   }
 }
 
-function run(arena: boolean, budget: boolean): Promise<{ arena: boolean; budget: boolean; calls: number; start: number; samples: number[] }> {
+type Result = { arena: boolean; budget: boolean; pattern: boolean; calls: number; start: number; samples: number[] };
+function run(arena: boolean, budget: boolean, pattern = true): Promise<Result> {
   const me = fileURLToPath(import.meta.url);
-  const p = spawn(process.execPath, [...process.execArgv, me, '--seconds', String(SECONDS), '--arena', arena ? 'on' : 'off', '--budget', budget ? 'on' : 'off'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const p = spawn(process.execPath, [...process.execArgv, me, '--seconds', String(SECONDS), '--arena', arena ? 'on' : 'off', '--budget', budget ? 'on' : 'off', '--pattern', pattern ? 'on' : 'off'], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   p.stdout.on('data', (d) => (out += d));
-  return new Promise((resolve, reject) => p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`arena ${arena}, budget ${budget}: exit ${code}`)))));
+  return new Promise((resolve, reject) => p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`arena ${arena}, budget ${budget}, pattern ${pattern}: exit ${code}`)))));
 }
 
 if (args.arena !== undefined) {
-  await child(args.arena === 'on', args.budget === 'on');
+  await child(args.arena === 'on', args.budget === 'on', args.pattern !== 'off');
 } else {
-  console.log(`# model memory: ${SECONDS} s per setting, all four at once; ${machineKind()}, node ${process.version}`);
-  const results = await Promise.all([run(true, false), run(false, false), run(true, true), run(false, true)]);
-  console.log(`\n| CPU arena | call budget (${DEFAULT_CALL_TOKENS} tokens, ${DEFAULT_CALL_ATTENTION} b·l²) | model calls | RssAnon at start | every tenth of the run (MB) | last / max |`);
-  console.log('|---|---|---:|---:|---|---|');
+  console.log(`# model memory: ${SECONDS} s per setting, all five at once; ${machineKind()}, node ${process.version}`);
+  const results = await Promise.all([run(true, false), run(false, false), run(true, true), run(false, true), run(true, true, false)]);
+  console.log(`\n| CPU arena | call budget (${DEFAULT_CALL_TOKENS} tokens, ${DEFAULT_CALL_ATTENTION} b·l²) | memory patterns | model calls | RssAnon at start | every tenth of the run (MB) | last / max |`);
+  console.log('|---|---|---|---:|---:|---|---|');
   for (const r of results) {
     const f = (x: number) => x.toFixed(0);
-    console.log(`| ${r.arena ? 'on' : 'off'} | ${r.budget ? 'on' : 'off'} | ${r.calls} | ${f(r.start)} | ${r.samples.map(f).join(' ')} | ${f(r.samples.at(-1) ?? r.start)} / ${f(Math.max(r.start, ...r.samples))} |`);
+    console.log(`| ${r.arena ? 'on' : 'off'} | ${r.budget ? 'on' : 'off'} | ${r.pattern ? 'on' : 'off'} | ${r.calls} | ${f(r.start)} | ${r.samples.map(f).join(' ')} | ${f(r.samples.at(-1) ?? r.start)} / ${f(Math.max(r.start, ...r.samples))} |`);
   }
 }

@@ -1,10 +1,11 @@
 /**
  * Soak: minutes of steady mixed traffic against a server process, watching its anonymous memory.
- *   node --import tsx bench/soak.bench.ts [--minutes 30] [--rate 20]
+ *   node --import tsx bench/soak.bench.ts [--minutes 30] [--rate 20] [--mix 'upload:1,chat:1']
  * Spawns the server as `npm start` runs it (test/server.ts) on a fresh temp data directory, on
  * 127.0.0.1 only, and sends `--rate` requests a second: text writes, vector writes, text and
  * vector searches, key lookups, uploads of small generated files and extractive chat questions
- * (no chat endpoint). Writes reuse a bounded set of keys and file names, so the stored data stops
+ * (no chat endpoint); `--mix` sends only the kinds it names, in the shares given, to find which
+ * kind makes memory grow. Writes reuse a bounded set of keys and file names, so the stored data stops
  * growing after the first minutes and what keeps growing is the process's own. At most 16 requests
  * are in flight (a tick that finds 16 is counted as skipped), and the run ends after `--minutes`
  * (plus at most a minute for requests still in flight). Each sample line also gives the server's
@@ -26,7 +27,7 @@ import { machineKind } from './machine-check.ts';
 import { paragraph } from './text-gen.ts';
 import { pct, rssMb } from './workload.ts';
 
-const { values: opts } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, rate: { type: 'string', default: '20' } } });
+const { values: opts } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, rate: { type: 'string', default: '20' }, mix: { type: 'string' } } });
 const MINUTES = Number(opts.minutes);
 const RATE = Number(opts.rate);
 if (!(MINUTES > 0) || !(RATE > 0 && RATE <= 100)) throw new Error('--minutes must be positive, --rate in (0, 100]');
@@ -60,7 +61,7 @@ type Kind = 'text write' | 'vector write' | 'text search' | 'vector search' | 'g
  * Requests per 80 ticks: the steady mix. Model calls are the CPU-heavy ones: a chat question
  * embeds up to 120 sentences, an upload a few dozen chunks.
  */
-const MIX: [Kind, number][] = [
+const STEADY_MIX: [Kind, number][] = [
   ['text write', 14],
   ['vector write', 18],
   ['text search', 14],
@@ -69,6 +70,18 @@ const MIX: [Kind, number][] = [
   ['upload', 2],
   ['chat', 1],
 ];
+const KINDS = new Set<string>(STEADY_MIX.map(([k]) => k));
+/** `--mix 'kind:share,...'` in place of the steady mix (kinds as in the report's table). */
+function parseMix(spec: string): [Kind, number][] {
+  return spec.split(',').map((part) => {
+    const at = part.lastIndexOf(':');
+    const kind = part.slice(0, at).trim();
+    const share = Number(part.slice(at + 1));
+    if (!KINDS.has(kind) || !(Number.isInteger(share) && share > 0)) throw new Error(`--mix: "${part}" is not kind:share (kinds: ${[...KINDS].join(', ')})`);
+    return [kind as Kind, share];
+  });
+}
+const MIX = opts.mix === undefined ? STEADY_MIX : parseMix(opts.mix);
 /** The mix interleaved (each kind spread evenly over the 80 ticks), so no run of one slow kind fills the in-flight slots. */
 const SCHEDULE: Kind[] = MIX.flatMap(([k, n]) => Array.from({ length: n }, (_, j) => ({ k, at: (j + 0.5) / n })))
   .sort((a, b) => a.at - b.at)
@@ -137,7 +150,7 @@ async function send(kind: Kind, i: number): Promise<number> {
 await send('vector write', 0);
 await send('text write', 0);
 
-console.log(`# soak: ${MINUTES} min at ${RATE} req/s, server pid ${pid}, data ${dataDir}`);
+console.log(`# soak: ${MINUTES} min at ${RATE} req/s, mix ${MIX.map(([k, n]) => `${k}:${n}`).join(',')}, server pid ${pid}, data ${dataDir}`);
 console.log(`# machine: ${machineKind()}, node ${process.version}`);
 
 const latencies = new Map<Kind, number[]>(MIX.map(([k]) => [k, []]));
