@@ -53,7 +53,7 @@ export const ANN_MAX_LIMIT = 1000;
  * asks (up to `candidates` and the cap). The engine's scores are final and no row it returns is
  * dropped here, so more rows only widen its graph search (jvector's beam is the LIMIT) at the
  * engine's cost: by default a search costs Cassandra what its own `LIMIT final_top_k` query does
- * (LIMIT 20 for 10 rows gave ~0.7x the QPS of LIMIT 10 at 16 in flight on 3,000 384-d rows).
+ * (LIMIT 20 for 10 rows gave 0.36-0.77x the QPS of LIMIT 10 at 16 in flight on 3,000 384-d rows).
  */
 export function annWidth(limit: number, candidates: number, ef: number | undefined): number {
   return Math.min(ANN_MAX_LIMIT, candidates, Math.max(limit, Math.floor(ef ?? 0)));
