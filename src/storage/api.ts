@@ -79,8 +79,8 @@ export interface SearchQuery {
   limit: number;
   /**
    * Stage 1's effort where the backend walks a graph: how many candidates each walk explores
-   * (embedded: usearch's expansion, at least `candidates`). A backend without such a knob ignores it
-   * (Cassandra's SAI takes none per query).
+   * (embedded: usearch's expansion, at least `candidates`; Cassandra: the ANN LIMIT, at least
+   * `limit` and at most `candidates`). A backend without such a knob ignores it.
    */
   ef?: number;
   filter?: Filter;

@@ -119,6 +119,32 @@ if (!ENABLED) {
       assert.ok(recall >= 0.9, `recall ${recall}`);
     });
 
+    it('asks the engine for final_top_k rows, wider only by ef (up to initial_top_k); a table initial_top_k covers is asked again whole', async () => {
+      await s.createTable({ keyspace: 'spec', name: 'width', dimension: 4, metric: 'cosine', model: null });
+      const rows = clustered(40, 4, 4, 3);
+      await s.upsertVectors('spec', 'width', rows);
+      const q = rows[7].vector;
+      /** The LIMITs of the ANN queries one search sends, and its keys. */
+      const limits = async (query: { candidates: number; limit: number; ef?: number }) => {
+        const r = recordStatements();
+        try {
+          const got = await s.search('spec', 'width', { vector: q, metric: 'cosine', ...query });
+          const sent = r.statements.flatMap((cql, i) => (/ANN OF \? LIMIT \?$/.test(cql) ? [r.params[i].at(-1)] : []));
+          return { sent, keys: got.map((m) => m.key) };
+        } finally {
+          r.stop();
+        }
+      };
+      assert.deepEqual((await limits({ candidates: 20, limit: 3 })).sent, [3]);
+      assert.deepEqual((await limits({ candidates: 20, limit: 3, ef: 10 })).sent, [10]);
+      assert.deepEqual((await limits({ candidates: 20, limit: 3, ef: 500 })).sent, [20]);
+      assert.deepEqual((await limits({ candidates: 20, limit: 3, ef: 2 })).sent, [3]);
+      // initial_top_k covers the 40 rows: the narrow query came back full, so the answer must be exact.
+      const whole = await limits({ candidates: 100, limit: 3 });
+      assert.deepEqual(whole.sent, [3, 40]);
+      assert.deepEqual(whole.keys, brute(rows, q, 'cosine', 3));
+    });
+
     it('refuses vectors whose squared norm its vector index would overflow on (validation, not a server error), and takes the largest below', async () => {
       await s.createTable({ keyspace: 'spec', name: 'norms', dimension: 4, metric: 'cosine', model: null });
       const row = (key: string, big: number) => ({ key, vector: Float32Array.of(1, big, 3, 4), metadata: {}, text: null });

@@ -12,15 +12,15 @@
  * text and vector of the `limit` best rows only and re-scores them exactly (float64 over the stored
  * float32 vectors, as the contract's scores are), best first, ties by key.
  *
- * n and exactness: stage 1 asks for n = min(candidates, 2 x limit): the engine's scores are
- * final, so a larger LIMIT only widens its search (see OVERFETCH). Beside that query it reads the
+ * n and exactness: stage 1 asks for n = min(candidates, max(limit, ef)): the engine's own query
+ * for `limit` rows unless the caller widens it with `ef` (see annWidth). Beside that query it reads the
  * table's row counter (counts.ts recentRowCount: one partition read, remembered for a second), which says whether `candidates` covers the
  * table; when it does and the narrow query came back full, the answer must be exact and stage 1
  * asks again: up to 1,000 rows (Cassandra's cap on an ANN LIMIT) by an ANN LIMIT covering the
  * table (the index search is then exhaustive); from there to `exactScanMaxRows` rows by a scan
  * scored by the engine (key and score per row, no vectors: O(rows) on the server); above that the
  * ANN answer (LIMIT 1,000) is approximate. Tables made before the counter (not counted) take
- * n = min(1000, max(candidates, 2 x limit)) without a count.
+ * n = min(1000, candidates) without a count.
  *
  * Filters run in the engine (filter-terms.ts): one ANN query per conjunction (at most 16, concurrently), merged.
  * A filter the index cannot serve (comparisons, negations), or any filter on a table whose terms are
@@ -49,12 +49,15 @@ import { compile } from './vectors.ts';
 /** Cassandra's cap on LIMIT with ORDER BY ... ANN OF. */
 export const ANN_MAX_LIMIT = 1000;
 /**
- * Rows stage 1 asks for per row returned when `candidates` does not cover the table: the engine's
- * scores are the final order, so more only widens its search (jvector's beam is the LIMIT): LIMIT
- * 2 x 10 gave recall@10 0.99+ on the bench's clustered 384-d rows, where LIMIT 100 cost 2.7x the
- * engine time of LIMIT 10 (bench/cassandra.bench.ts).
+ * The ANN LIMIT when `candidates` does not cover the table: `limit`, widened to `ef` when the caller
+ * asks (up to `candidates` and the cap). The engine's scores are final and no row it returns is
+ * dropped here, so more rows only widen its graph search (jvector's beam is the LIMIT) at the
+ * engine's cost: by default a search costs Cassandra what its own `LIMIT final_top_k` query does
+ * (LIMIT 20 for 10 rows gave 0.36-0.77x the QPS of LIMIT 10 at 16 in flight on 3,000 384-d rows).
  */
-const OVERFETCH = 2;
+export function annWidth(limit: number, candidates: number, ef: number | undefined): number {
+  return Math.min(ANN_MAX_LIMIT, candidates, Math.max(limit, Math.floor(ef ?? 0)));
+}
 
 interface Candidate {
   key: string;
@@ -120,7 +123,7 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
   const cosine = t.metric === 'cosine' && q.includeVector !== true;
   const inline = cosine && !keysOnly;
   const annAll = (n: number) => Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms, inline)));
-  const small = Math.min(ANN_MAX_LIMIT, candidates, limit * OVERFETCH);
+  const small = annWidth(limit, candidates, q.ef);
   let found: Candidate[][];
   if (t.counted) {
     // The counter says whether `candidates` covers the table; read beside the narrow ANN query,
@@ -132,7 +135,7 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
     else found = await annAll(Math.min(ANN_MAX_LIMIT, Math.max(small, rows)));
   } else {
     // Not counted (made before the counter): ask for as many as `candidates`, up to the cap.
-    found = await annAll(Math.min(ANN_MAX_LIMIT, Math.max(limit * OVERFETCH, candidates)));
+    found = await annAll(Math.min(ANN_MAX_LIMIT, candidates));
   }
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const seen = new Set<string>();

@@ -72,22 +72,27 @@ export function seamAfterScan(session: Session, cqlPrefix: string): { between: (
 
 /**
  * Records the CQL of every request a driver client of this process sends (a batch as one entry,
- * `BATCH <its statements>`) until `stop()`: for tests that count what a call costs Cassandra.
+ * `BATCH <its statements>`) and its bound values (a batch's: none) until `stop()`: for tests that
+ * count what a call costs Cassandra.
  */
-export function recordStatements(): { statements: string[]; stop: () => void } {
+export function recordStatements(): { statements: string[]; params: unknown[][]; stop: () => void } {
   const proto = cassandra.Client.prototype as unknown as Record<'execute' | 'batch', (...a: unknown[]) => unknown>;
   const { execute, batch } = proto;
   const statements: string[] = [];
+  const params: unknown[][] = [];
   proto.execute = function (this: unknown, ...a: unknown[]) {
     statements.push(String(a[0]));
+    params.push(Array.isArray(a[1]) ? a[1] : []);
     return execute.apply(this, a);
   };
   proto.batch = function (this: unknown, ...a: unknown[]) {
     statements.push(`BATCH ${(a[0] as ({ query: string } | string)[]).map((s) => (typeof s === 'string' ? s : s.query)).join('; ')}`);
+    params.push([]);
     return batch.apply(this, a);
   };
   return {
     statements,
+    params,
     stop: () => {
       proto.execute = execute;
       proto.batch = batch;
