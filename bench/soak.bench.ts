@@ -246,6 +246,12 @@ console.log(
   `RssAnon MB: start ${mbs[0].toFixed(1)}, at ${(warm.t / 60).toFixed(1)} min ${warm.mb.toFixed(1)}, end ${end.toFixed(1)}, max ${Math.max(...mbs).toFixed(1)}; ` +
     `growth after the first 5 minutes ${(((end - warm.mb) / warm.mb) * 100).toFixed(1)}%`,
 );
+// The floors (lowest sample) around 5 minutes and over the last 5: memory held, without the tensors of model calls in flight at a sample.
+const floor = (from: number, to: number): number => Math.min(...samples.filter((s) => s.t >= from && s.t <= to).map((s) => s.mb));
+const lastT = samples[samples.length - 1].t;
+const warmFloor = floor(WARM_MS / 1000 - 60, WARM_MS / 1000 + 60);
+const endFloor = floor(lastT - 300, lastT);
+console.log(`RssAnon floor MB (lowest sample): minutes 4-6 ${warmFloor.toFixed(1)}, last 5 minutes ${endFloor.toFixed(1)}; growth ${(((endFloor - warmFloor) / warmFloor) * 100).toFixed(1)}%`);
 const endHeap = samples[samples.length - 1].heap;
 console.log(`V8 heap used MB: at ${(warm.t / 60).toFixed(1)} min ${warm.heap.toFixed(1)}, end ${endHeap.toFixed(1)}, max ${Math.max(...samples.map((x) => x.heap)).toFixed(1)}`);
 if (opts.smaps && warm.smaps) {
