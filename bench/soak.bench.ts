@@ -1,6 +1,6 @@
 /**
  * Soak: minutes of steady mixed traffic against a server process, watching its anonymous memory.
- *   node --import tsx bench/soak.bench.ts [--minutes 30] [--rate 20] [--mix 'upload:1,chat:1']
+ *   node --import tsx bench/soak.bench.ts [--minutes 30] [--rate 20] [--mix 'upload:1,chat:1'] [--smaps]
  * Spawns the server as `npm start` runs it (test/server.ts) on a fresh temp data directory, on
  * 127.0.0.1 only, and sends `--rate` requests a second: text writes, vector writes, text and
  * vector searches, key lookups, uploads of small generated files and extractive chat questions
@@ -14,7 +14,10 @@
  * RssAnon of the server process is read from /proc/PID/status every 10 s; the report gives start,
  * end and max, and the growth from the sample at 5 minutes (warm caches, full key set) to the
  * end, and the V8 heap in use beside it (from /metrics: a leak in JavaScript shows there, native
- * allocator growth only in RssAnon). It only reports: the exit code is non-zero only when the server dies or requests fail.
+ * allocator growth only in RssAnon). `--smaps` adds to each sample the anonymous memory by kind of
+ * mapping (bench/smaps.ts: glibc's brk heap and arenas, big and small anonymous mappings, thread
+ * stacks) and, at the end, the mappings that grew most after 5 minutes. It only reports: the
+ * exit code is non-zero only when the server dies or requests fail.
  */
 import http from 'node:http';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -25,9 +28,10 @@ import { multipart } from '../src/http/testing.ts';
 import { startServer } from '../test/server.ts';
 import { machineKind } from './machine-check.ts';
 import { paragraph } from './text-gen.ts';
+import { formatBreakdown, smapsBreakdown, topGrowth, type Breakdown } from './smaps.ts';
 import { pct, rssMb } from './workload.ts';
 
-const { values: opts } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, rate: { type: 'string', default: '20' }, mix: { type: 'string' } } });
+const { values: opts } = parseArgs({ options: { minutes: { type: 'string', default: '30' }, rate: { type: 'string', default: '20' }, mix: { type: 'string' }, smaps: { type: 'boolean', default: false } } });
 const MINUTES = Number(opts.minutes);
 const RATE = Number(opts.rate);
 if (!(MINUTES > 0) || !(RATE > 0 && RATE <= 100)) throw new Error('--minutes must be positive, --rate in (0, 100]');
@@ -159,7 +163,7 @@ let inFlight = 0;
 let uploadsInFlight = 0;
 let sent = 0;
 let skipped = 0;
-const samples: { t: number; mb: number; heap: number }[] = [];
+const samples: { t: number; mb: number; heap: number; smaps?: Breakdown }[] = [];
 const t0 = performance.now();
 /** CPU seconds (user + system) the server has used: fields 14 and 15 of /proc/PID/stat, in clock ticks. */
 const cpuSeconds = async (): Promise<number> => {
@@ -168,8 +172,8 @@ const cpuSeconds = async (): Promise<number> => {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
 let lastCpu = { t: 0, s: await cpuSeconds() };
-/** The server's V8 heap in use and its external (Buffer, native-owned) memory, in MB, from /metrics. */
-const v8Memory = (): Promise<{ heap: number; external: number }> =>
+/** The server's V8 heap in use and reserved, and its external (Buffer, native-owned) memory, in MB, from /metrics. */
+const v8Memory = (): Promise<{ heap: number; heapTotal: number; external: number }> =>
   new Promise((resolve) => {
     http
       .get(`${server.url}/metrics`, { agent, headers: { 'x-api-key': ADMIN } }, (res) => {
@@ -178,10 +182,10 @@ const v8Memory = (): Promise<{ heap: number; external: number }> =>
         res.on('data', (c: string) => (text += c));
         res.on('end', () => {
           const metric = (name: string) => Number(new RegExp(`^vss_process_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
-          resolve({ heap: metric('nodejs_heap_size_used_bytes'), external: metric('nodejs_external_memory_bytes') });
+          resolve({ heap: metric('nodejs_heap_size_used_bytes'), heapTotal: metric('nodejs_heap_size_total_bytes'), external: metric('nodejs_external_memory_bytes') });
         });
       })
-      .on('error', () => resolve({ heap: NaN, external: NaN }));
+      .on('error', () => resolve({ heap: NaN, heapTotal: NaN, external: NaN }));
   });
 const sample = async (): Promise<void> => {
   const mb = await rssMb(pid, 'RssAnon').catch(() => NaN);
@@ -190,9 +194,13 @@ const sample = async (): Promise<void> => {
   const share = t > lastCpu.t ? ((cpu - lastCpu.s) / (t - lastCpu.t)) * 100 : 0;
   lastCpu = { t, s: cpu };
   const v8 = await v8Memory();
-  samples.push({ t, mb, heap: v8.heap });
+  const smaps = opts.smaps ? await smapsBreakdown(pid).catch(() => undefined) : undefined;
+  samples.push({ t, mb, heap: v8.heap, smaps });
   const failed = [...failures.values()].reduce((a, b) => a + b, 0);
-  console.log(`t=${t.toFixed(0)}s RssAnon ${mb.toFixed(1)} MB (V8 heap ${v8.heap.toFixed(1)}, external ${v8.external.toFixed(1)}), server CPU ${share.toFixed(0)}% of a core, ${sent} sent, ${skipped} skipped, ${failed} failed`);
+  console.log(
+    `t=${t.toFixed(0)}s RssAnon ${mb.toFixed(1)} MB (V8 heap ${v8.heap.toFixed(1)} of ${v8.heapTotal.toFixed(1)}, external ${v8.external.toFixed(1)}), server CPU ${share.toFixed(0)}% of a core, ${sent} sent, ${skipped} skipped, ${failed} failed`,
+  );
+  if (smaps) console.log(`  anon MB: ${formatBreakdown(smaps)}`);
 };
 await sample();
 const sampler = setInterval(() => void sample(), SAMPLE_MS);
@@ -238,8 +246,22 @@ console.log(
   `RssAnon MB: start ${mbs[0].toFixed(1)}, at ${(warm.t / 60).toFixed(1)} min ${warm.mb.toFixed(1)}, end ${end.toFixed(1)}, max ${Math.max(...mbs).toFixed(1)}; ` +
     `growth after the first 5 minutes ${(((end - warm.mb) / warm.mb) * 100).toFixed(1)}%`,
 );
+// The floors (lowest sample) around 5 minutes and over the last 5: memory held, without the tensors of model calls in flight at a sample.
+const floor = (from: number, to: number): number => Math.min(...samples.filter((s) => s.t >= from && s.t <= to).map((s) => s.mb));
+const lastT = samples[samples.length - 1].t;
+const warmFloor = floor(WARM_MS / 1000 - 60, WARM_MS / 1000 + 60);
+const endFloor = floor(lastT - 300, lastT);
+console.log(`RssAnon floor MB (lowest sample): minutes 4-6 ${warmFloor.toFixed(1)}, last 5 minutes ${endFloor.toFixed(1)}; growth ${(((endFloor - warmFloor) / warmFloor) * 100).toFixed(1)}%`);
 const endHeap = samples[samples.length - 1].heap;
 console.log(`V8 heap used MB: at ${(warm.t / 60).toFixed(1)} min ${warm.heap.toFixed(1)}, end ${endHeap.toFixed(1)}, max ${Math.max(...samples.map((x) => x.heap)).toFixed(1)}`);
+if (opts.smaps && warm.smaps) {
+  const max = samples.reduce((a, b) => (b.mb > a.mb ? b : a));
+  for (const [label, s] of [[`max (${(max.t / 60).toFixed(1)} min)`, max], ['end', samples[samples.length - 1]]] as const) {
+    if (!s.smaps) continue;
+    console.log(`mappings that grew most from ${(warm.t / 60).toFixed(1)} min to ${label}:`);
+    for (const line of topGrowth(warm.smaps, s.smaps, 8)) console.log(line);
+  }
+}
 console.log(`sent ${sent} requests in ${((performance.now() - t0) / 1000).toFixed(0)} s (${(sent / ((performance.now() - t0) / 1000)).toFixed(1)} a second)`);
 
 stopping = true;
