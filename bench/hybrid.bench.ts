@@ -20,8 +20,12 @@
  * (bench/hybrid-data.ts; no HTTP), then the server is started again on it and indexes them, and
  * the searches go through HTTP as before: for 1,000,000 rows, whose HTTP ingest takes longer than
  * a bench run should. The write throughput reported is then the in-process one.
+ * --data-dir DIR (with --fast-load): keeps the loaded and indexed data directory at DIR (e.g.
+ * .bench-data/hybrid-n1000000-d384, git-ignored) and reuses it when its `loaded.json` names the
+ * same parameters, so a 1,000,000-row load is paid once; --load-only stops after the load and the
+ * graph indexing (run that without the bench lock: the load is not a measured figure).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -40,6 +44,8 @@ const { values: args } = parseArgs({
     baseline: { type: 'string' },
     'writes-only': { type: 'boolean', default: false },
     'fast-load': { type: 'boolean', default: false },
+    'data-dir': { type: 'string' },
+    'load-only': { type: 'boolean', default: false },
   },
 });
 const N = Number(args.n);
@@ -122,14 +128,21 @@ async function main() {
   };
   row('machine', machineKind());
   const machine = new MachineChecker();
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-bench-'));
+  const kept = args['data-dir'] && args['fast-load'] ? path.resolve(args['data-dir']) : undefined;
+  const marker = kept && path.join(kept, 'loaded.json');
+  const params = JSON.stringify({ n: N, dim: DIM, table: TABLE });
+  const reused = marker !== undefined && (await readFile(marker, 'utf8').catch(() => '')) === params;
+  if (kept && !reused) await rm(kept, { recursive: true, force: true }), await mkdir(kept, { recursive: true });
+  const dataDir = kept ?? (await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-bench-')));
   const env = { VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' };
   const centres = makeCentres(64, DIM);
-  let server = await startServer(env, 120_000);
+  let server = await startServer(env, 600_000);
   try {
-    await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
+    if (!reused) await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
     row(`machine check before the ingest`, fmtCheck(machine.check()));
-    if (args['fast-load']) {
+    if (reused) {
+      row('data directory', `${dataDir}, loaded and indexed by an earlier run`);
+    } else if (args['fast-load']) {
       await server.kill('SIGTERM');
       let shown = 0;
       const writes = await loadInProcess(dataDir, KS, TABLE, N, DIM, centres, (done) => {
@@ -144,6 +157,8 @@ async function main() {
     const indexing = performance.now();
     await waitIndexed(server, TABLE);
     row('graph indexing after the load', `${((performance.now() - indexing) / 1000).toFixed(0)} s`);
+    if (marker && !reused) await writeFile(marker, params);
+    if (args['load-only']) return;
     const lex = lexicalBytes(path.join(dataDir, 'vss.db'));
     row('lexical index size', `${(lex / 2 ** 20).toFixed(1)} MiB for ${N.toLocaleString('en')} rows: ${((lex / 2 ** 20) * (1_000_000 / N)).toFixed(0)} MiB per million rows`);
 
@@ -203,7 +218,7 @@ async function main() {
       await rm(baseDir, { recursive: true, force: true });
     }
   }
-  await rm(dataDir, { recursive: true, force: true });
+  if (!kept) await rm(dataDir, { recursive: true, force: true });
   console.log(`\n| ${N.toLocaleString('en')} text rows, ${DIM}-d | value |\n|---|---|\n${rows.join('\n')}`);
 }
 
