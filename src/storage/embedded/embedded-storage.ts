@@ -27,6 +27,7 @@ import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
 import { snapshotInto } from './snapshot.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
+import { attachPostings } from './lexical-postings.ts';
 import { ExpirySweep, type SweepSettings } from './expiry-sweep.ts';
 import { YieldSignal } from '../../platform/yield-signal.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
@@ -127,6 +128,8 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const sweep = new ExpirySweep(opts.ttlSweep ?? { batchRows: 200, intervalMs: 1000 }, { unindex: (n) => vectors.unindexExpired(n), remove: [(n) => vectors.sweepExpired(n), (n) => metadata.sweepExpired(n)] }, opts.log);
   sweep.start();
   const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, searches, opts.log);
+  // The large tables' posting lists, in a thread of their own (lexical-postings.ts).
+  const postings = attachPostings(raw, dataDir);
 
   let closing: Promise<void> | null = null;
   /** Snapshots under way: close() lets them finish, since the database cannot close under a backup. */
@@ -175,7 +178,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
         return taking.finally(() => snapshots.delete(taking));
       }),
     close: () => {
-      closing ??= closeStore({ snapshots, background: [sweep, warmer, keeper], matrices, seq, tag, worker, raw });
+      closing ??= closeStore({ snapshots, background: [sweep, warmer, keeper, postings], matrices, seq, tag, worker, raw });
       return closing;
     },
   };

@@ -275,7 +275,7 @@ function head(db: Db, tableId: number, word: string, token: string, tokenIdf: nu
  * queries with a word that splits into several tokens (trigram tables; fts5vocab has no count for
  * it), are ranked by FTS5 alone, every row holding a word scored.
  */
-export function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokenizer, text: string, limit: number, filter?: Filter): { rowId: number; score: number }[] {
+export async function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokenizer, text: string, limit: number, filter?: Filter): Promise<{ rowId: number; score: number; key?: string }[]> {
   const words = queryWords(text);
   const split = words.map((w) => ({ word: w, phrase: tokenize(tokenizer, w) })).filter((p) => p.phrase.length > 0);
   const stats = lexicalTotals(db, tableId);
@@ -283,7 +283,7 @@ export function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokeniz
   if (stats.rows < PRUNE_FROM_ROWS || split.some((p) => p.phrase.length > 1)) return rankLexical(db, tableId, matchWords(words)!, limit, filter);
   // Trigram tables are left to FTS5: a row holds about as many trigrams as characters, too many to keep.
   if (filter === undefined && tokenizer !== 'trigram') {
-    const found = searchPostings(db, tableId, tokenizer, split.map((p) => p.phrase[0]), stats, limit);
+    const found = await searchPostings(db, tableId, tokenizer, split.map((p) => p.phrase[0]), stats, limit);
     if (found !== null) return found;
   }
   const dfs = new Map<string, number>();
