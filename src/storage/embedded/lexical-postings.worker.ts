@@ -15,7 +15,7 @@ export interface PostingsData {
   file: string;
 }
 
-export type PostingRow = { rowId: number; score: number; key?: string };
+export type PostingRow = { rowId: number; score: number; key: string };
 
 /** Messages to the thread; `seq` numbers them in the order sent. */
 export type ToPostings =
@@ -98,22 +98,20 @@ function search(table: number, terms: string[], stats: Bm25Stats, limit: number)
   const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * (BM25_K1 + 1) : s), 0);
   const found = index.topK(terms, phrases.map((p) => p.idf), seeds, stats, limit, slack);
   found.sort((a, b) => b.score - a.score);
-  if (found.length <= limit) return tiesByKey(found);
   // The rows past the k-th and not tied with it are out; ties are broken by key.
-  let to = limit;
+  let to = Math.min(limit, found.length);
   while (to < found.length && found[to].score === found[limit - 1].score) to++;
-  return tiesByKey(found.slice(0, to)).slice(0, limit);
+  return withKeys(found.slice(0, to)).slice(0, limit);
 }
 
 /**
- * Rows sorted by score, runs of equal scores ordered by key (read only when there are some; the
- * rows then carry their keys, which the caller need not read again).
+ * The rows with their keys (read here, off the event loop, so the caller need not), sorted by
+ * score and runs of equal scores by key; a row deleted since its id was sent drops out.
  */
-function tiesByKey(rows: { rowId: number; score: number }[]): PostingRow[] {
-  if (rows.every((r, i) => i === 0 || rows[i - 1].score !== r.score)) return rows;
+function withKeys(rows: { rowId: number; score: number }[]): PostingRow[] {
   const keys = new Map((keysOf.all(JSON.stringify(rows.map((f) => f.rowId))) as { id: number; key: string }[]).map((r) => [r.id, r.key]));
-  const keyed = rows.map((r) => ({ ...r, key: keys.get(r.rowId) }));
-  return keyed.sort((a, b) => b.score - a.score || compareCodePoints(a.key ?? '', b.key ?? ''));
+  const keyed = rows.filter((r) => keys.has(r.rowId)).map((r) => ({ ...r, key: keys.get(r.rowId)! }));
+  return keyed.sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key));
 }
 
 port.on('message', (m: ToPostings) => {
