@@ -22,7 +22,8 @@
  * a bench run should. The write throughput reported is then the in-process one.
  * --data-dir DIR (with --fast-load): keeps the loaded and indexed data directory at DIR (e.g.
  * .bench-data/hybrid-n1000000-d384, git-ignored) and reuses it when its `loaded.json` names the
- * same parameters, so a 1,000,000-row load is paid once; --load-only stops after the load and the
+ * same parameters (a load cut short, with only `loading.json`, goes on from the rows written), so
+ * a 1,000,000-row load is paid once; --load-only stops after the load and the
  * graph indexing (run that without the bench lock: the load is not a measured figure).
  * --anchor DIR: a checkout of the code to compare with (node_modules linked): after the load its
  * server is started on a copy of the data directory beside this checkout's, each turn of each group
@@ -137,7 +138,11 @@ async function main() {
   const marker = kept && path.join(kept, 'loaded.json');
   const params = JSON.stringify({ n: N, dim: DIM, table: TABLE });
   const reused = marker !== undefined && (await readFile(marker, 'utf8').catch(() => '')) === params;
-  if (kept && !reused) await rm(kept, { recursive: true, force: true }), await mkdir(kept, { recursive: true });
+  // A load cut short (the same parameters in `loading.json`) goes on from the rows it wrote.
+  const loading = kept && path.join(kept, 'loading.json');
+  const resumed = loading !== undefined && !reused && (await readFile(loading, 'utf8').catch(() => '')) === params;
+  if (kept && !reused && !resumed) await rm(kept, { recursive: true, force: true }), await mkdir(kept, { recursive: true });
+  if (loading && !reused) await writeFile(loading, params);
   const dataDir = kept ?? (await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-bench-')));
   const env = { VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' };
   const centres = makeCentres(64, DIM);
@@ -145,14 +150,14 @@ async function main() {
   let anchor: RunningServer | undefined;
   let anchorDir: string | undefined;
   try {
-    if (!reused) await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
+    if (!reused && !resumed) await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
     row(`machine check before the ingest`, fmtCheck(machine.check()));
     if (reused) {
       row('data directory', `${dataDir}, loaded and indexed by an earlier run`);
     } else if (args['fast-load']) {
       await server.kill('SIGTERM');
       let shown = 0;
-      const writes = await loadInProcess(dataDir, KS, TABLE, N, DIM, centres, (done) => {
+      const writes = await loadInProcess(dataDir, KS, TABLE, N, DIM, centres, resumed, (done) => {
         if (done >= shown + N / 10) console.error(`loaded ${(shown = done).toLocaleString('en')} rows`);
       });
       row(`write throughput with text, in process (${N.toLocaleString('en')} rows, --fast-load)`, `${Math.round(writes).toLocaleString('en')} rows/s`);
