@@ -32,7 +32,8 @@ describe('lexical posting lists thread', () => {
   let s: EmbeddedStorage;
   before(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-postings-'));
-    s = await openEmbeddedStorage({ dataDir: dir, index });
+    // Lists for tables of any size, so that small tables exercise them.
+    s = await openEmbeddedStorage({ dataDir: dir, index, postingListsFromRows: 0 });
     await s.createKeyspace({ name: 'ks', owner: null });
   });
   after(async () => {
@@ -68,37 +69,55 @@ describe('lexical posting lists thread', () => {
     assert.equal(postingSearches.answered - answered, 40 * 4, 'every search answered by the thread');
   });
 
-  it('scores rewritten rows as a fresh table of the same final rows does, below and after the lists are built', async () => {
+  /** Rows rewritten twice (longer texts first) and a fresh table of their final texts; compares their lexical answers. */
+  async function rewrittenAgainstFresh(st: EmbeddedStorage, listed: boolean): Promise<void> {
     const r = mulberry32(5);
     const vocab = Array.from({ length: 60 }, (_, i) => `t${i}w`);
     const text = () => Array.from({ length: 2 + Math.floor(r() * 12) }, () => vocab[Math.floor(vocab.length * r() ** 2)]).join(' ');
     const final = new Map(Array.from({ length: 300 }, (_, i) => [`k${i}`, text()]));
-    await s.createTable({ keyspace: 'ks', name: 'rewritten', dimension: 2, metric: 'cosine', model: null });
-    await s.createTable({ keyspace: 'ks', name: 'fresh', dimension: 2, metric: 'cosine', model: null });
-    // Three versions of every row, longer ones first: FTS5's own totals would count all of them.
+    await st.createTable({ keyspace: 'ks', name: 'rewritten', dimension: 2, metric: 'cosine', model: null });
+    await st.createTable({ keyspace: 'ks', name: 'fresh', dimension: 2, metric: 'cosine', model: null });
+    // FTS5's own totals would count every version of a row.
     for (let v = 0; v < 2; v++) {
-      await s.upsertVectors('ks', 'rewritten', [...final.keys()].map((key) => ({ key, vector, metadata: { g: 1 }, text: `${text()} ${text()} ${text()}` })));
+      await st.upsertVectors('ks', 'rewritten', [...final.keys()].map((key) => ({ key, vector, metadata: { g: 1 }, text: `${text()} ${text()} ${text()}` })));
     }
-    await s.upsertVectors('ks', 'rewritten', [...final].map(([key, t]) => ({ key, vector, metadata: { g: 1 }, text: t })));
-    await s.upsertVectors('ks', 'fresh', [...final].map(([key, t]) => ({ key, vector, metadata: { g: 1 }, text: t })));
+    await st.upsertVectors('ks', 'rewritten', [...final].map(([key, t]) => ({ key, vector, metadata: { g: 1 }, text: t })));
+    await st.upsertVectors('ks', 'fresh', [...final].map(([key, t]) => ({ key, vector, metadata: { g: 1 }, text: t })));
     const queries = Array.from({ length: 15 }, (_, q) => Array.from({ length: 1 + (q % 3) }, () => vocab[Math.floor(vocab.length * r())]).join(' '));
     const compare = async (when: string) => {
       for (const q of queries) {
-        const [got, want] = await Promise.all([s.lexicalSearch('ks', 'rewritten', { text: q, limit: 20 }), s.lexicalSearch('ks', 'fresh', { text: q, limit: 20 })]);
-        assert.ok(want.length > 0, q);
-        assert.deepEqual(got.map((m) => m.key), want.map((m) => m.key), `${when} ${q}`);
-        got.forEach((m, i) => assert.ok(Math.abs(m.score - want[i].score) <= 1e-9 * want[i].score, `${when} ${q} #${i}: ${m.score} vs ${want[i].score}`));
+        for (const filter of [undefined, { g: 1 }]) {
+          const [got, want] = await Promise.all([st.lexicalSearch('ks', 'rewritten', { text: q, limit: 20, filter }), st.lexicalSearch('ks', 'fresh', { text: q, limit: 20, filter })]);
+          assert.ok(want.length > 0, q);
+          assert.equal(got.length, want.length, `${when} ${q}`);
+          got.forEach((m, i) => assert.ok(Math.abs(m.score - want[i].score) <= 1e-9 * want[i].score, `${when} ${q} #${i}: ${m.score} vs ${want[i].score}`));
+          // The rows too, but for those tied with the last (the pruned path does not look for ties at the cut).
+          const cut = want.at(-1)!.score * (1 + 1e-9);
+          const keys = (ms: typeof got) => ms.filter((m) => m.score > cut).map((m) => m.key);
+          assert.deepEqual(keys(got), keys(want), `${when} ${q} ${filter ? 'filtered' : ''}`);
+        }
       }
-      // A filtered search is never answered by the lists.
-      const filtered = await s.lexicalSearch('ks', 'rewritten', { text: queries[0], limit: 20, filter: { g: 1 } });
-      const fresh = await s.lexicalSearch('ks', 'fresh', { text: queries[0], limit: 20, filter: { g: 1 } });
-      assert.ok(fresh.length > 0);
-      assert.deepEqual(filtered.map((m) => m.key), fresh.map((m) => m.key), `${when}, filtered`);
-      filtered.forEach((m, i) => assert.ok(Math.abs(m.score - fresh[i].score) <= 1e-9 * fresh[i].score, `${when}, filtered #${i}`));
     };
-    await compare('before the lists');
-    await untilListsAnswer(s, 'rewritten', vocab[0]);
-    await untilListsAnswer(s, 'fresh', vocab[0]);
+    await compare('before any lists');
+    if (!listed) return;
+    const answered = postingSearches.answered;
+    await untilListsAnswer(st, 'rewritten', vocab[0]);
+    await untilListsAnswer(st, 'fresh', vocab[0]);
     await compare('from the lists');
+    assert.ok(postingSearches.answered - answered >= queries.length * 2, 'the lists answered the unfiltered searches');
+  }
+
+  it('scores rewritten rows of a small table as a fresh table of the same final rows does (no lists: the pruned path)', async () => {
+    const other = await openEmbeddedStorage({ dataDir: path.join(dir, 'default'), index });
+    try {
+      await other.createKeyspace({ name: 'ks', owner: null });
+      const answered = postingSearches.answered;
+      await rewrittenAgainstFresh(other, false);
+      assert.equal(postingSearches.answered, answered, 'a table under 20,000 rows has no lists by default');
+    } finally {
+      await other.close();
+    }
   });
+
+  it('scores rewritten rows as a fresh table of the same final rows does, from the posting lists', () => rewrittenAgainstFresh(s, true));
 });

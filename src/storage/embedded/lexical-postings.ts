@@ -1,6 +1,6 @@
 /**
  * The embedded backend's in-memory posting lists (storage/lexical/postings.ts), one per large table
- * searched lexically: what answers its unfiltered BM25 top k, FTS5 staying the durable index. They
+ * (postingListsFromRows) searched lexically: what answers its unfiltered BM25 top k, FTS5 staying the durable index. They
  * live in a thread of their own (lexical-postings.worker.ts), so a hybrid search's lexical list is
  * scored there while the semantic one is found here and on the graph thread.
  *
@@ -39,6 +39,7 @@ export const postingSearches = { answered: 0 };
 /** The posting-lists thread of one database, started on the first lexical search of a large table. */
 export class PostingsThread {
   readonly #file: string;
+  readonly #fromRows: number;
   #worker: Worker | null = null;
   /** Set when the thread failed: searches use FTS5 from then on. */
   #failed = false;
@@ -48,8 +49,9 @@ export class PostingsThread {
   readonly #tables = new Map<number, Lists>();
   readonly #waiting = new Map<number, { resolve: (rows: PostingRow[] | null) => void; after: number }>();
 
-  constructor(file: string) {
+  constructor(file: string, fromRows: number) {
     this.#file = file;
+    this.#fromRows = fromRows;
   }
 
   #send(m: Unnumbered<ToPostings>): number {
@@ -112,11 +114,11 @@ export class PostingsThread {
 
   /**
    * The best `limit` rows for the terms by BM25 with the totals `stats` (see the thread's search),
-   * from the thread; null when the table's lists are not built (then the build is started) or the
-   * thread cannot answer: the caller asks FTS5.
+   * from the thread; null when the table is small, when its lists are not built (then the build is
+   * started) or the thread cannot answer: the caller asks FTS5.
    */
   search(tableId: number, tokenizer: LexicalTokenizer, terms: readonly string[], stats: Bm25Stats, limit: number): Promise<PostingRow[] | null> | null {
-    if (this.#thread() === null) return null;
+    if (stats.rows < this.#fromRows || this.#thread() === null) return null;
     let l = this.#tables.get(tableId);
     if (l !== undefined && l.tokenizer !== tokenizer) this.forget(tableId), (l = undefined);
     if (l === undefined) {
@@ -145,8 +147,8 @@ export class PostingsThread {
 const threads = new WeakMap<Sqlite, PostingsThread>();
 
 /** Gives the database (its file) a posting-lists thread; close it with the store. */
-export function attachPostings(db: Sqlite, dataDir: string): PostingsThread {
-  const t = new PostingsThread(path.join(dataDir, 'vss.db'));
+export function attachPostings(db: Sqlite, dataDir: string, fromRows: number): PostingsThread {
+  const t = new PostingsThread(path.join(dataDir, 'vss.db'), fromRows);
   threads.set(db, t);
   return t;
 }
