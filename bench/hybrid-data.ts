@@ -54,14 +54,17 @@ export const rowText = (i: number): string => words(i, 20 + (i % 41));
 /**
  * Writes rows 0..n-1 (the same keys, vectors, texts and metadata the HTTP ingest sends) into the
  * data directory through the storage API, in process, into a table that must exist; closes the
- * store, so a server started on the directory afterwards finds them. Returns rows/s.
+ * store, so a server started on the directory afterwards finds them. Returns rows/s (of the rows
+ * written now). `resume`: rows are written in key order, so a load cut short goes on from the
+ * table's row count.
  */
-export async function loadInProcess(dataDir: string, keyspace: string, table: string, n: number, dim: number, centres: Float32Array[], progress?: (done: number) => void): Promise<number> {
+export async function loadInProcess(dataDir: string, keyspace: string, table: string, n: number, dim: number, centres: Float32Array[], resume: boolean, progress?: (done: number) => void): Promise<number> {
   const storage = await openStorage(loadConfig({ VSS_DATA_DIR: dataDir }));
   const t0 = performance.now();
+  const from = resume ? await storage.countVectors(keyspace, table) : 0;
   try {
     const BATCH = 5000;
-    for (let start = 0; start < n; start += BATCH) {
+    for (let start = from - (from % BATCH); start < n; start += BATCH) {
       const count = Math.min(BATCH, n - start);
       const rows = makeVectors(start, count, dim, centres).map((vector, k) => ({ key: `v${start + k}`, vector, text: rowText(start + k), metadata: { i: start + k } }));
       await storage.upsertVectors(keyspace, table, rows);
@@ -69,7 +72,7 @@ export async function loadInProcess(dataDir: string, keyspace: string, table: st
       // Lets the index upkeep take its turns between batches, as it does between requests.
       await new Promise((r) => setImmediate(r));
     }
-    return n / ((performance.now() - t0) / 1000);
+    return (n - from) / ((performance.now() - t0) / 1000);
   } finally {
     await storage.close();
   }

@@ -36,7 +36,7 @@ if (fresh) {
   await s.createKeyspace({ name: KS, owner: null });
   await s.createTable({ keyspace: KS, name: TABLE, dimension: DIM, metric: 'cosine', model: null });
   await s.close();
-  const rate = await loadInProcess(dir, KS, TABLE, N, DIM, centres);
+  const rate = await loadInProcess(dir, KS, TABLE, N, DIM, centres, false);
   console.log(`loaded ${N} rows in process: ${rate.toFixed(0)} rows/s`);
 }
 const storage: Storage = await openStorage(loadConfig({ VSS_DATA_DIR: dir }), { log: (m, e) => console.error(m, e ?? '') });

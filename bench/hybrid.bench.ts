@@ -20,8 +20,17 @@
  * (bench/hybrid-data.ts; no HTTP), then the server is started again on it and indexes them, and
  * the searches go through HTTP as before: for 1,000,000 rows, whose HTTP ingest takes longer than
  * a bench run should. The write throughput reported is then the in-process one.
+ * --data-dir DIR (with --fast-load): keeps the loaded and indexed data directory at DIR (e.g.
+ * .bench-data/hybrid-n1000000-d384, git-ignored) and reuses it when its `loaded.json` names the
+ * same parameters (a load cut short, with only `loading.json`, goes on from the rows written), so
+ * a 1,000,000-row load is paid once; --load-only stops after the load and the
+ * graph indexing (run that without the bench lock: the load is not a measured figure).
+ * --anchor DIR: a checkout of the code to compare with (node_modules linked): after the load its
+ * server is started on a copy of the data directory beside this checkout's, each turn of each group
+ * runs on both in turn, and each server's figures and ratios are reported (the same run, the same
+ * machine state).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -40,6 +49,9 @@ const { values: args } = parseArgs({
     baseline: { type: 'string' },
     'writes-only': { type: 'boolean', default: false },
     'fast-load': { type: 'boolean', default: false },
+    'data-dir': { type: 'string' },
+    'load-only': { type: 'boolean', default: false },
+    anchor: { type: 'string' },
   },
 });
 const N = Number(args.n);
@@ -122,17 +134,30 @@ async function main() {
   };
   row('machine', machineKind());
   const machine = new MachineChecker();
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-bench-'));
+  const kept = args['data-dir'] && args['fast-load'] ? path.resolve(args['data-dir']) : undefined;
+  const marker = kept && path.join(kept, 'loaded.json');
+  const params = JSON.stringify({ n: N, dim: DIM, table: TABLE });
+  const reused = marker !== undefined && (await readFile(marker, 'utf8').catch(() => '')) === params;
+  // A load cut short (the same parameters in `loading.json`) goes on from the rows it wrote.
+  const loading = kept && path.join(kept, 'loading.json');
+  const resumed = loading !== undefined && !reused && (await readFile(loading, 'utf8').catch(() => '')) === params;
+  if (kept && !reused && !resumed) await rm(kept, { recursive: true, force: true }), await mkdir(kept, { recursive: true });
+  if (loading && !reused) await writeFile(loading, params);
+  const dataDir = kept ?? (await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-bench-')));
   const env = { VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' };
   const centres = makeCentres(64, DIM);
-  let server = await startServer(env, 120_000);
+  let server = await startServer(env, 600_000);
+  let anchor: RunningServer | undefined;
+  let anchorDir: string | undefined;
   try {
-    await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
+    if (!reused && !resumed) await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
     row(`machine check before the ingest`, fmtCheck(machine.check()));
-    if (args['fast-load']) {
+    if (reused) {
+      row('data directory', `${dataDir}, loaded and indexed by an earlier run`);
+    } else if (args['fast-load']) {
       await server.kill('SIGTERM');
       let shown = 0;
-      const writes = await loadInProcess(dataDir, KS, TABLE, N, DIM, centres, (done) => {
+      const writes = await loadInProcess(dataDir, KS, TABLE, N, DIM, centres, resumed, (done) => {
         if (done >= shown + N / 10) console.error(`loaded ${(shown = done).toLocaleString('en')} rows`);
       });
       row(`write throughput with text, in process (${N.toLocaleString('en')} rows, --fast-load)`, `${Math.round(writes).toLocaleString('en')} rows/s`);
@@ -144,6 +169,18 @@ async function main() {
     const indexing = performance.now();
     await waitIndexed(server, TABLE);
     row('graph indexing after the load', `${((performance.now() - indexing) / 1000).toFixed(0)} s`);
+    if (marker && !reused) await writeFile(marker, params);
+    if (args['load-only']) return;
+    if (args.anchor) {
+      // The anchor searches a copy of the same rows: copied while no server has them open.
+      await server.kill('SIGTERM');
+      anchorDir = await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-anchor-'));
+      await cp(dataDir, anchorDir, { recursive: true });
+      server = await startServer(env, 600_000);
+      anchor = await startServer({ ...env, VSS_DATA_DIR: anchorDir }, 600_000, path.resolve(args.anchor));
+      await waitIndexed(server, TABLE);
+      await waitIndexed(anchor, TABLE);
+    }
     const lex = lexicalBytes(path.join(dataDir, 'vss.db'));
     row('lexical index size', `${(lex / 2 ** 20).toFixed(1)} MiB for ${N.toLocaleString('en')} rows: ${((lex / 2 ** 20) * (1_000_000 / N)).toFixed(0)} MiB per million rows`);
 
@@ -161,33 +198,46 @@ async function main() {
     // Warm-up. The first lexical search of a table starts building its posting lists in memory, a
     // slice of rows per event-loop turn (FTS5 answers meanwhile): lexical searches are sent for
     // about the time that takes (~1 s per 10,000 rows on a loaded machine) before the runs start.
-    const anonBefore = await rssMb(server.child.pid!, 'RssAnon');
-    const lists = performance.now();
-    while (performance.now() - lists < Math.max(5_000, N / 10)) await runQueries(server, groups.lexical.slice(0, 20), 1);
-    for (const g of Object.values(groups)) await runQueries(server, g.slice(0, 20), 1);
-    const lists_mb = (await rssMb(server.child.pid!, 'RssAnon')) - anonBefore;
-    row('posting lists in memory (the server\'s anonymous memory grown while they were built)', `${lists_mb.toFixed(0)} MiB: ${((lists_mb * 1_000_000) / N).toFixed(0)} MiB per million rows`);
+    const servers: [string, RunningServer][] = anchor ? [['', server], ['anchor: ', anchor]] : [['', server]];
+    for (const [who, s] of servers) {
+      const anonBefore = await rssMb(s.child.pid!, 'RssAnon');
+      const lists = performance.now();
+      while (performance.now() - lists < Math.max(5_000, N / 10)) await runQueries(s, groups.lexical.slice(0, 20), 1);
+      for (const g of Object.values(groups)) await runQueries(s, g.slice(0, 20), 1);
+      const lists_mb = (await rssMb(s.child.pid!, 'RssAnon')) - anonBefore;
+      row(`${who}posting lists in memory (the server's anonymous memory grown while they were built)`, `${lists_mb.toFixed(0)} MiB: ${((lists_mb * 1_000_000) / N).toFixed(0)} MiB per million rows`);
+    }
     row('machine check before the searches', fmtCheck(machine.check()));
-    const results: Record<string, { c1: Timed[]; c16: Timed[] }> = Object.fromEntries(Object.keys(groups).map((g) => [g, { c1: [], c16: [] }]));
-    // Three turns of each, alternating, and the median turn reported.
+    const results: Record<string, { c1: Timed[]; c16: Timed[] }> = {};
+    for (const [who] of servers) for (const g of Object.keys(groups)) results[who + g] = { c1: [], c16: [] };
+    // Three turns of each, alternating (groups, and servers within a group), and the median turn reported.
     for (let turn = 0; turn < 3; turn++) {
       for (const [name, bodies] of Object.entries(groups)) {
-        results[name].c1.push(await runQueries(server, bodies, 1));
-        results[name].c16.push(await runQueries(server, bodies, 16));
+        for (const [who, s] of servers) {
+          results[who + name].c1.push(await runQueries(s, bodies, 1));
+          results[who + name].c16.push(await runQueries(s, bodies, 16));
+        }
       }
     }
     const median = (ts: Timed[]): Timed => [...ts].sort((a, b) => a.p50 - b.p50)[1];
-    for (const name of Object.keys(groups)) {
-      row(`${name}, concurrency 1`, fmt(median(results[name].c1)));
-      row(`${name}, concurrency 16`, fmt(median(results[name].c16)));
+    for (const [who] of servers) {
+      for (const name of Object.keys(groups)) {
+        row(`${who}${name}, concurrency 1`, fmt(median(results[who + name].c1)));
+        row(`${who}${name}, concurrency 16`, fmt(median(results[who + name].c16)));
+      }
     }
-    row('hybrid p50 / semantic p50, concurrency 1', (median(results.hybrid.c1).p50 / median(results.semantic.c1).p50).toFixed(2));
-    row('hybrid p50 / semantic p50, concurrency 16', (median(results.hybrid.c16).p50 / median(results.semantic.c16).p50).toFixed(2));
+    for (const [who] of servers) {
+      for (const c of ['c1', 'c16'] as const) {
+        row(`${who}hybrid p50 / semantic p50, concurrency ${c.slice(1)}`, (median(results[`${who}hybrid`][c]).p50 / median(results[`${who}semantic`][c]).p50).toFixed(2));
+      }
+    }
   } catch (e) {
     console.error(`the server's last output:\n${server.output().slice(-4000)}`);
     throw e;
   } finally {
     await server.kill('SIGTERM');
+    await anchor?.kill('SIGTERM');
+    if (anchorDir) await rm(anchorDir, { recursive: true, force: true });
   }
 
   if (args.baseline) {
@@ -203,7 +253,7 @@ async function main() {
       await rm(baseDir, { recursive: true, force: true });
     }
   }
-  await rm(dataDir, { recursive: true, force: true });
+  if (!kept) await rm(dataDir, { recursive: true, force: true });
   console.log(`\n| ${N.toLocaleString('en')} text rows, ${DIM}-d | value |\n|---|---|\n${rows.join('\n')}`);
 }
 

@@ -34,6 +34,7 @@ const ENTRY_POINTS = [
   'src/platform/file-digest.worker.ts',
   'src/index/graph-search.worker.ts',
   'src/storage/embedded/db-warmer.worker.ts',
+  'src/storage/embedded/lexical-postings.worker.ts',
   'src/embedding/bulk-embed.worker.ts',
   // A child process's module, not a thread's: src/ingest/extract/pool.ts starts it.
   'src/ingest/extract/extract.worker.ts',

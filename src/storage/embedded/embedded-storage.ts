@@ -27,6 +27,8 @@ import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
 import { snapshotInto } from './snapshot.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
+import { attachPostings } from './lexical-postings.ts';
+import { PRUNE_FROM_ROWS } from '../lexical/prune.ts';
 import { ExpirySweep, type SweepSettings } from './expiry-sweep.ts';
 import { YieldSignal } from '../../platform/yield-signal.ts';
 import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
@@ -37,6 +39,12 @@ export interface EmbeddedOptions {
   index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number; keepUpRows?: number; ackRows?: number; gapPatienceMs?: number };
   /** Search half of a table's sealed graphs on a worker thread (default true). */
   searchWorker?: boolean;
+  /**
+   * Tables with at least this many rows with text keep posting lists in a thread of their own for
+   * their unfiltered lexical searches (lexical-postings.ts); default 20,000: smaller ones are cheap
+   * to rank from FTS5 on the event loop and start no thread.
+   */
+  postingListsFromRows?: number;
   /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */
   vectorMemoryBytes?: number;
   /**
@@ -127,6 +135,8 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   const sweep = new ExpirySweep(opts.ttlSweep ?? { batchRows: 200, intervalMs: 1000 }, { unindex: (n) => vectors.unindexExpired(n), remove: [(n) => vectors.sweepExpired(n), (n) => metadata.sweepExpired(n)] }, opts.log);
   sweep.start();
   const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, searches, opts.log);
+  // The large tables' posting lists, in a thread of their own (lexical-postings.ts).
+  const postings = attachPostings(raw, dataDir, opts.postingListsFromRows ?? PRUNE_FROM_ROWS);
 
   let closing: Promise<void> | null = null;
   /** Snapshots under way: close() lets them finish, since the database cannot close under a backup. */
@@ -175,7 +185,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
         return taking.finally(() => snapshots.delete(taking));
       }),
     close: () => {
-      closing ??= closeStore({ snapshots, background: [sweep, warmer, keeper], matrices, seq, tag, worker, raw });
+      closing ??= closeStore({ snapshots, background: [sweep, warmer, keeper, postings], matrices, seq, tag, worker, raw });
       return closing;
     },
   };

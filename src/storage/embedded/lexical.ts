@@ -6,16 +6,17 @@
  * syntax: the words are split here (lexical-terms.ts) and each one is quoted.
  *
  * FTS5 ranks an OR of words by scoring every row that holds any of them, so a common word costs a
- * scan of most of the table. A large table's unfiltered searches are answered from posting lists in
- * memory instead (lexical-postings.ts), with the totals FTS5 keeps. Filtered ones, and any while
+ * scan of most of the table, and its bm25() uses totals that rewrites inflate. A table's unfiltered
+ * searches are answered from posting lists in memory instead (lexical-postings.ts), with the exact
+ * totals of lexical_totals. Filtered ones, and any while
  * the lists are being built, are pruned (storage/lexical/prune.ts): FTS5 ranks only the rows of the
  * rarer words, and the candidates' scores over every word are computed from their texts with
- * bm25.ts, from the document frequencies (fts5vocab) and totals FTS5 itself keeps.
+ * bm25.ts, from the document frequencies (fts5vocab) and the exact totals of lexical_totals.
  */
 import type { LexicalTokenizer } from '../api.ts';
 import { queryWords } from '../lexical-terms.ts';
 import { BM25_K1, type Bm25Stats } from '../lexical/bm25.ts';
-import { type Candidate, isCommon, PRUNE_FROM_ROWS, prunedTopK, weigh } from '../lexical/prune.ts';
+import { type Candidate, isCommon, prunedTopK, weigh } from '../lexical/prune.ts';
 import { tokenize } from '../lexical/tokenize.ts';
 import { forgetPostings, postingsTouched, searchPostings } from './lexical-postings.ts';
 import type { Db, Sqlite } from './sql.ts';
@@ -271,19 +272,20 @@ function head(db: Db, tableId: number, word: string, token: string, tokenIdf: nu
 
 /**
  * The best `limit` rows for the query's words by BM25 (positive, higher better; ties by key), with
- * an optional SQL condition on the `vectors` row, pruned as prune.ts describes. Small tables, and
- * queries with a word that splits into several tokens (trigram tables; fts5vocab has no count for
- * it), are ranked by FTS5 alone, every row holding a word scored.
+ * an optional SQL condition on the `vectors` row, pruned as prune.ts describes, with the exact
+ * totals of lexical_totals at every table size (FTS5's own drift upwards after rewrites). Queries
+ * with a word that splits into several tokens (trigram tables; fts5vocab has no count for it) are
+ * ranked by FTS5 alone, every row holding a word scored.
  */
-export function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokenizer, text: string, limit: number, filter?: Filter): { rowId: number; score: number }[] {
+export async function searchLexical(db: Db, tableId: number, tokenizer: LexicalTokenizer, text: string, limit: number, filter?: Filter): Promise<{ rowId: number; score: number; key?: string }[]> {
   const words = queryWords(text);
   const split = words.map((w) => ({ word: w, phrase: tokenize(tokenizer, w) })).filter((p) => p.phrase.length > 0);
   const stats = lexicalTotals(db, tableId);
   if (split.length === 0 || stats.rows === 0) return [];
-  if (stats.rows < PRUNE_FROM_ROWS || split.some((p) => p.phrase.length > 1)) return rankLexical(db, tableId, matchWords(words)!, limit, filter);
+  if (split.some((p) => p.phrase.length > 1)) return rankLexical(db, tableId, matchWords(words)!, limit, filter);
   // Trigram tables are left to FTS5: a row holds about as many trigrams as characters, too many to keep.
   if (filter === undefined && tokenizer !== 'trigram') {
-    const found = searchPostings(db, tableId, tokenizer, split.map((p) => p.phrase[0]), stats, limit);
+    const found = await searchPostings(db, tableId, tokenizer, split.map((p) => p.phrase[0]), stats, limit);
     if (found !== null) return found;
   }
   const dfs = new Map<string, number>();

@@ -303,17 +303,17 @@ export class Vectors {
   }
 
   /** BM25 over the table's lexical index (lexical.ts), the filter applied in SQL before ranking. */
-  lexicalSearch(keyspace: string, table: string, q: LexicalQuery): StoredMatch[] {
+  async lexicalSearch(keyspace: string, table: string, q: LexicalQuery): Promise<StoredMatch[]> {
     const t = this.#catalog.require(keyspace, table);
-    return this.#hydrate(this.#lexicalRows(t, q), q.includeVector === true ? (id) => t.matrix.get(id) : null);
+    return this.#hydrate(await this.#lexicalRows(t, q), q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
-  lexicalSearchKeys(keyspace: string, table: string, q: LexicalQuery): ScoredKey[] {
+  async lexicalSearchKeys(keyspace: string, table: string, q: LexicalQuery): Promise<ScoredKey[]> {
     const t = this.#catalog.require(keyspace, table);
-    return this.#keysOf(this.#lexicalRows(t, q));
+    return this.#keysOf(await this.#lexicalRows(t, q));
   }
 
-  #lexicalRows(t: TableState, q: LexicalQuery): (Scored & { key?: string })[] {
+  async #lexicalRows(t: TableState, q: LexicalQuery): Promise<(Scored & { key?: string })[]> {
     // Without expired rows and a filter, FTS5 ranks alone; else the condition joins the rows.
     const filter = q.filter !== undefined ? this.#liveFilterSql(q.filter) : this.#expired(t).size > 0 ? { sql: LIVE, params: [this.#now()] } : undefined;
     const limit = Math.floor(q.limit);

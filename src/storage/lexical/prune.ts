@@ -23,10 +23,7 @@ export interface WeightedPhrase {
 
 export const weigh = (phrases: readonly { phrase: Phrase; df: number }[], rows: number): WeightedPhrase[] => phrases.map((p) => ({ ...p, idf: idf(rows, p.df) }));
 
-/**
- * Tables smaller than this are ranked whole (every matching row scored; cheap at this size) and keep
- * every matching row: in a few rows every word looks common.
- */
+/** In tables smaller than this every matching row is kept: in a few rows every word looks common. */
 export const PRUNE_FROM_ROWS = 20_000;
 
 /** Whether a phrase is in half the rows or more of a table not small: BM25 floors its idf, and it brings no rows of its own. */

@@ -1,0 +1,129 @@
+// The posting-lists thread of lexical-postings.ts: holds the large tables' lists, built and kept
+// current from its own read-only connection (WAL: it reads what is committed), and answers their
+// BM25 top k off the event loop. Messages are handled in order, so a search is answered only after
+// every change sent before it has been read.
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { compareCodePoints } from '../../index/filter.ts';
+import type { LexicalTokenizer } from '../api.ts';
+import { BM25_K1, type Bm25Stats } from '../lexical/bm25.ts';
+import { PostingIndex } from '../lexical/postings.ts';
+import { seedPhrases, weigh } from '../lexical/prune.ts';
+import { tokenize } from '../lexical/tokenize.ts';
+
+export interface PostingsData {
+  file: string;
+}
+
+export type PostingRow = { rowId: number; score: number; key: string };
+
+/** Messages to the thread; `seq` numbers them in the order sent. */
+export type ToPostings =
+  | { type: 'build'; seq: number; table: number; generation: number; tokenizer: LexicalTokenizer }
+  | { type: 'apply'; seq: number; table: number; ids: number[] }
+  | { type: 'forget'; seq: number; table: number }
+  | { type: 'search'; seq: number; table: number; terms: string[]; stats: Bm25Stats; limit: number };
+
+/** `applied`: the seq of the last message handled before the answer (at least the search's own). */
+export type FromPostings =
+  | { type: 'built'; table: number; generation: number }
+  | { type: 'answer'; seq: number; applied: number; rows: PostingRow[] | null; error?: string };
+
+interface Lists {
+  index: PostingIndex;
+  tokenizer: LexicalTokenizer;
+  generation: number;
+  /** The last row id the build has read (rows are read in id order); null once built. */
+  cursor: number | null;
+}
+
+/** Rows read per turn while building, so other tables' searches are answered between slices. */
+const BUILD_SLICE = 5000;
+/** Past this share of dead documents (rewritten or deleted rows), the lists are built afresh. */
+const MAX_DEAD = 0.5;
+
+const port = parentPort!;
+const db = new Database((workerData as PostingsData).file, { readonly: true, fileMustExist: true });
+const tables = new Map<number, Lists>();
+let applied = 0;
+
+const slice = db.prepare('SELECT v.id, p.text FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.id > ? AND v.table_id = ? ORDER BY v.id LIMIT ?');
+const byIds = db.prepare('SELECT v.id, p.text FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.table_id = ? AND v.id IN (SELECT value FROM json_each(?))');
+const keysOf = db.prepare('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))');
+
+function build(table: number, l: Lists): void {
+  if (tables.get(table) !== l) return; // forgotten meanwhile
+  const rows = slice.all(l.cursor, table, BUILD_SLICE) as { id: number; text: string | null }[];
+  for (const r of rows) l.index.set(r.id, r.text ? tokenize(l.tokenizer, r.text) : null);
+  if (rows.length === BUILD_SLICE) {
+    l.cursor = rows[rows.length - 1].id;
+    setImmediate(() => build(table, l));
+    return;
+  }
+  l.cursor = null;
+  port.postMessage({ type: 'built', table, generation: l.generation } satisfies FromPostings);
+}
+
+function start(table: number, tokenizer: LexicalTokenizer, generation: number): void {
+  const l: Lists = { index: new PostingIndex(), tokenizer, generation, cursor: 0 };
+  tables.set(table, l);
+  build(table, l);
+}
+
+/** Reads the rows again as committed now (a row read ahead of the build's cursor is read by it again: no harm). */
+function apply(table: number, ids: number[]): void {
+  const l = tables.get(table);
+  if (l === undefined) return;
+  if (l.cursor === null && ids.length > l.index.size / 2) return start(table, l.tokenizer, l.generation);
+  const texts = new Map((byIds.all(table, JSON.stringify(ids)) as { id: number; text: string | null }[]).map((r) => [r.id, r.text]));
+  for (const id of ids) {
+    const text = texts.get(id);
+    l.index.set(id, text ? tokenize(l.tokenizer, text) : null);
+  }
+  if (l.cursor === null && l.index.deadShare > MAX_DEAD) start(table, l.tokenizer, l.generation);
+}
+
+/**
+ * The best `limit` rows for the terms (one token per query word, in query order) by BM25 with the
+ * totals `stats`, ties by key, under prune.ts's seeding rule; null while the lists are not built.
+ */
+function search(table: number, terms: string[], stats: Bm25Stats, limit: number): PostingRow[] | null {
+  const l = tables.get(table);
+  if (l === undefined || l.cursor !== null) return null;
+  const index = l.index;
+  const phrases = weigh(terms.map((t) => ({ phrase: [t], df: index.documentFrequency(t) })), stats.rows);
+  const seeds = seedPhrases(phrases, stats.rows);
+  if (seeds.length === 0) return [];
+  // The terms that bring no rows still add to a row's score: at most idf (k1 + 1) each.
+  const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * (BM25_K1 + 1) : s), 0);
+  const found = index.topK(terms, phrases.map((p) => p.idf), seeds, stats, limit, slack);
+  found.sort((a, b) => b.score - a.score);
+  // The rows past the k-th and not tied with it are out; ties are broken by key.
+  let to = Math.min(limit, found.length);
+  while (to < found.length && found[to].score === found[limit - 1].score) to++;
+  return withKeys(found.slice(0, to)).slice(0, limit);
+}
+
+/**
+ * The rows with their keys (read here, off the event loop, so the caller need not), sorted by
+ * score and runs of equal scores by key; a row deleted since its id was sent drops out.
+ */
+function withKeys(rows: { rowId: number; score: number }[]): PostingRow[] {
+  const keys = new Map((keysOf.all(JSON.stringify(rows.map((f) => f.rowId))) as { id: number; key: string }[]).map((r) => [r.id, r.key]));
+  const keyed = rows.filter((r) => keys.has(r.rowId)).map((r) => ({ ...r, key: keys.get(r.rowId)! }));
+  return keyed.sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key));
+}
+
+port.on('message', (m: ToPostings) => {
+  applied = m.seq;
+  if (m.type === 'build') return start(m.table, m.tokenizer, m.generation);
+  if (m.type === 'apply') return apply(m.table, m.ids);
+  if (m.type === 'forget') return void tables.delete(m.table);
+  let answer: FromPostings;
+  try {
+    answer = { type: 'answer', seq: m.seq, applied, rows: search(m.table, m.terms, m.stats, m.limit) };
+  } catch (e) {
+    answer = { type: 'answer', seq: m.seq, applied, rows: null, error: String(e) };
+  }
+  port.postMessage(answer);
+});
