@@ -203,6 +203,49 @@ describe('SegmentedAnn', () => {
     }
   });
 
+  it('leaves a table\'s lone delta graph to the worker once saved, and walks it here again from its next change', async () => {
+    const sub = path.join(dir(), 'delta');
+    const ann = SegmentedAnn.create(d, 'cosine');
+    const data = randomRows(3000, 9);
+    ann.add(Array.from({ length: 3000 }, (_, i) => i), data);
+    const worker = new GraphWorker();
+    const settle = async () => {
+      ann.shareWith(worker);
+      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+    };
+    try {
+      const qs = Array.from({ length: 10 }, (_, i) => data.subarray(i * 277 * d, i * 277 * d + d));
+      await settle();
+      for (const q of qs) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
+      assert.equal(worker.searches, 0, 'an unsaved delta is walked here');
+      await ann.save(sub, '1', 1, 'db');
+      await settle();
+      // The worker walks the saved file: the same graph, so the same answers.
+      for (const q of qs) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
+      assert.equal(worker.walked, qs.length, 'every walk on the worker');
+      // A change makes the file stale: the delta is walked here, and finds the new row.
+      const fresh = Float32Array.from(qs[0], (x) => -x);
+      ann.add([5000], fresh);
+      const got = await ann.searchAsync(fresh, 5, worker);
+      assert.equal(got[0], 5000);
+      assert.equal(worker.walked, qs.length);
+      // Saved again, the worker walks the new file (and sees the new row).
+      await ann.save(sub, '1', 2, 'db');
+      await settle();
+      assert.equal((await ann.searchAsync(fresh, 5, worker))[0], 5000);
+      assert.equal(worker.walked, qs.length + 1);
+      // Reopened from its files, the delta is shared at once.
+      const opened = await SegmentedAnn.open(sub, '1', { dimension: d, metric: 'cosine', tag: 'db' });
+      assert.ok(opened);
+      opened.ann.shareWith(worker);
+      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      assert.deepEqual(await opened.ann.searchAsync(qs[1], 30, worker), ann.search(qs[1], 30));
+      assert.equal(worker.walked, qs.length + 2);
+    } finally {
+      await worker.close();
+    }
+  });
+
   it('leaves half of the shared graphs to a worker that has other searches queued', async () => {
     const sub = path.join(dir(), 'busy');
     const { ann, data } = fourSegments(8);

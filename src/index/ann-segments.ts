@@ -97,6 +97,11 @@ export class SegmentedAnn {
   /** The delta changed since it was last written. */
   #deltaDirty = false;
   #savedDelta: { file: string; size: number; digest: FileDigest; idsDigest: FileDigest } | null = null;
+  /**
+   * The delta's saved file while it holds exactly the delta (no change since the save), which a
+   * worker may then walk in its place; null from the next change on (#deltaChanged).
+   */
+  #deltaShare: { uid: number; path: string } | null = null;
   #generation = 0;
 
   private constructor(dimension: number, metric: Metric) {
@@ -120,10 +125,21 @@ export class SegmentedAnn {
     return this.#delta.size;
   }
 
+  /** Whether the delta has rows that a worker cannot walk for it (it changed since its last save). */
+  get deltaUnshared(): boolean {
+    return this.#delta.size > 0 && this.#deltaShare === null;
+  }
+
   stats(): SegmentedAnnStats {
     let deadRows = 0;
     for (const s of this.#sealed) deadRows += s.dead.size;
     return { segments: this.#sealed.length, deltaRows: this.#delta.size, deadRows };
+  }
+
+  /** The delta differs from its saved file from now on: it must be saved again, and a worker may no longer walk that file for it. */
+  #deltaChanged(): void {
+    this.#deltaDirty = true;
+    this.#deltaShare = null;
   }
 
   /** Inserts or replaces rows (into the delta; older copies in sealed segments die). */
@@ -134,7 +150,7 @@ export class SegmentedAnn {
     const before = this.#deltaKeys.size;
     for (let i = 0; i < rowIds.length; i++) this.#deltaKeys.add(rowIds[i]);
     this.#deltaRemoved = Math.max(0, this.#deltaRemoved - (this.#deltaKeys.size - before));
-    this.#deltaDirty = true;
+    this.#deltaChanged();
   }
 
   remove(rowIds: ArrayLike<number>): void {
@@ -145,7 +161,7 @@ export class SegmentedAnn {
     if (inDelta.length > 0) {
       this.#delta.remove(inDelta);
       this.#deltaRemoved += inDelta.length;
-      this.#deltaDirty = true;
+      this.#deltaChanged();
     }
   }
 
@@ -163,29 +179,42 @@ export class SegmentedAnn {
 
   /**
    * The same, on both cores: the sealed graphs the worker has open are shared with it, and each
-   * thread walks the next one nobody has started (graph-worker.ts). The delta, and graphs the
-   * worker has not opened yet, are walked here first. While the worker has other searches queued
+   * thread walks the next one nobody has started (graph-worker.ts). Graphs the worker has not
+   * opened yet are walked here first, and so is the delta unless it is unchanged since its save
+   * (the worker then walks that file in its place). While the worker has other searches queued
    * (concurrent queries), this thread takes at most half of the shared graphs: it also does all
    * the HTTP, SQL and re-scoring work, so taking the worker's share as well lowered throughput
-   * (1M rows, concurrency 16: 139 against 201 QPS in bench/vectors.bench.ts).
+   * (1M rows, concurrency 16: 139 against 201 QPS in bench/vectors.bench.ts). A table with one
+   * graph (up to a segment's rows) leaves it to the worker, so that its walks, the biggest part of
+   * this thread's time per search at 100k rows (~40% in bench/peers.bench.ts's profile), go to
+   * the other core.
    */
   async searchAsync(query: Float32Array, k: number, worker: GraphWorker, ef?: number): Promise<number[]> {
     this.shareWith(worker);
     // Only graphs the worker has read through, and never while it syncs: a search would queue behind that.
-    const shared = worker.syncing ? [] : this.#sealed.filter((s) => !s.retired && s.path !== null && s.graph.viewed && worker.isReady(s.uid));
-    if (shared.length < 2 || !worker.alive) return this.search(query, k, ef);
+    const shared: SharedGraph[] = [];
+    if (!worker.syncing && worker.alive) {
+      for (const s of this.#sealed) if (!s.retired && s.path !== null && s.graph.viewed && worker.isReady(s.uid)) shared.push(s);
+      const d = this.#deltaShare;
+      if (d !== null && worker.isReady(d.uid)) shared.push({ uid: d.uid, graph: this.#delta, dead: null, isDelta: true });
+    }
+    if (shared.length === 0) return this.search(query, k, ef);
     const effort = this.#effort(k, ef);
     const claims = newGraphClaims();
     const pending = worker.search(shared.map((s) => s.uid), query, effort, claims);
     return this.#walkShared(query, effort, k, shared, claims, pending, worker);
   }
 
-  async #walkShared(query: Float32Array, effort: number, k: number, shared: Segment[], claims: GraphClaims, pending: Promise<WorkerAnswer[]>, worker: GraphWorker): Promise<number[]> {
+  async #walkShared(query: Float32Array, effort: number, k: number, shared: SharedGraph[], claims: GraphClaims, pending: Promise<WorkerAnswer[]>, worker: GraphWorker): Promise<number[]> {
     const found: Found[] = [];
     for (const s of this.#sealed) if (!s.retired && !shared.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
-    collect(found, this.#delta.searchScored(query, effort), null);
+    const deltaShared = shared.some((s) => s.isDelta === true);
+    if (!deltaShared) collect(found, this.#delta.searchScored(query, effort), null);
     const walked = new Array<boolean>(shared.length).fill(false);
-    const most = worker.pending > 1 ? Math.ceil(shared.length / 2) : shared.length;
+    // A lone graph is the worker's unless its queue runs long (then it is the slower side): this
+    // thread cannot tell a lone search from one of many (it handles them one after another), and
+    // leaving it the walk costs a single search one message each way.
+    const most = shared.length === 1 ? (worker.pending > MAX_WORKER_QUEUE ? 1 : 0) : worker.pending > 1 ? Math.ceil(shared.length / 2) : shared.length;
     for (let mine = 0; mine < most; mine++) {
       const i = claimGraph(claims, shared.length);
       if (i < 0) break;
@@ -194,15 +223,28 @@ export class SegmentedAnn {
     }
     for (const a of await pending) {
       if ('missing' in a) continue;
+      // The segment may have been dropped, or the delta changed, while the worker searched: its rows are elsewhere now.
+      if (!this.#stillShared(shared[a.index])) continue;
       walked[a.index] = true;
-      // The segment may have been dropped while the worker searched: its rows are elsewhere now.
-      if (this.#sealed.includes(shared[a.index])) collect(found, a, shared[a.index].dead);
+      collect(found, a, shared[a.index].dead);
     }
-    // Graphs the worker took but could not open, or took and died on.
+    // Graphs the worker took but could not open, or took and died on, and a delta that changed
+    // meanwhile: walked here as they are now (a delta sealed meanwhile, and the new delta too).
     shared.forEach((s, i) => {
-      if (!walked[i] && this.#sealed.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
+      if (walked[i]) return;
+      if (s.isDelta !== true) {
+        if (this.#sealed.includes(s as Segment)) collect(found, s.graph.searchScored(query, effort), s.dead);
+        return;
+      }
+      collect(found, s.graph.searchScored(query, effort), this.#sealed.find((x) => x.graph === s.graph)?.dead ?? null);
+      if (s.graph !== this.#delta) collect(found, this.#delta.searchScored(query, effort), null);
     });
     return best(found, k);
+  }
+
+  /** Whether a graph shared with the worker for a search is still part of this index as the worker saw it. */
+  #stillShared(s: SharedGraph): boolean {
+    return s.isDelta === true ? this.#deltaShare?.uid === s.uid : this.#sealed.includes(s as Segment);
   }
 
   /**
@@ -217,7 +259,8 @@ export class SegmentedAnn {
 
   /** Tells the worker which of this table's files to have open, when that changed (ahead of searches: it maps them then). */
   shareWith(worker: GraphWorker): void {
-    const graphs = this.#sealed.filter((s) => s.path !== null && s.graph.viewed);
+    const graphs: { uid: number; path: string }[] = this.#sealed.filter((s) => s.path !== null && s.graph.viewed).map((s) => ({ uid: s.uid, path: s.path! }));
+    if (this.#deltaShare !== null) graphs.push(this.#deltaShare);
     const key = graphs.map((s) => s.uid).join(',');
     if (workerSynced.get(worker)?.get(this) === key) return;
     let mine = workerSynced.get(worker);
@@ -225,7 +268,7 @@ export class SegmentedAnn {
     mine.set(this, key);
     worker.sync(
       this,
-      graphs.map((s) => ({ id: s.uid, file: s.path!, dimension: this.dimension, metric: this.metric })),
+      graphs.map((s) => ({ id: s.uid, file: s.path, dimension: this.dimension, metric: this.metric })),
     );
   }
 
@@ -245,7 +288,7 @@ export class SegmentedAnn {
     this.#delta = AnnIndex.create(this.dimension, this.metric);
     this.#deltaKeys = new Set();
     this.#deltaRemoved = 0;
-    this.#deltaDirty = true;
+    this.#deltaChanged();
   }
 
   /**
@@ -261,7 +304,7 @@ export class SegmentedAnn {
     if (removed >= MIN_DELTA_RETIRE && removed >= (this.#delta.size + removed) * share) {
       if (this.#delta.size === 0) {
         this.#delta = AnnIndex.create(this.dimension, this.metric);
-        this.#deltaDirty = true;
+        this.#deltaChanged();
       } else {
         this.seal();
         const s = this.#sealed[this.#sealed.length - 1];
@@ -380,6 +423,8 @@ export class SegmentedAnn {
       throw e;
     }
     this.#savedDelta = delta;
+    // Unchanged while it was written: the file is the delta, and a worker may walk it instead.
+    if (deltaFile !== null && delta?.file === deltaFile && !this.#deltaDirty) this.#deltaShare = { uid: nextUid++, path: path.join(dir, deltaFile) };
     await removeUnnamed(dir, name, manifest);
   }
 
@@ -481,6 +526,7 @@ export class SegmentedAnn {
         ann.#delta = graph;
         ann.#deltaKeys = new Set(ids);
         ann.#savedDelta = m.delta;
+        ann.#deltaShare = { uid: nextUid++, path: path.join(dir, m.delta.file) };
       }
     } catch {
       return null;
@@ -512,6 +558,12 @@ export class SegmentedAnn {
     }
   }
 }
+
+/** A graph a search shares with the worker: a sealed segment, or the delta (walked there from its saved file). */
+type SharedGraph = Pick<Segment, 'uid' | 'graph'> & { dead: Set<number> | null; isDelta?: true };
+
+/** Searches queued on the worker past which this thread walks a lone graph itself. */
+const MAX_WORKER_QUEUE = 8;
 
 interface Found {
   id: number;

@@ -29,6 +29,11 @@ export interface VectorMatrix {
   readonly size: number;
   has(rowId: number): boolean;
   get(rowId: number): Float32Array | undefined;
+  /**
+   * A view of the row's vector without a copy or a read, valid until the next write; null when
+   * the matrix does not hold its rows in memory (a file-backed table past the memory budget).
+   */
+  residentView?(rowId: number): Float32Array | undefined | null;
   set(rowId: number, vector: ArrayLike<number>): void;
   /** set() for many rows at once (a file-backed matrix writes new rows in one call). */
   setMany(rowIds: ArrayLike<number>, vectors: ArrayLike<ArrayLike<number>>): void;
@@ -71,6 +76,10 @@ export class SegmentedMatrix implements VectorMatrix {
     const seg = this.#vectors[Math.floor(slot / this.segmentRows)];
     const at = (slot % this.segmentRows) * this.dimension;
     return seg.subarray(at, at + this.dimension);
+  }
+
+  residentView(rowId: number): Float32Array | undefined {
+    return this.get(rowId);
   }
 
   /** Inserts the row, or overwrites its vector in place. */

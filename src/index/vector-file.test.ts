@@ -82,8 +82,15 @@ describe('FileMatrix', () => {
         assert.deepEqual(contents(m), [...model].sort((a, b) => a[0] - b[0]));
       }
     }
-    for (const [id, x] of model) assert.deepEqual(Array.from(m.get(id)!), Array.from(vec(d, x)));
+    for (const [id, x] of model) {
+      assert.deepEqual(Array.from(m.get(id)!), Array.from(vec(d, x)));
+      // The view re-scoring reads (vectors.ts): the same values while the copy is held, else null.
+      const view = m.residentView(id);
+      if (m.inMemory) assert.deepEqual(Array.from(view!), Array.from(vec(d, x)));
+      else assert.equal(view, null);
+    }
     assert.equal(m.get(100_000), undefined);
+    assert.equal(m.residentView(100_000), m.inMemory ? undefined : null);
     assert.throws(() => m.set(1, [1, 2]), RangeError);
     if (bytes === 1e9) assert.ok(m.inMemory);
     if (bytes === 3 * 4 * 150) assert.ok(!m.inMemory, 'the copy was dropped');

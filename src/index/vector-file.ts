@@ -159,6 +159,16 @@ export class FileMatrix implements VectorMatrix {
     return v;
   }
 
+  /** A view into the memory copy (no copy, no read), or null when the table has none. */
+  residentView(rowId: number): Float32Array | undefined | null {
+    const blocks = this.#blocks;
+    if (blocks === null) return null;
+    const slot = this.#slotOf.get(rowId);
+    if (slot === undefined) return undefined;
+    const off = (slot % SCAN_ROWS) * this.dimension;
+    return blocks[(slot - (slot % SCAN_ROWS)) / SCAN_ROWS].subarray(off, off + this.dimension);
+  }
+
   set(rowId: number, vector: ArrayLike<number>): void {
     this.setMany([rowId], [vector]);
   }

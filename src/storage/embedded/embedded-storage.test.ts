@@ -9,6 +9,7 @@ import { storageContract } from '../contract.case.ts';
 import { ManualClock } from '../contract-ttl.case.ts';
 import type { Metric, StoredMatch, VectorRow } from '../api.ts';
 import { openEmbeddedStorage, type EmbeddedOptions, type EmbeddedStorage } from './embedded-storage.ts';
+import { exactScore } from '../../index/metric.ts';
 
 const tempDir = (): Promise<string> => fs.mkdtemp(path.join(os.tmpdir(), 'vss-embedded-'));
 const indexOpts = (exactBelowRows: number, segmentRows = 250_000): EmbeddedOptions['index'] => ({ saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows, segmentRows });
@@ -325,6 +326,44 @@ describe('embedded storage', () => {
     } finally {
       await s.close();
     }
+  });
+
+  it('re-scores the graphs\' candidates from the memory copy and from the database alike: exact float64 scores of the stored vectors', async () => {
+    const d = 16;
+    const rows = rowsOf(clustered(4000, d, 21));
+    const queries = clustered(30, d, 22);
+    // 0: no memory copy, stage 2 reads the database; 64 MiB: the table's rows are held in memory.
+    const answers: StoredMatch[][][] = [];
+    for (const vectorMemoryBytes of [0, 2 ** 26]) {
+      const s = await openEmbeddedStorage({ dataDir: path.join(dir, `stage2-${vectorMemoryBytes}`), vectorMemoryBytes, index: indexOpts(0) });
+      try {
+        await s.createKeyspace({ name: 'ks', owner: null });
+        await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'cosine', model: null });
+        await ingest(s, 'ks', 't', rows);
+        await s.whenIndexed();
+        // A row moved into a deleted row's slot must keep its own vector.
+        await s.deleteVectors('ks', 't', ['k5', 'k17']);
+        const got: StoredMatch[][] = [];
+        for (const q of queries) got.push(await s.search('ks', 't', { vector: q, metric: 'cosine', candidates: 50, limit: 10, includeVector: true }));
+        assert.equal(s.searchCounts().ann, queries.length, 'the graphs proposed the candidates');
+        got.forEach((ms, i) => {
+          assert.equal(ms.length, 10);
+          for (const m of ms) {
+            const stored = rows[Number(m.key.slice(1))].vector;
+            assert.deepEqual(Array.from(m.vector!), Array.from(stored), m.key);
+            assert.equal(m.score, exactScore('cosine', queries[i], stored), `${m.key}: the exact score`);
+          }
+        });
+        answers.push(got);
+      } finally {
+        await s.close();
+      }
+    }
+    // Both the same to the last bit wherever the two builds' graphs proposed the same rows.
+    answers[0].forEach((ms, i) => {
+      const other = new Map(answers[1][i].map((m) => [m.key, m.score]));
+      for (const m of ms) if (other.has(m.key)) assert.equal(other.get(m.key), m.score);
+    });
   });
 
   it('ANN recall@10 >= 0.9 on 20k clustered vectors with 100 candidates, and new writes are searchable at once', async () => {

@@ -107,6 +107,14 @@ export const UPKEEP_TIMINGS = Object.freeze({
    */
   settleQuietMs: 1_000,
   /**
+   * A delta graph changed by at least this many rows since its last save, with none left to index
+   * (a bulk load's end), is saved the same way (quiet moment or settleDeadlineMs), so that the
+   * worker walks its file for searches instead of this thread (SegmentedAnn.searchAsync) without
+   * waiting for the timed save. Fewer changes wait for that: a trickle of writes must not rewrite
+   * a big delta at every pause.
+   */
+  settleDeltaChanges: 1_024,
+  /**
    * After a slice throws, indexing tries again after this long, doubling per failure in a row up
    * to retryMaxMs: waiting for the next write instead left a table's rows in the scanned tail for
    * good when no write came, and retrying at once would spin on a lasting fault.
@@ -647,8 +655,16 @@ export class IndexKeeper {
     // Longer slices only while writes arrive: once they stop, searches get the loop back at once.
     const target = this.#busy() ? T.sliceMs + this.#keepUp() * (T.keepUpSliceMs - T.sliceMs) : this.#searching() ? T.searchingSliceMs : T.sliceMs;
     this.#batch = Math.max(4, Math.min(16_384, Math.round((this.#batch * target) / took)));
-    if (t.pendingCount === 0) this.#checkConsistent(t);
+    if (t.pendingCount === 0) {
+      this.#checkConsistent(t);
+      if (this.#deltaWantsSave(t)) this.#settleLater(t);
+    }
     this.#schedule();
+  }
+
+  /** Whether `t`'s delta should be saved for the worker to walk (see settleDeltaChanges). */
+  #deltaWantsSave(t: TableState): boolean {
+    return this.#opts.worker != null && t.ann !== null && t.changes >= T.settleDeltaChanges && t.ann.deltaUnshared;
   }
 
   /**
@@ -714,8 +730,9 @@ export class IndexKeeper {
     const toWarm = live.find((x) => x.warmBy < Infinity);
     if (!toWarm && !live.some((x) => x.settleBy < Infinity)) return;
     let acted = true;
-    if (toSettle && toSettle.ann!.inMemory === 0) toSettle.settled(); // dropped meanwhile
-    else if (toSettle && toSettle.ann!.unsaved > 0 && toSettle.saving === null) void this.#save(toSettle);
+    const deltaToSave = toSettle !== undefined && this.#deltaWantsSave(toSettle);
+    if (toSettle && toSettle.ann!.inMemory === 0 && !deltaToSave) toSettle.settled(); // dropped meanwhile
+    else if (toSettle && (toSettle.ann!.unsaved > 0 || deltaToSave) && toSettle.saving === null) void this.#save(toSettle);
     else if (toSettle && toSettle.ann!.unviewed > 0) this.#view(toSettle);
     else if (toWarm && (quiet || now >= toWarm.warmBy)) {
       if (!toWarm.ann!.prefaultNext()) toWarm.warmed();

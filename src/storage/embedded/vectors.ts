@@ -358,17 +358,25 @@ export class Vectors {
 
   /**
    * Stage 2: exact float64 scores of the candidates from their full-precision rows (stale, deleted
-   * or foreign ids drop out), then the answer fields of the best. From the database rather than
-   * the vector file: its pages are memory-mapped and kept so (db-warmer.ts), while a vector-file
-   * page idle for a minute may be back on disk, and 100 such reads took ~10 ms (the settled
-   * searches of bench/vectors.bench.ts, a minute after a restart, before db-warmer.ts existed).
-   * Only the payloads are read: whether an id is a live row of this table is the matrix's to say
-   * (it changes in the same synchronous turn as each commit), and the join to `vectors` for its
+   * or foreign ids drop out), then the answer fields of the best. A table whose matrix keeps its
+   * rows in memory (within VSS_VECTOR_MEMORY_MB) is re-scored from there: the same float32 values
+   * the database holds, with no SQL (at 100k rows the payload read was ~30% of the main thread's
+   * time at concurrency 16). Bigger tables read the database rather than the vector file: its
+   * pages are memory-mapped and kept so (db-warmer.ts), while a vector-file page idle for a minute
+   * may be back on disk, and 100 such reads took ~10 ms (the settled searches of
+   * bench/vectors.bench.ts, a minute after a restart, before db-warmer.ts existed). Only the
+   * payloads are read: whether an id is a live row of this table is the matrix's to say (it
+   * changes in the same synchronous turn as each commit), and the join to `vectors` for its
    * table_id cost a third more (0.51 against 0.35 ms for 100 rows at 1M).
    */
   #rescoreCandidates(t: TableState, query: Float32Array, ids: number[], metric: Metric, limit: number, expired: RowSet): { best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } {
     // Expired candidates go before the read: after a mass expiry they may be most of them.
     if (expired.size > 0) ids = ids.filter((id) => !expired.has(id));
+    const matrix = t.matrix;
+    if (matrix.residentView !== undefined && ids.length > 0 && matrix.residentView(ids[0]) !== null) {
+      const fromMemory = (id: number): Float32Array | undefined => matrix.residentView!(id) ?? undefined;
+      return { best: rescore(query, ids, { get: fromMemory }, metric, limit), vectorOf: fromMemory };
+    }
     const vectors = new Map<number, Buffer>();
     const vectorOf = (id: number): Float32Array | undefined => {
       const b = vectors.get(id);
