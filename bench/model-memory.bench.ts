@@ -2,7 +2,7 @@
  * What onnxruntime keeps of a model's working memory, and what each setting costs in speed: one
  * process per setting (its CPU memory arena on or off; the per-call budget of model.ts on or off;
  * its memory patterns, a cached plan per input shape, on or off; glibc's mmap threshold left
- * dynamic or fixed at 128 KiB by MALLOC_MMAP_THRESHOLD_ as `npm start` sets it), all at once so
+ * dynamic, as `npm start` leaves it, or fixed at 128 KiB by MALLOC_MMAP_THRESHOLD_), all at once so
  * they meet the same machine, each calling the shipped model in a loop with batches of random
  * shapes (1-32 texts of 4-256 tokens, small ones likelier, as a server's mix of queries and
  * upload batches); with the budget, a batch runs as the calls callGroups makes of it. Each
@@ -86,12 +86,13 @@ if (args.arena !== undefined) {
   await child(args.arena === 'on', args.budget === 'on', args.pattern !== 'off');
 } else {
   console.log(`# model memory: ${SECONDS} s per setting, all at once; ${machineKind()}, node ${process.version}`);
-  // First the setting model.ts and `npm start` use; then without huge pages, without the fixed
-  // threshold either, the setting before (the CPU arena, glibc's defaults), and without the budget.
-  const current: Setting = { arena: false, budget: true, pattern: false, mmapThreshold: 131072, hugePages: true };
+  // First the setting model.ts and `npm start` use (the CPU arena, glibc's dynamic threshold); then
+  // the lean one (no arena, a fixed mmap threshold, huge pages), it without huge pages, without the
+  // fixed threshold either, and the current one without the budget.
+  const current: Setting = { arena: true, budget: true, pattern: false };
   const only = args.only?.split(',').map(Number);
-  const before: Setting = { arena: true, budget: true, pattern: false };
-  const settings: Setting[] = [current, { ...current, hugePages: false }, { ...current, mmapThreshold: undefined, hugePages: false }, before, { ...current, budget: false }];
+  const lean: Setting = { arena: false, budget: true, pattern: false, mmapThreshold: 131072, hugePages: true };
+  const settings: Setting[] = [current, lean, { ...lean, hugePages: false }, { ...lean, mmapThreshold: undefined, hugePages: false }, { ...current, budget: false }];
   const results = await Promise.all(settings.filter((_, i) => only === undefined || only.includes(i)).map(run));
   console.log(`\n| CPU arena | call budget (${DEFAULT_CALL_TOKENS} tokens, ${DEFAULT_CALL_ATTENTION} b·l²) | memory patterns | mmap threshold | model calls | tokens per CPU-s (ratio) | RssAnon at start | every tenth of the run (MB) | last / max |`);
   console.log('|---|---|---|---|---:|---:|---:|---|---|');

@@ -47,12 +47,10 @@ async function main(): Promise<void> {
   storageLog = (msg, err) => app.log.warn(err === undefined ? {} : { err }, msg);
   warn = storageLog;
   for (const [msg, err] of early.splice(0)) storageLog(msg, err);
-  // glibc keeps up to 8 malloc arenas per core, and the model's threads grow them for good; its
-  // dynamic mmap threshold serves the model's freed tensors from a heap that then stays large.
-  // `npm start` sets both (README.md, Settings), another launcher may not.
-  const unset = ['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_'].filter((v) => process.env[v] === undefined);
-  if (process.platform === 'linux' && unset.length > 0) {
-    app.log.info(`${unset.join(' and ')} not set: native memory may keep growing under load; start with MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 (npm start sets them)`);
+  // glibc keeps up to 8 malloc arenas per core, and the model's and extraction's threads grow them
+  // for good; `npm start` sets 2 (README.md, Settings), another launcher may not.
+  if (process.platform === 'linux' && process.env.MALLOC_ARENA_MAX === undefined) {
+    app.log.info('MALLOC_ARENA_MAX is not set: native memory may keep growing under load; start with MALLOC_ARENA_MAX=2 (npm start sets it)');
   }
   // The unwrapped backend: metrics time requests, not this.
 

@@ -25,8 +25,8 @@ export interface RunningServer {
 export async function startServer(env: Record<string, string>, timeoutMs = 60_000, root = ROOT, nodeArgs: string[] = []): Promise<RunningServer> {
   const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'scripts/start.mjs')], {
     cwd: root,
-    // glibc's malloc settings as `npm start` sets them unless given (see their entries in README.md's settings).
-    env: { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1', ...process.env, VSS_PORT: '0', VSS_LOG_LEVEL: 'warn', ...env },
+    // MALLOC_ARENA_MAX as `npm start` sets it unless given (see its entry in README.md's settings).
+    env: { MALLOC_ARENA_MAX: '2', ...process.env, VSS_PORT: '0', VSS_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

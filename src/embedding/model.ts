@@ -227,12 +227,6 @@ async function open(modelDir: string, info: ModelInfo, opts: LoadModelOptions): 
     // batches of 1-16 texts × 2-200 tokens grew 133 → 341 MB RssAnon over 300 calls and kept growing;
     // without the plans it held 234-256 MB from the 50th call to the 600th (the arena reuses its blocks).
     enableMemPattern: false,
-    // The CPU arena keeps every block it ever served and grows by ~24 MB steps as bigger batches
-    // come: in a soak its mappings were what kept growing after the first minutes. Without it the
-    // tensors are malloc'd and freed per call, and with glibc's mmap threshold fixed (`npm start`
-    // sets MALLOC_MMAP_THRESHOLD_) the big ones go back to the system at once; mapping them in huge
-    // pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1) keeps the page faults from costing speed.
-    enableCpuMemArena: false,
   });
   if (!session.outputNames.includes('last_hidden_state')) {
     await session.release();
