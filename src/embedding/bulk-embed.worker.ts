@@ -14,7 +14,7 @@ if (data.nice > 0) lowerThisThreadPriority(data.nice);
 
 let model: EmbeddingModel;
 try {
-  model = await openCheckedModel(data.modelDir, data.name, { threads: data.threads, callTokens: data.callTokens, callAttention: data.callAttention });
+  model = await openCheckedModel(data.modelDir, data.name, { threads: data.threads, callTokens: data.callTokens, callAttention: data.callAttention, callRows: data.callRows });
   send({ type: 'ready' });
 } catch (e) {
   send({ type: 'failed', error: String((e as Error)?.message ?? e) });

@@ -22,9 +22,10 @@ export interface BulkPoolOptions {
   /** Most work per model call (model.ts LoadModelOptions). */
   readonly callTokens?: number;
   readonly callAttention?: number;
+  readonly callRows?: number;
 }
 
-export type BulkWorkerData = Pick<BulkPoolOptions, 'modelDir' | 'name' | 'threads' | 'nice' | 'callTokens' | 'callAttention'>;
+export type BulkWorkerData = Pick<BulkPoolOptions, 'modelDir' | 'name' | 'threads' | 'nice' | 'callTokens' | 'callAttention' | 'callRows'>;
 export type ToBulkWorker = { id: number; texts: string[] };
 export type FromBulkWorker =
   | { type: 'ready' }
@@ -73,7 +74,7 @@ export class BulkPool implements BulkEncoder {
   static async start(opts: BulkPoolOptions): Promise<BulkPool> {
     if (!Number.isInteger(opts.workers) || opts.workers < 1) throw new RangeError('workers must be an integer >= 1');
     const pool = new BulkPool(opts.dimension);
-    const data: BulkWorkerData = { modelDir: opts.modelDir, name: opts.name, threads: opts.threads, nice: opts.nice, callTokens: opts.callTokens, callAttention: opts.callAttention };
+    const data: BulkWorkerData = { modelDir: opts.modelDir, name: opts.name, threads: opts.threads, nice: opts.nice, callTokens: opts.callTokens, callAttention: opts.callAttention, callRows: opts.callRows };
     const starts = Array.from({ length: opts.workers }, () => pool.startThread(data));
     const results = await Promise.allSettled(starts);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

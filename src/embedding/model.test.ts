@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PROJECT_ROOT } from '../config/config.ts';
-import { callGroups, loadModel, type EmbeddingModel } from './model.ts';
+import { callGroups, loadModel, warmUpShapes, type EmbeddingModel } from './model.ts';
 
 const MODEL_DIR = path.join(PROJECT_ROOT, 'models');
 const NAME = 'all-MiniLM-L6-v2';
@@ -124,6 +124,30 @@ describe('the per-call budget', () => {
       const longest = Math.max(...g.map((i) => tokens[i]));
       assert.ok(g.length * longest <= budget.tokens, `${g.length} rows of ${longest}`);
       assert.ok(g.length * longest * longest <= budget.attention, `${g.length} rows of ${longest}²`);
+    }
+  });
+
+  test('the warm-up calls are real call shapes and reach the most tokens, attention and length of any', () => {
+    for (const [budget, maxTokens, maxRows] of [
+      [{ tokens: 4096, attention: 4096 * 128 }, 256, 32],
+      [{ tokens: 1024, attention: 1024 * 64 }, 256, 32],
+      [{ tokens: 4096, attention: 4096 * 128 }, 512, 8],
+      [{ tokens: 512, attention: 65_536 }, 128, 512],
+    ] as const) {
+      const shapes = warmUpShapes(budget, maxTokens, maxRows);
+      const what = `${JSON.stringify(budget)}, ${maxTokens} tokens, ${maxRows} rows: ${JSON.stringify(shapes)}`;
+      for (const s of shapes) {
+        assert.ok(s.rows <= maxRows && s.length <= maxTokens, what);
+        assert.equal(callGroups(new Array<number>(s.rows).fill(s.length), budget).length, 1, `one call: ${what}`);
+      }
+      const most = (f: (rows: number, length: number) => number) => Math.max(...shapes.map((s) => f(s.rows, s.length)));
+      // Every shape the Embedder and callGroups can make: its rows cut by the budget at each length.
+      for (let length = 2; length <= maxTokens; length++) {
+        const rows = Math.min(maxRows, callGroups(new Array<number>(maxRows).fill(length), budget)[0].length);
+        assert.ok(rows * length <= most((r, l) => r * l), `tokens of ${rows} × ${length}: ${what}`);
+        assert.ok(rows * length * length <= most((r, l) => r * l * l), `attention of ${rows} × ${length}: ${what}`);
+      }
+      assert.equal(most((_, l) => l), maxTokens, what);
     }
   });
 

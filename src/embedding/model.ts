@@ -43,6 +43,8 @@ export interface LoadModelOptions {
   callTokens?: number;
   /** Most rows × padded length² per model call (attention is quadratic in length). Default DEFAULT_CALL_ATTENTION. */
   callAttention?: number;
+  /** Most texts per call the caller sends (the Embedder's maxBatch), for the warm-up. Default DEFAULT_CALL_ROWS. */
+  callRows?: number;
 }
 
 /**
@@ -53,6 +55,8 @@ export interface LoadModelOptions {
  */
 export const DEFAULT_CALL_TOKENS = 4096;
 export const DEFAULT_CALL_ATTENTION = 4096 * 128;
+/** VSS_EMBED_MAX_BATCH's default. */
+export const DEFAULT_CALL_ROWS = 32;
 
 /**
  * Measured on the 2-core target (bench/embedding.bench.ts): 1 thread serves short queries as
@@ -238,10 +242,10 @@ async function open(modelDir: string, info: ModelInfo, opts: LoadModelOptions): 
   };
   const budget = { tokens: opts.callTokens ?? DEFAULT_CALL_TOKENS, attention: opts.callAttention ?? DEFAULT_CALL_ATTENTION };
   const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release(), budget);
-  // One call now: a graph whose hidden size is not config.json's fails the load, not a search,
-  // and the first query does not pay for onnxruntime's first-run allocations.
+  // The calls of warmUpShapes now: a graph whose hidden size is not config.json's fails the load,
+  // not a search, and the CPU arena reaches at load the size later calls would grow it to over hours.
   try {
-    await model.embed(['']);
+    await model.warmUp(warmUpShapes(budget, info.maxTokens, opts.callRows ?? DEFAULT_CALL_ROWS));
   } catch (e) {
     await model.dispose();
     throw new Error(`model "${name}": ${ONNX_FILE} does not give ${info.dimension}-dimensional token vectors as config.json says: ${(e as Error).message}`, { cause: e });
@@ -376,6 +380,16 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     return meanPoolNormalize(hidden, batch, seq, this.dimension, tokens);
   }
 
+  /** One call per shape, of `rows` texts of `length` tokens each (specials included). */
+  async warmUp(shapes: readonly WarmUpShape[]): Promise<void> {
+    const filler = this.tok.encode('the', { add_special_tokens: false })[0] ?? 0;
+    const specials = this.prefix.length + this.suffix.length;
+    for (const { rows, length } of shapes) {
+      const body = new Array<number>(Math.max(0, length - specials)).fill(filler);
+      await this.call(new Array<number[]>(rows).fill(body), new Array<number>(rows).fill(body.length + specials));
+    }
+  }
+
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
@@ -389,6 +403,32 @@ export interface CallBudget {
   readonly tokens: number;
   /** Most rows × padded length² per call. */
   readonly attention: number;
+}
+
+export interface WarmUpShape {
+  readonly rows: number;
+  /** Padded tokens per row, specials included. */
+  readonly length: number;
+}
+
+/**
+ * The calls that take ONNX Runtime's CPU arena to its high-water mark. The arena keeps every block
+ * it has served and extends itself by a new mapping (~24 MB here) only when a call needs more than
+ * it holds; every call is bounded (the budget, and at most `maxRows` texts), so once the largest
+ * have run it does not grow again. The largest: the most tokens, the most attention (rows ×
+ * length²) and the longest texts that fit, each at the longest length that reaches it: by default
+ * 32 × 128 (both bounds at once) and 8 × 256.
+ */
+export function warmUpShapes(budget: CallBudget, maxTokens: number, maxRows: number): WarmUpShape[] {
+  const rowsAt = (length: number) => Math.max(1, Math.min(maxRows, Math.floor(Math.min(budget.tokens / length, budget.attention / (length * length)))));
+  let mostTokens = 2;
+  let mostAttention = 2;
+  for (let length = 2; length <= maxTokens; length++) {
+    const rows = rowsAt(length);
+    if (rows * length >= rowsAt(mostTokens) * mostTokens) mostTokens = length;
+    if (rows * length * length >= rowsAt(mostAttention) * mostAttention ** 2) mostAttention = length;
+  }
+  return [...new Set([mostTokens, mostAttention, maxTokens])].map((length) => ({ rows: rowsAt(length), length }));
 }
 
 /**

@@ -166,9 +166,11 @@ export class ModelRegistry {
     return promise;
   }
 
-  private callBudget(): Pick<LoadModelOptions, 'callTokens' | 'callAttention'> {
+  private callBudget(): Pick<LoadModelOptions, 'callTokens' | 'callAttention' | 'callRows'> {
     const c = this.opts.embedCall;
-    return c ? { callTokens: c.tokens, callAttention: c.attention } : {};
+    // The Embedder never sends a call more texts than maxBatch: the model warms up to that.
+    const rows = { callRows: this.opts.embedding.maxBatch };
+    return c ? { callTokens: c.tokens, callAttention: c.attention, ...rows } : rows;
   }
 
   /** The embedding options for a loaded model: the configured ones, and its bulk threads if any. */
