@@ -18,36 +18,43 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { DEFAULT_MODEL, PROJECT_ROOT } from '../src/config/config.ts';
-import { callGroups, DEFAULT_CALL_ATTENTION, DEFAULT_CALL_TOKENS } from '../src/embedding/model.ts';
+import { callGroups, DEFAULT_CALL_ATTENTION, DEFAULT_CALL_ROWS, DEFAULT_CALL_TOKENS, readModelInfo, warmUpShapes } from '../src/embedding/model.ts';
 import { machineKind } from './machine-check.ts';
 
-const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '180' }, arena: { type: 'string' }, budget: { type: 'string' }, pattern: { type: 'string' }, only: { type: 'string' } } });
+const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '180' }, arena: { type: 'string' }, budget: { type: 'string' }, pattern: { type: 'string' }, warm: { type: 'string' }, only: { type: 'string' } } });
 const SECONDS = Number(args.seconds);
 // Seeded, so that every setting meets the same sequence of shapes and its tokens per CPU second compare.
 let seed = 12345;
 const random = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) / 2 ** 24;
+const BUDGET = { tokens: DEFAULT_CALL_TOKENS, attention: DEFAULT_CALL_ATTENTION };
+let n = 0;
+let tokens = 0;
 const rssAnonMb = (): number => Number(/RssAnon:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
 
 /** One setting, in this process: the loop, then one line of JSON on stdout. */
-async function child(arena: boolean, budget: boolean, pattern: boolean): Promise<void> {
+async function child(arena: boolean, budget: boolean, pattern: boolean, warm: boolean): Promise<void> {
   const file = path.join(PROJECT_ROOT, 'models', DEFAULT_MODEL, 'onnx', 'model.onnx');
   const session = await InferenceSession.create(file, { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', enableCpuMemArena: arena, enableMemPattern: pattern });
+  const opened = rssAnonMb();
+  const warmCpu = process.cpuUsage();
+  if (warm) for (const { rows, length } of warmUpShapes(BUDGET, (await readModelInfo(path.join(PROJECT_ROOT, 'models'), DEFAULT_MODEL)).maxTokens, DEFAULT_CALL_ROWS)) await call(rows, length);
+  const { user, system } = process.cpuUsage(warmCpu);
+  const warmUpMs = (user + system) / 1000;
+  n = tokens = 0;
   const start = rssAnonMb();
   const samples: number[] = [];
   const t0 = Date.now();
   const cpu0 = process.cpuUsage();
-  let n = 0;
-  let tokens = 0;
   while (Date.now() - t0 < SECONDS * 1000) {
     const b = 1 + Math.floor(random() ** 2 * 32);
     const l = 4 + Math.floor(random() ** 2 * 252);
-    const calls = budget ? callGroups(new Array<number>(b).fill(l), { tokens: DEFAULT_CALL_TOKENS, attention: DEFAULT_CALL_ATTENTION }).map((g) => g.length) : [b];
+    const calls = budget ? callGroups(new Array<number>(b).fill(l), BUDGET).map((g) => g.length) : [b];
     for (const rows of calls) await call(rows, l);
     if (Date.now() - t0 >= ((samples.length + 1) * SECONDS * 1000) / 10) samples.push(rssAnonMb());
   }
   const cpu = process.cpuUsage(cpu0);
   const tokensPerCpuSecond = tokens / ((cpu.user + cpu.system) / 1e6);
-  process.stdout.write(`${JSON.stringify({ calls: n, tokensPerCpuSecond, start, samples })}\n`);
+  process.stdout.write(`${JSON.stringify({ calls: n, tokensPerCpuSecond, opened, warmUpMs, start, samples })}\n`);
 
   async function call(b: number, l: number): Promise<void> {
     const ids = BigInt64Array.from({ length: b * l }, () => BigInt(1000 + Math.floor(Math.random() * 20000)));
@@ -67,8 +74,10 @@ interface Setting {
   mmapThreshold?: number;
   /** glibc.malloc.hugetlb=1: big blocks mapped with transparent huge pages (fewer page faults). */
   hugePages?: boolean;
+  /** The calls of model.ts's warmUpShapes first, as a loaded model makes them. */
+  warm?: boolean;
 }
-type Result = Setting & { calls: number; tokensPerCpuSecond: number; start: number; samples: number[] };
+type Result = Setting & { calls: number; tokensPerCpuSecond: number; opened: number; warmUpMs: number; start: number; samples: number[] };
 function run(s: Setting): Promise<Result> {
   const me = fileURLToPath(import.meta.url);
   const onOff = (x: boolean) => (x ? 'on' : 'off');
@@ -76,31 +85,31 @@ function run(s: Setting): Promise<Result> {
   if (s.mmapThreshold === undefined) delete env.MALLOC_MMAP_THRESHOLD_;
   else env.MALLOC_MMAP_THRESHOLD_ = String(s.mmapThreshold);
   if (s.hugePages) env.GLIBC_TUNABLES = 'glibc.malloc.hugetlb=1';
-  const p = spawn(process.execPath, [...process.execArgv, me, '--seconds', String(SECONDS), '--arena', onOff(s.arena), '--budget', onOff(s.budget), '--pattern', onOff(s.pattern)], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const p = spawn(process.execPath, [...process.execArgv, me, '--seconds', String(SECONDS), '--arena', onOff(s.arena), '--budget', onOff(s.budget), '--pattern', onOff(s.pattern), '--warm', onOff(s.warm ?? false)], { stdio: ['ignore', 'pipe', 'inherit'], env });
   let out = '';
   p.stdout.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => p.on('exit', (code) => (code === 0 ? resolve({ ...s, ...JSON.parse(out) }) : reject(new Error(`${JSON.stringify(s)}: exit ${code}`)))));
 }
 
 if (args.arena !== undefined) {
-  await child(args.arena === 'on', args.budget === 'on', args.pattern !== 'off');
+  await child(args.arena === 'on', args.budget === 'on', args.pattern !== 'off', args.warm === 'on');
 } else {
   console.log(`# model memory: ${SECONDS} s per setting, all at once; ${machineKind()}, node ${process.version}`);
   // First the setting model.ts and `npm start` use (the CPU arena, glibc's dynamic threshold); then
   // the lean one (no arena, a fixed mmap threshold, huge pages), it without huge pages, without the
   // fixed threshold either, and the current one without the budget.
-  const current: Setting = { arena: true, budget: true, pattern: false };
+  const current: Setting = { arena: true, budget: true, pattern: false, warm: true };
   const only = args.only?.split(',').map(Number);
   const lean: Setting = { arena: false, budget: true, pattern: false, mmapThreshold: 131072, hugePages: true };
-  const settings: Setting[] = [current, lean, { ...lean, hugePages: false }, { ...lean, mmapThreshold: undefined, hugePages: false }, { ...current, budget: false }];
+  const settings: Setting[] = [current, lean, { ...lean, hugePages: false }, { ...lean, mmapThreshold: undefined, hugePages: false }, { ...current, budget: false, warm: false }, { ...current, warm: false }];
   const results = await Promise.all(settings.filter((_, i) => only === undefined || only.includes(i)).map(run));
-  console.log(`\n| CPU arena | call budget (${DEFAULT_CALL_TOKENS} tokens, ${DEFAULT_CALL_ATTENTION} b·l²) | memory patterns | mmap threshold | model calls | tokens per CPU-s (ratio) | RssAnon at start | every tenth of the run (MB) | last / max |`);
-  console.log('|---|---|---|---|---:|---:|---:|---|---|');
+  console.log(`\n| CPU arena | call budget (${DEFAULT_CALL_TOKENS} tokens, ${DEFAULT_CALL_ATTENTION} b·l²) | memory patterns | mmap threshold | warm-up (CPU ms) | model calls | tokens per CPU-s (ratio) | RssAnon opened / start | every tenth of the run (MB) | last / max |`);
+  console.log('|---|---|---|---|---|---:|---:|---:|---|---|');
   const f = (x: number) => x.toFixed(0);
   for (const r of results) {
     const speed = `${f(r.tokensPerCpuSecond)} (${(r.tokensPerCpuSecond / results[0].tokensPerCpuSecond).toFixed(2)})`;
     console.log(
-      `| ${r.arena ? 'on' : 'off'} | ${r.budget ? 'on' : 'off'} | ${r.pattern ? 'on' : 'off'} | ${r.mmapThreshold ?? 'dynamic'}${r.hugePages ? ', huge pages' : ''} | ${r.calls} | ${speed} | ${f(r.start)} | ${r.samples.map(f).join(' ')} | ${f(r.samples.at(-1) ?? r.start)} / ${f(Math.max(r.start, ...r.samples))} |`,
+      `| ${r.arena ? 'on' : 'off'} | ${r.budget ? 'on' : 'off'} | ${r.pattern ? 'on' : 'off'} | ${r.mmapThreshold ?? 'dynamic'}${r.hugePages ? ', huge pages' : ''} | ${r.warm ? f(r.warmUpMs) : 'off'} | ${r.calls} | ${speed} | ${f(r.opened)} / ${f(r.start)} | ${r.samples.map(f).join(' ')} | ${f(r.samples.at(-1) ?? r.start)} / ${f(Math.max(r.start, ...r.samples))} |`,
     );
   }
 }
