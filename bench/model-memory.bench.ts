@@ -2,7 +2,8 @@
  * What onnxruntime keeps of a model's working memory, and what each setting costs in speed: one
  * process per setting (its CPU memory arena on or off; the per-call budget of model.ts on or off;
  * its memory patterns, a cached plan per input shape, on or off; glibc's mmap threshold left
- * dynamic, as `npm start` leaves it, or fixed at 128 KiB by MALLOC_MMAP_THRESHOLD_), all at once so
+ * dynamic, as `npm start` leaves it, or fixed at 128 KiB by MALLOC_MMAP_THRESHOLD_; the warm-up
+ * calls of model.ts's warmUpShapes first or not), all at once so
  * they meet the same machine, each calling the shipped model in a loop with batches of random
  * shapes (1-32 texts of 4-256 tokens, small ones likelier, as a server's mix of queries and
  * upload batches); with the budget, a batch runs as the calls callGroups makes of it. Each
@@ -95,9 +96,9 @@ if (args.arena !== undefined) {
   await child(args.arena === 'on', args.budget === 'on', args.pattern !== 'off', args.warm === 'on');
 } else {
   console.log(`# model memory: ${SECONDS} s per setting, all at once; ${machineKind()}, node ${process.version}`);
-  // First the setting model.ts and `npm start` use (the CPU arena, glibc's dynamic threshold); then
-  // the lean one (no arena, a fixed mmap threshold, huge pages), it without huge pages, without the
-  // fixed threshold either, and the current one without the budget.
+  // First the setting model.ts and `npm start` use (the CPU arena warmed up, glibc's dynamic
+  // threshold); then the lean one (no arena, a fixed mmap threshold, huge pages), it without huge
+  // pages, without the fixed threshold either, the current one without the budget, and without the warm-up.
   const current: Setting = { arena: true, budget: true, pattern: false, warm: true };
   const only = args.only?.split(',').map(Number);
   const lean: Setting = { arena: false, budget: true, pattern: false, mmapThreshold: 131072, hugePages: true };
