@@ -242,14 +242,18 @@ async function open(modelDir: string, info: ModelInfo, opts: LoadModelOptions): 
   };
   const budget = { tokens: opts.callTokens ?? DEFAULT_CALL_TOKENS, attention: opts.callAttention ?? DEFAULT_CALL_ATTENTION };
   const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release(), budget);
-  // The calls of warmUpShapes now: a graph whose hidden size is not config.json's fails the load,
-  // not a search, and the CPU arena reaches at load the size later calls would grow it to over hours.
+  // One call now: a graph whose hidden size is not config.json's fails the load, not a search.
   try {
-    await model.warmUp(warmUpShapes(budget, info.maxTokens, opts.callRows ?? DEFAULT_CALL_ROWS));
+    await model.embed(['']);
   } catch (e) {
     await model.dispose();
     throw new Error(`model "${name}": ${ONNX_FILE} does not give ${info.dimension}-dimensional token vectors as config.json says: ${(e as Error).message}`, { cause: e });
   }
+  // Then the largest calls, queued ahead of any caller's: the CPU arena reaches in the first second
+  // the size later calls would otherwise grow it to over hours. Not awaited: they take ~1 s of CPU,
+  // which would double the time to a healthy server. One that fails (memory) leaves the arena to
+  // grow as calls come, as without it; callers' calls are not affected.
+  model.warmUp(warmUpShapes(budget, info.maxTokens, opts.callRows ?? DEFAULT_CALL_ROWS)).catch(() => undefined);
   return model;
 }
 
@@ -380,14 +384,20 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     return meanPoolNormalize(hidden, batch, seq, this.dimension, tokens);
   }
 
-  /** One call per shape, of `rows` texts of `length` tokens each (specials included). */
-  async warmUp(shapes: readonly WarmUpShape[]): Promise<void> {
+  /** One call per shape, of `rows` texts of `length` tokens each (specials included), queued as embed()'s calls are. */
+  warmUp(shapes: readonly WarmUpShape[]): Promise<void> {
+    if (this.disposed) return Promise.reject(new Error(`model "${this.name}" is disposed`));
     const filler = this.tok.encode('the', { add_special_tokens: false })[0] ?? 0;
     const specials = this.prefix.length + this.suffix.length;
-    for (const { rows, length } of shapes) {
-      const body = new Array<number>(Math.max(0, length - specials)).fill(filler);
-      await this.call(new Array<number[]>(rows).fill(body), new Array<number>(rows).fill(body.length + specials));
-    }
+    const next = this.chain.then(async () => {
+      for (const { rows, length } of shapes) {
+        if (this.disposed) return;
+        const body = new Array<number>(Math.max(0, length - specials)).fill(filler);
+        await this.call(new Array<number[]>(rows).fill(body), new Array<number>(rows).fill(body.length + specials));
+      }
+    });
+    this.chain = next.catch(() => undefined);
+    return next;
   }
 
   async dispose(): Promise<void> {
