@@ -242,18 +242,16 @@ async function open(modelDir: string, info: ModelInfo, opts: LoadModelOptions): 
   };
   const budget = { tokens: opts.callTokens ?? DEFAULT_CALL_TOKENS, attention: opts.callAttention ?? DEFAULT_CALL_ATTENTION };
   const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release(), budget);
-  // One call now: a graph whose hidden size is not config.json's fails the load, not a search.
+  // The largest calls now (warmUpShapes): a graph whose hidden size is not config.json's fails the
+  // load, not a search, and the CPU arena reaches at load the size later calls would otherwise grow
+  // it to over hours. Awaited, though it takes ~1 s of CPU: a call still running when the process
+  // exits or the session is released aborts the process (onnxruntime-node's callback throws).
   try {
-    await model.embed(['']);
+    await model.warmUp(warmUpShapes(budget, info.maxTokens, opts.callRows ?? DEFAULT_CALL_ROWS));
   } catch (e) {
     await model.dispose();
     throw new Error(`model "${name}": ${ONNX_FILE} does not give ${info.dimension}-dimensional token vectors as config.json says: ${(e as Error).message}`, { cause: e });
   }
-  // Then the largest calls, queued ahead of any caller's: the CPU arena reaches in the first second
-  // the size later calls would otherwise grow it to over hours. Not awaited: they take ~1 s of CPU,
-  // which would double the time to a healthy server. One that fails (memory) leaves the arena to
-  // grow as calls come, as without it; callers' calls are not affected.
-  model.warmUp(warmUpShapes(budget, info.maxTokens, opts.callRows ?? DEFAULT_CALL_ROWS)).catch(() => undefined);
   return model;
 }
 
