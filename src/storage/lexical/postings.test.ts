@@ -17,6 +17,21 @@ function bruteForce(rows: Map<number, string[]>, terms: string[], seeds: number[
   return { stats, idfs, scored };
 }
 
+/**
+ * Random writes to ids 1..ids, to the rows and the index alike: a new text (share `rewrites`),
+ * an empty one (half the rest), or a delete.
+ */
+function churn(r: () => number, rows: Map<number, string[]>, index: PostingIndex, text: () => string[], o: { writes: number; ids: number; rewrites: number }): void {
+  for (let k = 0; k < o.writes; k++) {
+    const id = 1 + Math.floor(r() * o.ids);
+    const what = r();
+    const tokens = what < o.rewrites ? text() : what < (1 + o.rewrites) / 2 ? [] : null;
+    if (tokens === null) rows.delete(id);
+    else rows.set(id, tokens);
+    index.set(id, tokens);
+  }
+}
+
 describe('PostingIndex', () => {
   it('gives the top k rows and exact scores of a brute-force BM25, through rewrites and deletes', () => {
     const r = mulberry32(5);
@@ -48,14 +63,7 @@ describe('PostingIndex', () => {
         for (const g of got) assert.equal(g.score, scored.find((s) => s.rowId === g.rowId)!.score);
       }
       // Rewrites (same and other texts), rows losing their text, deletes, new rows.
-      for (let k = 0; k < 300; k++) {
-        const id = 1 + Math.floor(r() * 2100);
-        const what = r();
-        const tokens = what < 0.7 ? text() : what < 0.85 ? [] : null;
-        if (tokens === null) rows.delete(id);
-        else rows.set(id, tokens);
-        index.set(id, tokens);
-      }
+      churn(r, rows, index, text, { writes: 300, ids: 2100, rewrites: 0.7 });
       assert.equal(index.size, rows.size);
     }
     assert.ok(compared > 500, `compared ${compared}`);
@@ -111,14 +119,7 @@ describe('PostingIndex', () => {
         }
       }
       // A third of the rows rewritten, emptied or deleted, and new ones.
-      for (let k = 0; k < 8_000; k++) {
-        const id = 1 + Math.floor(r() * 25_000);
-        const what = r();
-        const tokens = what < 0.8 ? text() : what < 0.9 ? [] : null;
-        if (tokens === null) rows.delete(id);
-        else rows.set(id, tokens);
-        index.set(id, tokens);
-      }
+      churn(r, rows, index, text, { writes: 8_000, ids: 25_000, rewrites: 0.8 });
     }
     assert.ok(compared > 10_000, `compared ${compared}`);
     assert.ok(commonOnly >= 5, `queries of common words only: ${commonOnly}`);
