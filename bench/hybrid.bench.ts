@@ -11,7 +11,7 @@
  * semantic (initial_top_k 100), hybrid (the same vector plus the words, default fusion) and lexical,
  * each group run in turns so the machine's state weighs on all alike (plus hybrid with words past
  * the 1,000 commonest only: what common words cost FTS5), and hybrid's p50 as a ratio
- * of semantic's; the lexical index's size (SQLite's dbstat over the FTS5 tables), per million rows.
+ * of semantic's; the server's CPU per search at concurrency 16 by thread (/proc); the lexical index's size (SQLite's dbstat over the FTS5 tables), per million rows.
  * --baseline DIR: a checkout of the commit before the lexical index (node_modules linked), whose
  * server takes the same writes after this one's, for the write throughput "before".
  * --writes-only (with --baseline): only the write throughput, this checkout and the baseline in
@@ -30,7 +30,7 @@
  * runs on both in turn, and each server's figures and ratios are reported (the same run, the same
  * machine state).
  */
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -86,6 +86,39 @@ async function waitIndexed(server: RunningServer, table: string) {
     const t = list.body.keyspaces.find((k: { keyspace: string }) => k.keyspace === KS).tables.find((x: { table: string }) => x.table === table);
     if (t.pending_rows === undefined || t.pending_rows === 0) return;
     await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** CPU time so far of each thread of a process, in ms by thread id (/proc: utime + stime, ticks of 10 ms). */
+async function threadCpu(pid: number): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => '');
+    // The fields after the name: state is field 3, utime 14, stime 15.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (f.length > 12) out.set(Number(tid), (Number(f[11]) + Number(f[12])) * 10);
+  }
+  return out;
+}
+
+/** CPU per search of a server's threads over some runs: the main thread, its busiest other thread, the rest. */
+class CpuPerSearch {
+  main = 0;
+  byThread = new Map<number, number>();
+  searches = 0;
+  add(pid: number, before: Map<number, number>, after: Map<number, number>, searches: number): void {
+    this.searches += searches;
+    for (const [tid, ms] of after) {
+      const d = ms - (before.get(tid) ?? 0);
+      if (tid === pid) this.main += d;
+      else this.byThread.set(tid, (this.byThread.get(tid) ?? 0) + d);
+    }
+  }
+  toString(): string {
+    const others = [...this.byThread.values()].sort((a, b) => b - a);
+    const rest = others.slice(1).reduce((s, x) => s + x, 0);
+    const per = (ms: number) => (ms / this.searches).toFixed(2);
+    return `${per(this.main + (others[0] ?? 0) + rest)} ms CPU per search: main thread ${per(this.main)}, busiest other thread ${per(others[0] ?? 0)}, the rest ${per(rest)}`;
   }
 }
 
@@ -209,13 +242,16 @@ async function main() {
     }
     row('machine check before the searches', fmtCheck(machine.check()));
     const results: Record<string, { c1: Timed[]; c16: Timed[] }> = {};
-    for (const [who] of servers) for (const g of Object.keys(groups)) results[who + g] = { c1: [], c16: [] };
+    const cpu: Record<string, CpuPerSearch> = {};
+    for (const [who] of servers) for (const g of Object.keys(groups)) (results[who + g] = { c1: [], c16: [] }), (cpu[who + g] = new CpuPerSearch());
     // Three turns of each, alternating (groups, and servers within a group), and the median turn reported.
     for (let turn = 0; turn < 3; turn++) {
       for (const [name, bodies] of Object.entries(groups)) {
         for (const [who, s] of servers) {
           results[who + name].c1.push(await runQueries(s, bodies, 1));
+          const before = await threadCpu(s.child.pid!);
           results[who + name].c16.push(await runQueries(s, bodies, 16));
+          cpu[who + name].add(s.child.pid!, before, await threadCpu(s.child.pid!), bodies.length);
         }
       }
     }
@@ -224,6 +260,7 @@ async function main() {
       for (const name of Object.keys(groups)) {
         row(`${who}${name}, concurrency 1`, fmt(median(results[who + name].c1)));
         row(`${who}${name}, concurrency 16`, fmt(median(results[who + name].c16)));
+        row(`${who}${name}, concurrency 16, the server's CPU (three turns)`, String(cpu[who + name]));
       }
     }
     for (const [who] of servers) {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mulberry32 } from '../contract-random.case.ts';
 import { idf, scoreTokens } from './bm25.ts';
 import { PostingIndex } from './postings.ts';
+import { seedPhrases, weigh } from './prune.ts';
 
 /** Every row's BM25 over the terms from its tokens (bm25.ts), best first: what topK must agree with. */
 function bruteForce(rows: Map<number, string[]>, terms: string[], seeds: number[]) {
@@ -14,6 +15,21 @@ function bruteForce(rows: Map<number, string[]>, terms: string[], seeds: number[
     .map(([rowId, tokens]) => ({ rowId, score: scoreTokens(tokens, phrases, stats) }))
     .sort((a, b) => b.score - a.score || a.rowId - b.rowId);
   return { stats, idfs, scored };
+}
+
+/**
+ * Random writes to ids 1..ids, to the rows and the index alike: a new text (share `rewrites`),
+ * an empty one (half the rest), or a delete.
+ */
+function churn(r: () => number, rows: Map<number, string[]>, index: PostingIndex, text: () => string[], o: { writes: number; ids: number; rewrites: number }): void {
+  for (let k = 0; k < o.writes; k++) {
+    const id = 1 + Math.floor(r() * o.ids);
+    const what = r();
+    const tokens = what < o.rewrites ? text() : what < (1 + o.rewrites) / 2 ? [] : null;
+    if (tokens === null) rows.delete(id);
+    else rows.set(id, tokens);
+    index.set(id, tokens);
+  }
 }
 
 describe('PostingIndex', () => {
@@ -47,14 +63,7 @@ describe('PostingIndex', () => {
         for (const g of got) assert.equal(g.score, scored.find((s) => s.rowId === g.rowId)!.score);
       }
       // Rewrites (same and other texts), rows losing their text, deletes, new rows.
-      for (let k = 0; k < 300; k++) {
-        const id = 1 + Math.floor(r() * 2100);
-        const what = r();
-        const tokens = what < 0.7 ? text() : what < 0.85 ? [] : null;
-        if (tokens === null) rows.delete(id);
-        else rows.set(id, tokens);
-        index.set(id, tokens);
-      }
+      churn(r, rows, index, text, { writes: 300, ids: 2100, rewrites: 0.7 });
       assert.equal(index.size, rows.size);
     }
     assert.ok(compared > 500, `compared ${compared}`);
@@ -68,5 +77,51 @@ describe('PostingIndex', () => {
     index.set(8, ['echo', 'other']);
     const { stats, idfs, scored } = bruteForce(new Map([[7, [...long, 'other']], [8, ['echo', 'other']]]), ['echo'], [0]);
     assert.deepEqual(index.topK(['echo'], idfs, [0], stats, 2, 0).sort((a, b) => b.score - a.score), scored);
+  });
+  it('ranks a Zipf corpus of 24,000 rows as an exhaustive BM25 does, common-word queries included, through rewrites and deletes', () => {
+    // Zipf(1) over 5,000 words and rows of 5-40 of them: the commonest words are in most rows
+    // (brought by no row of their own, prune.ts), a few hundred in thousands, most in a handful.
+    const r = mulberry32(11);
+    const vocab = Array.from({ length: 5000 }, (_, i) => `w${i}`);
+    const harmonic = vocab.reduce((s, _, i) => s + 1 / (i + 1), 0);
+    const zipf = (): string => {
+      let u = r() * harmonic;
+      for (let i = 0; i < vocab.length; i++) if ((u -= 1 / (i + 1)) <= 0) return vocab[i];
+      return vocab[vocab.length - 1];
+    };
+    const text = () => Array.from({ length: 5 + Math.floor(r() * 36) }, zipf);
+    const rows = new Map<number, string[]>();
+    const index = new PostingIndex();
+    for (let id = 1; id <= 24_000; id++) rows.set(id, text()), index.set(id, rows.get(id)!);
+    let compared = 0;
+    let commonOnly = 0;
+    for (let round = 0; round < 2; round++) {
+      for (let q = 0; q < 40; q++) {
+        // Every fifth query of the commonest words only (every row holding one matches); some words twice.
+        const terms = Array.from({ length: 1 + (q % 5) }, () => (q % 5 === 4 ? vocab[Math.floor(r() * 4)] : zipf()));
+        if (q % 7 === 0) terms.push(terms[0]);
+        const dfs = terms.map((t) => index.documentFrequency(t));
+        const phrases = weigh(terms.map((t, i) => ({ phrase: [t], df: dfs[i] })), rows.size);
+        const seeds = seedPhrases(phrases, rows.size);
+        if (seeds.length === terms.length && phrases.every((p) => 2 * p.df >= rows.size)) commonOnly++;
+        const { stats, idfs, scored } = bruteForce(rows, terms, seeds);
+        assert.deepEqual(idfs, phrases.map((p) => p.idf));
+        const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * 2.2 : s), 0);
+        const limit = [1, 10, 100, 1000][q % 4];
+        const got = index.topK(terms, idfs, seeds, stats, limit, slack).sort((a, b) => b.score - a.score || a.rowId - b.rowId);
+        const want = scored.slice(0, limit);
+        assert.ok(got.length >= want.length, `${terms.join(' ')}: ${got.length} rows, ${want.length} expected`);
+        // The k-th's score, and every row above it, exactly; ties at the k-th may be any of the tied rows.
+        for (let i = 0; i < want.length; i++) {
+          assert.ok(Math.abs(got[i].score - want[i].score) <= 1e-12 * want[i].score, `round ${round}, ${terms.join(' ')} #${i}: ${got[i].score} against ${want[i].score}`);
+          if (want[i].score > want[want.length - 1].score) assert.equal(got[i].rowId, want[i].rowId);
+          compared++;
+        }
+      }
+      // A third of the rows rewritten, emptied or deleted, and new ones.
+      churn(r, rows, index, text, { writes: 8_000, ids: 25_000, rewrites: 0.8 });
+    }
+    assert.ok(compared > 10_000, `compared ${compared}`);
+    assert.ok(commonOnly >= 5, `queries of common words only: ${commonOnly}`);
   });
 });

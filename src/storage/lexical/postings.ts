@@ -25,7 +25,9 @@ interface Postings {
 }
 
 const TF_MAX = 127;
-const docAt = (p: Postings, j: number): number => Math.floor(p.e[j] / 128);
+/** Documents an index can number (dead ones too): doc * 128 + tf stays a small integer (31 bits), read with shifts. */
+export const MAX_DOCUMENTS = 2 ** 24;
+const docAt = (p: Postings, j: number): number => p.e[j] >> 7;
 
 export class PostingIndex {
   readonly #terms = new Map<string, Postings>();
@@ -35,8 +37,9 @@ export class PostingIndex {
   #docs = 0;
   #dead = 0;
   readonly #docOf = new Map<number, number>();
-  /** Scratch for a query: each document's score so far (0: not reached). */
+  /** Scratch for a query: each document's score so far (0: not reached), and the documents reached. */
   #acc = new Float64Array(0);
+  #reached = new Int32Array(0);
 
   /** Live documents (rows with text). */
   get size(): number {
@@ -57,6 +60,7 @@ export class PostingIndex {
       this.#docOf.delete(rowId);
     }
     if (tokens === null) return;
+    if (this.#docs === MAX_DOCUMENTS) throw new RangeError(`a posting index holds at most ${MAX_DOCUMENTS} documents`);
     const doc = this.#docs++;
     if (doc === this.#length.length) {
       this.#length = grow(this.#length, Int32Array);
@@ -107,10 +111,11 @@ export class PostingIndex {
    * arithmetic rearranged), so the rows near the k-th are scored again exactly.
    */
   topK(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number): { rowId: number; score: number }[] {
-    if (this.#acc.length < this.#docs) this.#acc = new Float64Array(this.#length.length);
+    if (this.#acc.length < this.#docs) (this.#acc = new Float64Array(this.#length.length)), (this.#reached = new Int32Array(this.#length.length));
     const acc = this.#acc;
+    const reached = this.#reached;
     const length = this.#length;
-    const reached: number[] = [];
+    let n = 0;
     const lists = seeds
       .map((i) => ({ p: this.#terms.get(terms[i]), idf: idfs[i] }))
       .filter((x): x is { p: Postings; idf: number } => x.p !== undefined)
@@ -120,43 +125,52 @@ export class PostingIndex {
     // What the lists not yet read can add to a row: idf (k1 + 1) each.
     let left = lists.reduce((sum, x) => sum + x.idf * (BM25_K1 + 1), 0);
     let open = true;
+    const top = new TopScores(limit);
+    // Integer arithmetic on the packed postings (doc << 7 | tf: small integers), every scratch a
+    // typed array: a query of common words only reads most of the table's postings.
     for (const { p, idf } of lists) {
       const w = idf * (BM25_K1 + 1);
+      const e = p.e;
       left -= w;
       if (open) {
-        for (let j = 0; j < p.e.length; j++) {
-          const d = docAt(p, j);
+        for (let j = 0; j < e.length; j++) {
+          const v = e[j];
+          const d = v >> 7;
           const len = length[d];
           if (len < 0) continue;
-          if (acc[d] === 0) reached.push(d);
-          const tf = this.#tf(p, j);
+          if (acc[d] === 0) reached[n++] = d;
+          let tf = v & 127;
+          if (tf === TF_MAX) tf = p.big!.get(d)!;
           acc[d] += (w * tf) / (tf + c1 + c2 * len);
         }
         // Closed when no row outside `reached` can reach the k-th with what the terms left give.
-        if (left > 0 && reached.length >= limit) open = kthOf(reached, acc, limit) * (1 - 1e-9) <= (left + slack) * (1 + 1e-9);
-      } else if (reached.length * Math.log2(p.e.length + 1) < p.e.length) {
-        for (const d of reached) {
-          const j = search(p.e, d);
+        if (left > 0 && n >= limit) open = top.kth(reached, n, acc) * (1 - 1e-9) <= (left + slack) * (1 + 1e-9);
+      } else if (n * Math.log2(e.length + 1) < e.length) {
+        for (let r = 0; r < n; r++) {
+          const d = reached[r];
+          const j = search(e, d);
           if (j < 0) continue;
           const tf = this.#tf(p, j);
           acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
         }
       } else {
-        for (let j = 0; j < p.e.length; j++) {
-          const d = docAt(p, j);
+        for (let j = 0; j < e.length; j++) {
+          const v = e[j];
+          const d = v >> 7;
           if (acc[d] === 0) continue;
-          const tf = this.#tf(p, j);
+          let tf = v & 127;
+          if (tf === TF_MAX) tf = p.big!.get(d)!;
           acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
         }
       }
     }
-    let found: number[];
+    const found: number[] = [];
     try {
       // Every row that could, with the other terms' shares (at most `slack`), reach the k-th.
-      const floor = reached.length < limit ? 0 : kthOf(reached, acc, limit) * (1 - 1e-9) - slack;
-      found = floor > 0 ? reached.filter((d) => acc[d] >= floor) : reached.slice();
+      const floor = n < limit ? 0 : top.kth(reached, n, acc) * (1 - 1e-9) - slack;
+      for (let r = 0; r < n; r++) if (floor <= 0 || acc[reached[r]] >= floor) found.push(reached[r]);
     } finally {
-      for (const d of reached) acc[d] = 0;
+      for (let r = 0; r < n; r++) acc[reached[r]] = 0;
     }
     return found.map((d) => ({ rowId: this.#rowOf[d], score: this.#exact(d, terms, idfs, stats) }));
   }
@@ -174,7 +188,7 @@ export class PostingIndex {
   }
 
   #tf(p: Postings, j: number): number {
-    const tf = p.e[j] % 128;
+    const tf = p.e[j] & 127;
     return tf === TF_MAX ? p.big!.get(docAt(p, j))! : tf;
   }
 }
@@ -192,7 +206,7 @@ function search(e: readonly number[], d: number): number {
   let hi = e.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    const v = Math.floor(e[mid] / 128);
+    const v = e[mid] >> 7;
     if (v < d) lo = mid + 1;
     else if (v > d) hi = mid - 1;
     else return mid;
@@ -200,32 +214,36 @@ function search(e: readonly number[], d: number): number {
   return -1;
 }
 
-/** The `limit`-th highest `acc` of the documents (there are at least `limit`). */
-const kthOf = (docs: readonly number[], acc: Float64Array, limit: number): number => best(docs, acc, limit).reduce((m, d) => Math.min(m, acc[d]), Infinity);
-
-/** The `limit` documents of highest `acc` (a min-heap over them), in no particular order. */
-function best(docs: readonly number[], acc: Float64Array, limit: number): number[] {
-  if (docs.length <= limit) return [...docs];
-  const heap: number[] = [];
-  const less = (a: number, b: number): boolean => acc[heap[a]] < acc[heap[b]];
-  const swap = (a: number, b: number): void => void ([heap[a], heap[b]] = [heap[b], heap[a]]);
-  for (const d of docs) {
-    if (heap.length < limit) {
-      heap.push(d);
-      for (let i = heap.length - 1; i > 0 && less(i, (i - 1) >> 1); i = (i - 1) >> 1) swap(i, (i - 1) >> 1);
-    } else if (acc[d] > acc[heap[0]]) {
-      heap[0] = d;
-      for (let i = 0; ; ) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < heap.length && less(l, m)) m = l;
-        if (r < heap.length && less(r, m)) m = r;
-        if (m === i) break;
-        swap(i, m);
-        i = m;
-      }
-    }
+/** The `limit` highest scores among some (a min-heap of typed numbers, allocated once per query). */
+class TopScores {
+  readonly #heap: Float64Array;
+  constructor(readonly limit: number) {
+    this.#heap = new Float64Array(limit);
   }
-  return heap;
+
+  /** The `limit`-th highest `acc` of the first `n` documents of `docs` (there are at least `limit`). */
+  kth(docs: Int32Array, n: number, acc: Float64Array): number {
+    const h = this.#heap;
+    const k = this.limit;
+    for (let i = 0; i < k; i++) h[i] = acc[docs[i]];
+    for (let i = (k >> 1) - 1; i >= 0; i--) siftDown(h, k, i);
+    for (let i = k; i < n; i++) {
+      const x = acc[docs[i]];
+      if (x > h[0]) (h[0] = x), siftDown(h, k, 0);
+    }
+    return h[0];
+  }
+}
+
+function siftDown(h: Float64Array, n: number, i: number): void {
+  const x = h[i];
+  for (;;) {
+    let m = 2 * i + 1;
+    if (m >= n) break;
+    if (m + 1 < n && h[m + 1] < h[m]) m++;
+    if (h[m] >= x) break;
+    h[i] = h[m];
+    i = m;
+  }
+  h[i] = x;
 }
