@@ -349,9 +349,18 @@ describe('export', () => {
     let duringExport: string[] = [];
     const server = await fakeServer(async (_req, n) => {
       if (n === 1) return { json: { vectors: [row('a'), row('b')], cursor: 'next' } };
-      // The first page is already on disk, in a file beside the target, and the old backup untouched.
-      const names = await readdir(path.dirname(target));
-      duringExport = await Promise.all(names.map(async (name) => `${name}=${await readFile(path.join(path.dirname(target), name), 'utf8')}`));
+      // The first page reaches a file beside the target while the export waits for this page, and
+      // the old backup stays untouched. The CLI may ask for this page before its write stream has
+      // flushed the first one, so the files are read until the page is there (2 s at most).
+      const read = async () => {
+        const names = await readdir(path.dirname(target));
+        return Promise.all(names.map(async (name) => `${name}=${await readFile(path.join(path.dirname(target), name), 'utf8')}`));
+      };
+      for (let waited = 0; ; waited += 20) {
+        duringExport = await read();
+        if (duringExport.some((s) => /"b"/.test(s)) || waited >= 2000) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
       return { json: { vectors: [row('c')], cursor: null } };
     });
     try {
