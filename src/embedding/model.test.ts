@@ -43,6 +43,15 @@ describe('all-MiniLM-L6-v2', () => {
     assert.equal(model.maxTokens, 256);
   });
 
+  test('makes the warm-up calls before its first call past a short query, not at load', async () => {
+    const pending = () => (model as unknown as { pendingWarmUp: readonly unknown[] }).pendingWarmUp.length;
+    assert.ok(pending() > 0, 'not warmed at load');
+    await model.embed(['a short query']);
+    assert.ok(pending() > 0, 'a short query does not warm');
+    await model.embed(new Array<string>(20).fill('a sentence of several words for a batch'));
+    assert.equal(pending(), 0, 'the first batch warms');
+  });
+
   test('matches the reference vectors (one batch) and token counts', async () => {
     assert.ok(items.length >= 40);
     const { vectors, tokens } = await model.embed(items.map((i) => i.text));

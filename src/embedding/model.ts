@@ -55,6 +55,8 @@ export interface LoadModelOptions {
  */
 export const DEFAULT_CALL_TOKENS = 4096;
 export const DEFAULT_CALL_ATTENTION = 4096 * 128;
+/** A call up to this many padded tokens (rows × longest) is a short query's and does not trigger the warm-up. */
+export const SHORT_CALL_TOKENS = 128;
 /** VSS_EMBED_MAX_BATCH's default. */
 export const DEFAULT_CALL_ROWS = 32;
 
@@ -242,12 +244,13 @@ async function open(modelDir: string, info: ModelInfo, opts: LoadModelOptions): 
   };
   const budget = { tokens: opts.callTokens ?? DEFAULT_CALL_TOKENS, attention: opts.callAttention ?? DEFAULT_CALL_ATTENTION };
   const model = new OnnxEmbeddingModel(info, tokenizer, forward, () => session.release(), budget);
-  // The largest calls now (warmUpShapes): a graph whose hidden size is not config.json's fails the
-  // load, not a search, and the CPU arena reaches at load the size later calls would otherwise grow
-  // it to over hours. Awaited, though it takes ~1 s of CPU: a call still running when the process
-  // exits or the session is released aborts the process (onnxruntime-node's callback throws).
+  // One call now: a graph whose hidden size is not config.json's fails the load, not a search. The
+  // largest calls (warmUpShapes) come before the first call past a short query's size, so the CPU
+  // arena reaches then the size later calls would otherwise grow it to over hours, and a server
+  // that only answers short queries never pays for them (~1 s of CPU, ~95 MB).
+  model.pendingWarmUp = warmUpShapes(budget, info.maxTokens, opts.callRows ?? DEFAULT_CALL_ROWS);
   try {
-    await model.warmUp(warmUpShapes(budget, info.maxTokens, opts.callRows ?? DEFAULT_CALL_ROWS));
+    await model.embed(['']);
   } catch (e) {
     await model.dispose();
     throw new Error(`model "${name}": ${ONNX_FILE} does not give ${info.dimension}-dimensional token vectors as config.json says: ${(e as Error).message}`, { cause: e });
@@ -281,6 +284,8 @@ class OnnxEmbeddingModel implements EmbeddingModel {
   private disposed = false;
   /** Model calls run one at a time (ONNX Runtime's node binding runs on the JS thread anyway), so the input buffers can be reused. */
   private chain: Promise<unknown> = Promise.resolve();
+  /** Run, once, before the first call of more than SHORT_CALL_TOKENS padded tokens. */
+  pendingWarmUp: readonly WarmUpShape[] = [];
   private ids = new BigInt64Array(0);
   private mask = new BigInt64Array(0);
   private types = new BigInt64Array(0);
@@ -338,6 +343,11 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     // Tokenise without truncation, cut the word pieces, then add [CLS] ... [SEP] ourselves.
     const bodies = texts.map((t) => this.bodyIds(t));
     const tokens = bodies.map((b) => b.length + prefix.length + suffix.length);
+    if (this.pendingWarmUp.length > 0 && texts.length * Math.max(...tokens) > SHORT_CALL_TOKENS) {
+      const shapes = this.pendingWarmUp;
+      this.pendingWarmUp = [];
+      await this.warmCalls(shapes);
+    }
     const groups = callGroups(tokens, this.budget);
     if (groups.length === 1) return { vectors: await this.call(bodies, tokens), tokens };
     const vectors = new Array<Float32Array>(texts.length);
@@ -382,20 +392,15 @@ class OnnxEmbeddingModel implements EmbeddingModel {
     return meanPoolNormalize(hidden, batch, seq, this.dimension, tokens);
   }
 
-  /** One call per shape, of `rows` texts of `length` tokens each (specials included), queued as embed()'s calls are. */
-  warmUp(shapes: readonly WarmUpShape[]): Promise<void> {
-    if (this.disposed) return Promise.reject(new Error(`model "${this.name}" is disposed`));
+  /** One call per shape, of `rows` texts of `length` tokens each (specials included). */
+  private async warmCalls(shapes: readonly WarmUpShape[]): Promise<void> {
     const filler = this.tok.encode('the', { add_special_tokens: false })[0] ?? 0;
     const specials = this.prefix.length + this.suffix.length;
-    const next = this.chain.then(async () => {
-      for (const { rows, length } of shapes) {
-        if (this.disposed) return;
-        const body = new Array<number>(Math.max(0, length - specials)).fill(filler);
-        await this.call(new Array<number[]>(rows).fill(body), new Array<number>(rows).fill(body.length + specials));
-      }
-    });
-    this.chain = next.catch(() => undefined);
-    return next;
+    for (const { rows, length } of shapes) {
+      if (this.disposed) return;
+      const body = new Array<number>(Math.max(0, length - specials)).fill(filler);
+      await this.call(new Array<number[]>(rows).fill(body), new Array<number>(rows).fill(body.length + specials));
+    }
   }
 
   async dispose(): Promise<void> {
