@@ -20,7 +20,7 @@ import type { Ctx } from './context.ts';
 import { fromEngine, searchWithPlan } from './search.ts';
 import { Session } from './session.ts';
 import { dropPrefixed as dropTestKeyspaces, recordStatements, seamAfterScan, storedContentIds } from './test-support.ts';
-import { deleteByFilter, deleteVectors } from './vectors.ts';
+import { countVectors, deleteByFilter, deleteVectors, upsertVectors } from './vectors.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
 const CONTACT_POINTS = (process.env.VSS_TEST_CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean);
@@ -731,6 +731,54 @@ if (!ENABLED) {
         assert.equal((await searchWithPlan(ctx, 'plan', 't', ranged)).plan, 'scan');
         assert.equal(fromEngine('euclidean', 1 / (1 + 4)), 2);
         assert.equal(fromEngine('cosine', 0.75), 0.5);
+      } finally {
+        await session.shutdown();
+        await cleanup();
+      }
+    });
+
+    it('searches a table whose counter failed (uncounted) as a counted one: the narrow query, a key scan stopping past initial_top_k, exact when that covers the table', async () => {
+      const { storage, prefix, cleanup } = await openFresh({ exactScanMaxRows: 0 });
+      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
+      await session.connect();
+      try {
+        await storage.createKeyspace({ name: 'unc', owner: null });
+        await storage.createTable({ keyspace: 'unc', name: 't', dimension: 4, metric: 'cosine', model: null });
+        const rows = clustered(40, 4, 4, 5);
+        await storage.upsertVectors('unc', 't', rows);
+        // As a timed-out counter update leaves it (counts.ts stopCounting), seen by a process that
+        // reads the catalog afresh (ctx: the one that made the table remembers it counted).
+        const ctx: Ctx = { session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows: 0, keyspacePrefix: prefix };
+        await session.execute('write', `UPDATE "${prefix}vss_system"."tables" SET counted = false WHERE keyspace_name = 'unc' AND table_name = 't'`);
+        const q = rows[3].vector;
+        /** The ANN LIMITs and key-scan LIMITs one search sends, and its keys. */
+        const sent = async (candidates: number) => {
+          const r = recordStatements();
+          try {
+            const got = await searchWithPlan(ctx, 'unc', 't', { vector: q, metric: 'cosine', candidates, limit: 3 });
+            const anns = r.statements.flatMap((cql, i) => (/ANN OF \? LIMIT \?$/.test(cql) ? [r.params[i].at(-1)] : []));
+            const scans = r.statements.flatMap((cql) => /^SELECT "key" FROM \S+ LIMIT (\d+)$/.exec(cql)?.slice(1).map(Number) ?? []);
+            return { anns, scans, keys: got.matches.map((m) => m.key), plan: got.plan };
+          } finally {
+            r.stop();
+          }
+        };
+        // initial_top_k 20 < 40 rows: the engine's own LIMIT 3, the keys counted only to 21.
+        const narrow = await sent(20);
+        const counted = performance.now();
+        assert.deepEqual([narrow.plan, narrow.anns, narrow.scans], ['ann', [3], [21]]);
+        // Within the second (memos.ts TABLE_FACTS_MS) the count is remembered: no scan.
+        const again = await sent(20);
+        if (performance.now() - counted < 900) assert.deepEqual(again.scans, []);
+        // initial_top_k 100 covers the table: counted again (to 101, the 21 did not go far enough), asked whole, exact.
+        const whole = await sent(100);
+        assert.deepEqual([whole.anns, whole.scans, whole.keys], [[3, 40], [101], brute(rows, q, 'cosine', 3)]);
+        // This process's write drops the remembered count at once.
+        const more = clustered(45, 4, 4, 6).slice(40);
+        await upsertVectors(ctx, 'unc', 't', more);
+        const after = await sent(100);
+        assert.deepEqual([after.anns, after.scans, after.keys], [[3, 45], [101], brute([...rows, ...more], q, 'cosine', 3)]);
+        assert.equal(await countVectors(ctx, 'unc', 't'), 45, 'counted by a scan');
       } finally {
         await session.shutdown();
         await cleanup();

@@ -53,7 +53,11 @@ export class RowCountChange {
 
   /** Adds the change to the counters (one counter batch for the buckets); on failure marks the table uncounted and rethrows. */
   async apply(ctx: Ctx, t: StoredTable): Promise<void> {
-    if (!t.counted) return;
+    if (!t.counted) {
+      // Its rows are counted by scans (recentRowCount): the one this process remembers is now stale.
+      memosOf(ctx).rowScans.forget(tableId(t.keyspace, t.name));
+      return;
+    }
     const buckets = bucketUpdates(ctx, t.keyspace, t.name, this.#buckets);
     if (this.#lasting === 0 && buckets.length === 0) return;
     const errCtx = { keyspace: t.keyspace, table: t.name, action: 'counting rows' };
@@ -78,13 +82,22 @@ export class RowCountChange {
 }
 
 /**
- * The row count a search plans by: the counter as read within the last TABLE_FACTS_MS (memos.ts),
- * so most searches send only their ANN query. This process's writes drop it at once; another
- * process's are seen within that second.
+ * The row count a search plans by, exact up to `upTo` (a larger count answers `upTo`).
+ * A counted table: its counter as read within the last TABLE_FACTS_MS (memos.ts), so most searches
+ * send only their ANN query. An uncounted one (a counter write failed, see apply): a key scan that
+ * stops at `upTo`, remembered as long, so a search costs what it does on a counted table. This
+ * process's writes drop either at once; another process's are seen within that second.
  */
-export async function recentRowCount(ctx: Ctx, t: StoredTable): Promise<number> {
-  const n = await memosOf(ctx).rowCounts.get(tableId(t.keyspace, t.name), () => rowCount(ctx, t), () => t.counted);
-  return n!; // rowCount always answers a number
+export async function recentRowCount(ctx: Ctx, t: StoredTable, upTo: number): Promise<number> {
+  const id = tableId(t.keyspace, t.name);
+  if (t.counted) return Math.min(upTo, (await memosOf(ctx).rowCounts.get(id, () => rowCount(ctx, t)))!);
+  const scan = await memosOf(ctx).rowScans.get(
+    id,
+    async () => ({ n: await scanCount(ctx, t.keyspace, t.name, upTo), upTo }),
+    undefined,
+    (s) => s.n < s.upTo || s.upTo >= upTo, // an exact count, or one that went far enough
+  );
+  return Math.min(upTo, scan!.n);
 }
 
 const marked = new WeakMap<Ctx, Set<string>>();

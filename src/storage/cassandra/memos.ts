@@ -25,10 +25,13 @@ export class Memo<V extends {}> {
     this.cache = ttlMs > 0 ? new LRUCache<string, V>({ max: MAX_ENTRIES, ttl: ttlMs }) : null;
   }
 
-  /** The remembered answer for `key`, else `read()`'s, remembered when `keep` accepts it (misses never are). */
-  async get(key: string, read: () => Promise<V | null>, keep: (v: V) => boolean = () => true): Promise<V | null> {
+  /**
+   * The remembered answer for `key` (when `usable` accepts it), else `read()`'s, remembered when
+   * `keep` accepts it (misses never are).
+   */
+  async get(key: string, read: () => Promise<V | null>, keep: (v: V) => boolean = () => true, usable: (v: V) => boolean = () => true): Promise<V | null> {
     const known = this.cache?.get(key);
-    if (known !== undefined) return this.copy(known);
+    if (known !== undefined && usable(known)) return this.copy(known);
     const generation = this.generation;
     const v = await read();
     if (v !== null && generation === this.generation && keep(v)) this.cache?.set(key, this.copy(v));
@@ -49,7 +52,8 @@ export class Memo<V extends {}> {
     }
   }
 
-  private forget(key: string): void {
+  /** Drops `key`'s answer, and keeps a read that overlapped this call from storing what it read. */
+  forget(key: string): void {
     this.generation++;
     this.cache?.delete(key);
   }
@@ -64,6 +68,8 @@ export interface Memos {
   readonly defaultTtls: Memo<number>;
   /** A counted table's row counter as last read, by tableId. */
   readonly rowCounts: Memo<number>;
+  /** An uncounted table's rows as last counted by a key scan stopping at `upTo`, by tableId. */
+  readonly rowScans: Memo<{ n: number; upTo: number }>;
 }
 
 const memos = new WeakMap<Ctx, Memos>();
@@ -78,6 +84,7 @@ export function memosOf(ctx: Ctx): Memos {
       users: new Memo<User>(keyMs, (u) => ({ ...u, connections: u.connections.map((c) => ({ ...c })) })),
       defaultTtls: new Memo<number>(TABLE_FACTS_MS),
       rowCounts: new Memo<number>(TABLE_FACTS_MS),
+      rowScans: new Memo<{ n: number; upTo: number }>(TABLE_FACTS_MS, (s) => ({ ...s })),
     };
     memos.set(ctx, m);
   }

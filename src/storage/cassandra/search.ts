@@ -14,13 +14,13 @@
  *
  * n and exactness: stage 1 asks for n = min(candidates, max(limit, ef)): the engine's own query
  * for `limit` rows unless the caller widens it with `ef` (see annWidth). Beside that query it reads the
- * table's row counter (counts.ts recentRowCount: one partition read, remembered for a second), which says whether `candidates` covers the
- * table; when it does and the narrow query came back full, the answer must be exact and stage 1
+ * table's row count (counts.ts recentRowCount: the counter's partition, or on a table whose counter
+ * failed a key scan stopping past `candidates`; remembered for a second), which says whether
+ * `candidates` covers the table; when it does and the narrow query came back full, the answer must be exact and stage 1
  * asks again: up to 1,000 rows (Cassandra's cap on an ANN LIMIT) by an ANN LIMIT covering the
  * table (the index search is then exhaustive); from there to `exactScanMaxRows` rows by a scan
  * scored by the engine (key and score per row, no vectors: O(rows) on the server); above that the
- * ANN answer (LIMIT 1,000) is approximate. Tables made before the counter (not counted) take
- * n = min(1000, candidates) without a count.
+ * ANN answer (LIMIT 1,000) is approximate.
  *
  * Filters run in the engine (filter-terms.ts): one ANN query per conjunction (at most 16, concurrently), merged.
  * A filter the index cannot serve (comparisons, negations), or any filter on a table whose terms are
@@ -124,19 +124,15 @@ export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, 
   const inline = cosine && !keysOnly;
   const annAll = (n: number) => Promise.all(plan.branches.map((terms) => ann(ctx, t, q, n, terms, inline)));
   const small = annWidth(limit, candidates, q.ef);
+  // The row count says whether `candidates` covers the table; read beside the narrow ANN query,
+  // which is the answer unless it does (and that query may not have covered the table).
+  const enough = Math.min(candidates, Math.max(ANN_MAX_LIMIT, ctx.exactScanMaxRows)) + 1;
+  const [rows, narrow] = await Promise.all([recentRowCount(ctx, t, enough), annAll(small)]);
+  const complete = narrow.every((f) => f.length < small);
   let found: Candidate[][];
-  if (t.counted) {
-    // The counter says whether `candidates` covers the table; read beside the narrow ANN query,
-    // which is the answer unless it does (and that query may not have covered the table).
-    const [rows, narrow] = await Promise.all([recentRowCount(ctx, t), annAll(small)]);
-    const complete = narrow.every((f) => f.length < small);
-    if (candidates < rows || complete) found = narrow;
-    else if (rows > ANN_MAX_LIMIT && rows <= ctx.exactScanMaxRows) return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
-    else found = await annAll(Math.min(ANN_MAX_LIMIT, Math.max(small, rows)));
-  } else {
-    // Not counted (made before the counter): ask for as many as `candidates`, up to the cap.
-    found = await annAll(Math.min(ANN_MAX_LIMIT, candidates));
-  }
+  if (candidates < rows || complete) found = narrow;
+  else if (rows > ANN_MAX_LIMIT && rows <= ctx.exactScanMaxRows) return { plan: 'scan', matches: await finish(ctx, t, q, await scoredScan(ctx, t, q, limit, match)) };
+  else found = await annAll(Math.min(ANN_MAX_LIMIT, Math.max(small, rows)));
   const top = new TopK<Candidate>(limit, byScoreThenKey(q.metric));
   const seen = new Set<string>();
   for (const rows of found) {
