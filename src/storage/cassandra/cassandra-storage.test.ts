@@ -21,6 +21,8 @@ import { fromEngine, searchWithPlan } from './search.ts';
 import { Session } from './session.ts';
 import { dropPrefixed as dropTestKeyspaces, recordStatements, seamAfterScan, storedContentIds } from './test-support.ts';
 import { countVectors, deleteByFilter, deleteVectors, upsertVectors } from './vectors.ts';
+import { repairRowCount } from './counts-repair.ts';
+import { stopCounting, type StoredTable } from './counts.ts';
 
 const ENABLED = process.env.VSS_TEST_CASSANDRA === '1';
 const CONTACT_POINTS = (process.env.VSS_TEST_CASSANDRA_CONTACT_POINTS ?? '127.0.0.1').split(',').map((s) => s.trim()).filter(Boolean);
@@ -779,6 +781,53 @@ if (!ENABLED) {
         const after = await sent(100);
         assert.deepEqual([after.anns, after.scans, after.keys], [[3, 45], [101], brute([...rows, ...more], q, 'cosine', 3)]);
         assert.equal(await countVectors(ctx, 'unc', 't'), 45, 'counted by a scan');
+      } finally {
+        await session.shutdown();
+        await cleanup();
+      }
+    });
+
+    it('repairs the counter of a table marked uncounted when no write lands during the repair; a write or a failure meanwhile leaves it uncounted', async () => {
+      const { storage, prefix, cleanup } = await openFresh();
+      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
+      await session.connect();
+      try {
+        const ctx: Ctx = { session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows: 0, keyspacePrefix: prefix };
+        const sys = `"${prefix}vss_system"`;
+        await storage.createKeyspace({ name: 'rep', owner: null });
+        await storage.createTable({ keyspace: 'rep', name: 't', dimension: 4, metric: 'cosine', model: null });
+        const rows = clustered(40, 4, 4, 7);
+        await storage.upsertVectors('rep', 't', rows.slice(0, 30));
+        // As a timed-out counter update that did land leaves it: 5 too many, and the table uncounted.
+        await session.execute('counter', `UPDATE ${sys}.row_counts SET "rows" = "rows" + 5, changes = changes + 1 WHERE keyspace_name = 'rep' AND table_name = 't'`);
+        const t = { keyspace: 'rep', name: 't' } as StoredTable;
+        await stopCounting(ctx, t);
+        const flags = async () => {
+          const r = (await session.execute('read', `SELECT counted, count_correction FROM ${sys}.tables WHERE keyspace_name = 'rep' AND table_name = 't'`)).first();
+          return [r.counted, r.count_correction === null ? null : Number(String(r.count_correction))];
+        };
+        const seam = seamAfterScan(session, 'SELECT "key" FROM');
+        // A write between the scan and the second read of the counter: the repair gives up.
+        seam.between = () => upsertVectors(ctx, 'rep', 't', rows.slice(30, 31));
+        assert.equal(await repairRowCount(ctx, 'rep', 't', 50), 'busy');
+        assert.deepEqual(await flags(), [false, null]);
+        // A failure marked meanwhile (a later timestamp) wins over the repair's flag.
+        seam.between = () => stopCounting(ctx, t);
+        assert.equal(await repairRowCount(ctx, 'rep', 't', 50), 'repaired');
+        assert.equal((await flags())[0], false);
+        // Quiet: the counter is 36 for 31 rows; the correction makes it right, and later writes add to it.
+        assert.equal(await repairRowCount(ctx, 'rep', 't', 50), 'repaired');
+        assert.deepEqual(await flags(), [true, -5]);
+        await upsertVectors(ctx, 'rep', 't', rows.slice(31, 40));
+        await deleteVectors(ctx, 'rep', 't', ['r0', 'r1']);
+        const fresh: Ctx = { ...ctx };
+        const r = recordStatements();
+        try {
+          assert.equal(await countVectors(fresh, 'rep', 't'), 38);
+        } finally {
+          r.stop();
+        }
+        assert.ok(!r.statements.some((cql) => cql.startsWith('SELECT "key" FROM')), 'counted by the counter, no scan');
       } finally {
         await session.shutdown();
         await cleanup();

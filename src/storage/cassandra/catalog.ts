@@ -48,12 +48,18 @@ const tableFromRow = (r: Row): TableInfo => ({
   createdAt: iso(r.created_at),
 });
 
-const storedFromRow = (r: Row): StoredTable => ({ ...tableFromRow(r), counted: r.counted === true, filterTerms: r.filter_terms === true, expiryCounts: r.expiry_counts === true });
+const storedFromRow = (r: Row): StoredTable => ({
+  ...tableFromRow(r),
+  counted: r.counted === true,
+  countCorrection: r.count_correction === null || r.count_correction === undefined ? 0 : Number(String(r.count_correction)),
+  filterTerms: r.filter_terms === true,
+  expiryCounts: r.expiry_counts === true,
+});
 
 /** The contract's view of a table (the backend's own state left out). */
-const publicTable = ({ counted: _c, filterTerms: _f, expiryCounts: _e, ...t }: StoredTable): TableInfo => t;
+const publicTable = ({ counted: _c, countCorrection: _k, filterTerms: _f, expiryCounts: _e, ...t }: StoredTable): TableInfo => t;
 
-const TABLE_COLS = 'keyspace_name, table_name, dimension, metric, model, created_at, lexical_tokenizer, filter_terms, counted, expiry_counts';
+const TABLE_COLS = 'keyspace_name, table_name, dimension, metric, model, created_at, lexical_tokenizer, filter_terms, counted, count_correction, expiry_counts';
 
 /** The lexical settings a new table asks for (default porter); validation_failed names a bad tokenizer. */
 function lexicalSettings(lexical: LexicalSettings | undefined): LexicalSettings {
@@ -232,7 +238,7 @@ export async function createTable(
       .catch(() => undefined);
     throw e;
   }
-  remember(knownOf(ctx).tables, `${t.keyspace}.${t.name}`, { ...info, counted: true, filterTerms: true, expiryCounts: true });
+  remember(knownOf(ctx).tables, `${t.keyspace}.${t.name}`, { ...info, counted: true, countCorrection: 0, filterTerms: true, expiryCounts: true });
   return info;
 }
 

@@ -10,19 +10,23 @@
  * there and adds nothing; writes of different keys, from any number of processes, add up. Counter
  * updates cannot be retried safely (a retry may count twice), so when one fails the table is marked
  * uncounted (`counted = false` in the catalog, an idempotent write) and is counted by a key scan
- * from then on, as tables made before this counter are (and, once they hold expiring rows, tables
- * made before the expiry buckets). What a counter cannot see: two calls creating (or deleting) the
+ * until a repair sets it right (counts-repair.ts), as tables made before this counter are for good
+ * (and, once they hold expiring rows, tables made before the expiry buckets). What a counter cannot see: two calls creating (or deleting) the
  * same key at the same moment both count it. See docs/CASSANDRA.md.
  */
 import type { TableInfo } from '../api.ts';
 import { type Ctx, dataTable, sysTable } from './context.ts';
 import { bucketUpdates, expiringRows, sweepPastBuckets } from './expiry-counts.ts';
 import { memosOf, tableId } from './memos.ts';
+import { scheduleRepair } from './counts-repair.ts';
+import { scanCount } from './key-scan.ts';
 
 /** A table as this backend keeps it: the catalog's info and the state of its derived columns. */
 export interface StoredTable extends TableInfo {
-  /** row_counts has counted it since its creation. */
+  /** row_counts (plus countCorrection) counts it: since its creation, or since a repair (counts-repair.ts). */
   readonly counted: boolean;
+  /** What a repair found row_counts' "rows" off by, added to it by a count. */
+  readonly countCorrection: number;
   /** Its "terms" column is complete (filter-terms.ts): filters can use the index. */
   readonly filterTerms: boolean;
   /** It has the "expiry_bucket" column and index: its expiring rows are counted by bucket (expiry-counts.ts). */
@@ -53,11 +57,11 @@ export class RowCountChange {
 
   /** Adds the change to the counters (one counter batch for the buckets); on failure marks the table uncounted and rethrows. */
   async apply(ctx: Ctx, t: StoredTable): Promise<void> {
-    if (!t.counted) {
-      // Its rows are counted by scans (recentRowCount): the one this process remembers is now stale.
-      memosOf(ctx).rowScans.forget(tableId(t.keyspace, t.name));
-      return;
-    }
+    // Its rows are counted by scans (recentRowCount) until a repair: the one remembered here is stale.
+    if (!t.counted) memosOf(ctx).rowScans.forget(tableId(t.keyspace, t.name));
+    // An uncounted table is still counted, for the repair to take over from; one made before the
+    // expiry buckets is never repaired (counts-repair.ts), so its counter is left alone.
+    if (!t.counted && !t.expiryCounts) return;
     const buckets = bucketUpdates(ctx, t.keyspace, t.name, this.#buckets);
     if (this.#lasting === 0 && buckets.length === 0) return;
     const errCtx = { keyspace: t.keyspace, table: t.name, action: 'counting rows' };
@@ -66,7 +70,7 @@ export class RowCountChange {
         await Promise.all([
           this.#lasting === 0
             ? undefined
-            : ctx.session.execute('counter', `UPDATE ${sysTable(ctx, 'row_counts')} SET "rows" = "rows" + ? WHERE keyspace_name = ? AND table_name = ?`, [this.#lasting, t.keyspace, t.name], {
+            : ctx.session.execute('counter', `UPDATE ${sysTable(ctx, 'row_counts')} SET "rows" = "rows" + ?, changes = changes + 1 WHERE keyspace_name = ? AND table_name = ?`, [this.#lasting, t.keyspace, t.name], {
                 ctx: errCtx,
               }),
           ctx.session.counterBatch(buckets, errCtx),
@@ -97,6 +101,7 @@ export async function recentRowCount(ctx: Ctx, t: StoredTable, upTo: number): Pr
     undefined,
     (s) => s.n < s.upTo || s.upTo >= upTo, // an exact count, or one that went far enough
   );
+  scheduleRepair(ctx, t);
   return Math.min(upTo, scan!.n);
 }
 
@@ -134,22 +139,10 @@ export async function rowCount(ctx: Ctx, t: StoredTable, upTo = Infinity): Promi
     const rs = await ctx.session.execute('read', `SELECT "rows", expiring FROM ${sysTable(ctx, 'row_counts')} WHERE keyspace_name = ? AND table_name = ?`, [t.keyspace, t.name], {
       ctx: { keyspace: t.keyspace, table: t.name, action: 'counting rows' },
     });
-    const n = rs.rowLength > 0 ? Number(String(rs.first().rows ?? 0)) : 0;
+    const n = (rs.rowLength > 0 ? Number(String(rs.first().rows ?? 0)) : 0) + t.countCorrection;
     const hasExpiring = rs.rowLength > 0 && Number(String(rs.first().expiring ?? 0)) > 0;
     return Math.max(0, n + (t.expiryCounts && hasExpiring ? await expiringRows(ctx, t.keyspace, t.name) : 0));
   }
+  scheduleRepair(ctx, t);
   return scanCount(ctx, t.keyspace, t.name, upTo);
-}
-
-/** Rows of a table, counted by a paged scan of its keys: O(rows). */
-export async function scanCount(ctx: Ctx, keyspace: string, table: string, upTo = Infinity): Promise<number> {
-  let n = 0;
-  const limit = Number.isFinite(upTo) ? ` LIMIT ${Math.floor(upTo)}` : '';
-  for await (const page of ctx.session.pages(`SELECT "key" FROM ${dataTable(ctx, keyspace, table)}${limit}`, [], {
-    fetchSize: 5000,
-    ctx: { keyspace, table, action: 'counting rows' },
-  })) {
-    n += page.length;
-  }
-  return n;
 }

@@ -50,8 +50,11 @@ const TABLES: Record<string, TableDef> = {
       ['lexical_tokenizer', 'text'],
       // true once the table's "terms" column holds every row's metadata terms (filter-terms.ts).
       ['filter_terms', 'boolean'],
-      // true when row_counts has counted the table since it was created (counts.ts).
+      // true when row_counts (plus count_correction) counts the table: since its creation, or since
+      // a repair after a failed counter update (counts-repair.ts).
       ['counted', 'boolean'],
+      // Added to row_counts' "rows" by a count: what a repair found the counter off by (null: 0).
+      ['count_correction', 'bigint'],
       // true when the data table has "expiry_bucket" and its index: expiring rows are counted by bucket (expiry-counts.ts).
       ['expiry_counts', 'boolean'],
     ],
@@ -129,8 +132,9 @@ const TABLES: Record<string, TableDef> = {
     primaryKey: '((keyspace_name, table_name, key))',
   },
   row_counts: {
-    // expiring: above 0 once the table has had rows that expire (counted in row_counts_expiring).
-    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['rows', 'counter'], ['expiring', 'counter']],
+    // expiring: above 0 once the table has had rows that expire (counted in row_counts_expiring);
+    // changes: one more at every update of "rows", so a repair can tell that none landed (counts-repair.ts).
+    columns: [['keyspace_name', 'text'], ['table_name', 'text'], ['rows', 'counter'], ['expiring', 'counter'], ['changes', 'counter']],
     primaryKey: '((keyspace_name, table_name))',
   },
   // Expiring rows by the end of their expiry minute, day and 30-day period (expiry-counts.ts).

@@ -100,7 +100,7 @@ export async function writeRows(ctx: Ctx, t: StoredTable, rows: VectorRow[]): Pr
   }
   const expiring = new Set<string>();
   const buckets = new Map<string, number>();
-  const anyExpiring = t.counted && t.expiryCounts && rows.some((r) => r.expiresAt !== null && r.expiresAt !== undefined);
+  const anyExpiring = t.expiryCounts && rows.some((r) => r.expiresAt !== null && r.expiresAt !== undefined);
   const [before] = await Promise.all([currentTexts(ctx, t, rows.map((r) => r.key), expiring, buckets), anyExpiring ? markExpiring(ctx, t) : undefined]);
   const stats = await StatsChange.of(ctx, t, expiring);
   const counts = new RowCountChange();
