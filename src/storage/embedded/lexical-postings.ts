@@ -13,11 +13,12 @@
  * answer's `applied` sequence number says so, and is checked).
  */
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { Worker } from 'node:worker_threads';
 import type { LexicalTokenizer } from '../api.ts';
 import type { Bm25Stats } from '../lexical/bm25.ts';
 import { startWorker } from '../../platform/worker-url.ts';
-import type { FromPostings, PostingRow, PostingsData, ToPostings } from './lexical-postings.worker.ts';
+import type { FromPostings, PostingColumns, PostingRow, PostingsData, ToPostings } from './lexical-postings.worker.ts';
 import type { Db, Sqlite } from './sql.ts';
 
 /** A message before #send numbers it (Omit of each member of the union). */
@@ -33,8 +34,13 @@ interface Lists {
   scheduled: boolean;
 }
 
-/** Searches the lists answered, in this process (tests check which path answered). */
-export const postingSearches = { answered: 0 };
+/** One search's times (ms since the epoch): sent, begun and ended on the thread, its answer handled here. */
+export type PostingsTimeline = { sent: number; began: number; ended: number; handled: number };
+
+/** Searches the lists answered, in this process (tests check which path answered), and the last one's timeline (bench/hybrid-profile.ts). */
+export const postingSearches: { answered: number; last: PostingsTimeline | null } = { answered: 0, last: null };
+
+const clock = (): number => performance.timeOrigin + performance.now();
 
 /** The posting-lists thread of one database, started on the first lexical search of a large table. */
 export class PostingsThread {
@@ -47,7 +53,7 @@ export class PostingsThread {
   #seq = 0;
   #generation = 0;
   readonly #tables = new Map<number, Lists>();
-  readonly #waiting = new Map<number, { resolve: (rows: PostingRow[] | null) => void; after: number }>();
+  readonly #waiting = new Map<number, { resolve: (rows: PostingRow[] | null) => void; after: number; sent: number }>();
 
   constructor(file: string, fromRows: number) {
     this.#file = file;
@@ -74,8 +80,9 @@ export class PostingsThread {
       const w = this.#waiting.get(m.seq);
       if (w === undefined) return;
       this.#waiting.delete(m.seq);
+      postingSearches.last = { sent: w.sent, began: m.took[0], ended: m.took[1], handled: clock() };
       // Never an answer from lists that lack a change sent before the search (handled in order: a bug if so).
-      w.resolve(m.error === undefined && m.applied >= w.after ? m.rows : null);
+      w.resolve(m.error === undefined && m.applied >= w.after && m.rows !== null ? rowsOf(m.rows) : null);
     });
     const fail = () => {
       this.#failed = true;
@@ -129,8 +136,9 @@ export class PostingsThread {
     if (!l.built) return null;
     this.#flush(tableId, l);
     const after = this.#seq;
+    const sent = clock();
     const seq = this.#send({ type: 'search', table: tableId, terms: [...terms], stats, limit });
-    return new Promise<PostingRow[] | null>((resolve) => this.#waiting.set(seq, { resolve, after })).then((rows) => {
+    return new Promise<PostingRow[] | null>((resolve) => this.#waiting.set(seq, { resolve, after, sent })).then((rows) => {
       if (rows !== null) postingSearches.answered++;
       return rows;
     });
@@ -143,6 +151,8 @@ export class PostingsThread {
     if (w !== null) await w.terminate();
   }
 }
+
+const rowsOf = (c: PostingColumns): PostingRow[] => c.keys.map((key, i) => ({ rowId: c.rowIds[i], score: c.scores[i], key }));
 
 const threads = new WeakMap<Sqlite, PostingsThread>();
 

@@ -407,8 +407,11 @@ export class Vectors {
     return out;
   }
 
-  /** The answers for scored rows: key, metadata, text, and the vector when `vectorOf` is given. */
-  #hydrate(best: Scored[], vectorOf: ((rowId: number) => Float32Array | undefined) | null): StoredMatch[] {
+  /**
+   * The answers for scored rows: key, metadata, text, and the vector when `vectorOf` is given. A
+   * row listed with its key is left out when its id now holds another key (deleted and the id reused).
+   */
+  #hydrate(best: (Scored & { key?: string })[], vectorOf: ((rowId: number) => Float32Array | undefined) | null): StoredMatch[] {
     if (best.length === 0) return [];
     const rows = this.#db
       .stmt('SELECT v.id, v.key, v.metadata, p.text FROM vectors v LEFT JOIN vector_payloads p ON p.id = v.id WHERE v.id IN (SELECT value FROM json_each(?))')
@@ -417,7 +420,7 @@ export class Vectors {
     const out: StoredMatch[] = [];
     for (const b of best) {
       const r = byId.get(b.rowId);
-      if (!r) continue;
+      if (!r || (b.key !== undefined && b.key !== r.key)) continue;
       const m: StoredMatch = { key: r.key, score: b.score, metadata: JSON.parse(r.metadata) as Metadata, text: r.text };
       if (vectorOf) m.vector = vectorOf(b.rowId)!.slice();
       out.push(m);
