@@ -69,6 +69,28 @@ describe('lexical posting lists thread', () => {
     assert.equal(postingSearches.answered - answered, 40 * 4, 'every search answered by the thread');
   });
 
+  it("answers the rows' keys as they are now, from the thread's own copy: a deleted row's id taken by a new key", async () => {
+    await s.createTable({ keyspace: 'ks', name: 'reuse', dimension: 2, metric: 'cosine', model: null });
+    const live = new Set(Array.from({ length: 50 }, (_, i) => `a${i}`));
+    await s.upsertVectors('ks', 'reuse', [...live].map((key, i) => ({ key, vector, metadata: {}, text: `shared word${i}` })));
+    await untilListsAnswer(s, 'reuse', 'shared');
+    const answered = postingSearches.answered;
+    let last = 'a49';
+    for (let i = 0; i < 20; i++) {
+      // The row written last has the highest id, which SQLite gives again to the next row.
+      await s.deleteVectors('ks', 'reuse', [last]);
+      live.delete(last);
+      last = `b${i}`;
+      await s.upsertVectors('ks', 'reuse', [{ key: last, vector, metadata: {}, text: `shared other${i}` }]);
+      live.add(last);
+      const [keys, matches] = await Promise.all([s.lexicalSearchKeys('ks', 'reuse', { text: 'shared', limit: 100 }), s.lexicalSearch('ks', 'reuse', { text: `other${i} shared`, limit: 100 })]);
+      assert.deepEqual(keys.map((k) => k.key).sort(), [...live].sort(), `round ${i}: the keys`);
+      assert.equal(matches[0].key, last, `round ${i}: the new row first`);
+      assert.deepEqual(matches.map((m) => m.key).sort(), [...live].sort(), `round ${i}: the rows`);
+    }
+    assert.equal(postingSearches.answered - answered, 40, 'every search answered by the thread');
+  });
+
   /** Rows rewritten twice (longer texts first) and a fresh table of their final texts; compares their lexical answers. */
   async function rewrittenAgainstFresh(st: EmbeddedStorage, listed: boolean): Promise<void> {
     const r = mulberry32(5);
