@@ -74,7 +74,7 @@ describe('lexical posting lists thread', () => {
     const live = new Set(Array.from({ length: 50 }, (_, i) => `a${i}`));
     await s.upsertVectors('ks', 'reuse', [...live].map((key, i) => ({ key, vector, metadata: {}, text: `shared word${i}` })));
     await untilListsAnswer(s, 'reuse', 'shared');
-    const answered = postingSearches.answered;
+    const { answered, keys } = postingSearches;
     let last = 'a49';
     for (let i = 0; i < 20; i++) {
       // The row written last has the highest id, which SQLite gives again to the next row.
@@ -87,8 +87,12 @@ describe('lexical posting lists thread', () => {
       assert.deepEqual(keys.map((k) => k.key).sort(), [...live].sort(), `round ${i}: the keys`);
       assert.equal(matches[0].key, last, `round ${i}: the new row first`);
       assert.deepEqual(matches.map((m) => m.key).sort(), [...live].sort(), `round ${i}: the rows`);
+      // A semantic list's keys come from the thread too (every row has text here).
+      const semantic = await s.searchKeys('ks', 'reuse', { vector, metric: 'cosine', candidates: 100, limit: 100 });
+      assert.deepEqual(semantic.map((k) => k.key).sort(), [...live].sort(), `round ${i}: the semantic list's keys`);
     }
     assert.equal(postingSearches.answered - answered, 40, 'every search answered by the thread');
+    assert.equal(postingSearches.keys - keys, 20, "every semantic list's keys answered by the thread");
   });
 
   /** Rows rewritten twice (longer texts first) and a fresh table of their final texts; compares their lexical answers. */
