@@ -121,7 +121,8 @@ for (const mode of ['semantic', 'hybrid'] as const) {
   for (const k of names) console.log(`  ${pct(all.map((m) => m[k]), 50).toFixed(3)}  ${k}`);
   if (mode === 'hybrid') {
     const spans = (a: string, b: string) => pct(all.map((m) => m[b] - m[a]), 50).toFixed(3);
-    console.log(`  spans (medians): top k on the thread ${spans('postings thread: began', 'postings thread: ended')}, sent to begun ${spans('postings thread: sent', 'postings thread: began')}, ended to handled ${spans('postings thread: ended', 'postings thread: answer handled')}, semantic list ${spans('semantic list (searchKeys) asked', 'semantic list (searchKeys) answered')}, lexical list ended after the semantic one by ${spans('semantic list (searchKeys) answered', 'lexical list (lexicalSearchKeys) answered')}, fusion to the rows' read ${spans('lexical list (lexicalSearchKeys) answered', 'rows read (readMatches) asked')}, rows read ${spans('rows read (readMatches) asked', 'rows read (readMatches) answered')}`);
+    for (const m of all) m['both lists answered'] = Math.max(m['semantic list (searchKeys) answered'], m['lexical list (lexicalSearchKeys) answered']);
+    console.log(`  spans (medians): top k on the thread ${spans('postings thread: began', 'postings thread: ended')}, sent to begun ${spans('postings thread: sent', 'postings thread: began')}, ended to handled ${spans('postings thread: ended', 'postings thread: answer handled')}, semantic list ${spans('semantic list (searchKeys) asked', 'semantic list (searchKeys) answered')}, lexical list ended after the semantic one by ${spans('semantic list (searchKeys) answered', 'lexical list (lexicalSearchKeys) answered')}, fusion (both lists answered to the rows' read) ${spans('both lists answered', 'rows read (readMatches) asked')}, the rows' read to the end ${spans('rows read (readMatches) asked', 'retrieve() done')}`);
   }
 }
 await storage.close();
