@@ -1,11 +1,15 @@
 /**
  * Where one hybrid search's time goes, in process (no HTTP): each storage call of the pipeline
- * timed alone, beside the whole of retrieve() for semantic and hybrid, over hybrid.bench's rows.
+ * timed alone, beside the whole of retrieve() for semantic and hybrid, over hybrid.bench's rows;
+ * then a timeline of a hybrid retrieve(): when each list is asked for and answered, when the
+ * postings thread begins and ends its top k, and what the main thread does after (medians over
+ * the queries, ms from the start of the search).
  *
- *   node --import tsx bench/hybrid-profile.ts [--n 100000] [--queries 200] [--dir DIR] [--only WORDS]
+ *   node --import tsx bench/hybrid-profile.ts [--n 100000] [--queries 200] [--dir DIR] [--keyspace KS] [--only WORDS]
  *
- * --dir keeps the data directory (loaded on the first run, reused after); --only times only the
- * steps whose name holds WORDS. Add `--cpu-prof` to node's flags for a V8 profile.
+ * --dir keeps the data directory (loaded on the first run, reused after); hybrid.bench's
+ * `--data-dir` (searched only, under the bench lock) with `--keyspace default_keyspace`; --only
+ * times only the steps whose name holds WORDS. Add `--cpu-prof` to node's flags for a V8 profile.
  */
 import { mkdtemp, stat } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,15 +21,17 @@ import { retrieve, type Retrieval } from '../src/service/retrieve.ts';
 import { DEFAULT_FUSION } from '../src/service/fusion.ts';
 import { openStorage } from '../src/storage/factory.ts';
 import type { Storage } from '../src/storage/api.ts';
-import { postingSearches } from '../src/storage/embedded/lexical-postings.ts';
+import { postingSearches, type PostingsTimeline } from '../src/storage/embedded/lexical-postings.ts';
 import { loadInProcess, words } from './hybrid-data.ts';
 import { makeCentres, makeVectors, pct } from './workload.ts';
 
-const { values: args } = parseArgs({ options: { n: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, dir: { type: 'string' }, only: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: { n: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, dir: { type: 'string' }, keyspace: { type: 'string', default: 'ks' }, only: { type: 'string' } },
+});
 const N = Number(args.n);
 const Q = Number(args.queries);
 const DIM = 384;
-const KS = 'ks';
+const KS = args.keyspace!;
 const TABLE = 'hybrid';
 const dir = args.dir ?? (await mkdtemp(path.join(os.tmpdir(), 'vss-hybrid-profile-')));
 const centres = makeCentres(64, DIM);
@@ -77,6 +83,46 @@ for (let turn = 0; turn < 2; turn++) {
       lat.push(performance.now() - t0);
     }
     if (turn === 1) console.log(`${name}: p50 ${pct(lat, 50).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms (lexical searches answered from posting lists so far: ${postingSearches.answered})`);
+  }
+}
+
+// The timeline: each storage call of a hybrid retrieve() timed through a wrapper, the postings
+// thread's own times from its answer (postingSearches.last), all in ms since the epoch.
+const clock = (): number => performance.timeOrigin + performance.now();
+type Marks = Record<string, number>;
+let marks: Marks = {};
+const timed = <T>(name: string, p: () => Promise<T>): Promise<T> => {
+  marks[`${name} asked`] = clock();
+  return p().then((v) => ((marks[`${name} answered`] = clock()), v));
+};
+const traced: Storage = Object.create(storage);
+traced.searchKeys = (ks, t, q) => timed('semantic list (searchKeys)', () => storage.searchKeys(ks, t, q));
+traced.lexicalSearchKeys = (ks, t, q) => timed('lexical list (lexicalSearchKeys)', () => storage.lexicalSearchKeys(ks, t, q));
+traced.readMatches = (ks, t, keys, o) => timed('rows read (readMatches)', () => storage.readMatches(ks, t, keys, o));
+traced.search = (ks, t, q) => timed('semantic search', () => storage.search(ks, t, q));
+for (const mode of ['semantic', 'hybrid'] as const) {
+  if (args.only !== undefined && !`${mode} timeline`.includes(args.only)) continue;
+  const all: Marks[] = [];
+  for (let turn = 0; turn < 2; turn++) {
+    for (let i = 0; i < Q; i++) {
+      marks = {};
+      postingSearches.last = null;
+      const t0 = clock();
+      await retrieve(traced, { ...base(i), mode });
+      const end = clock();
+      const p = postingSearches.last as PostingsTimeline | null;
+      if (p !== null) Object.assign(marks, { 'postings thread: sent': p.sent, 'postings thread: began': p.began, 'postings thread: ended': p.ended, 'postings thread: answer handled': p.handled });
+      marks['retrieve() done'] = end;
+      if (turn === 1) all.push(Object.fromEntries(Object.entries(marks).map(([k, v]) => [k, v - t0])));
+    }
+  }
+  const names = Object.keys(all[0]).sort((a, b) => pct(all.map((m) => m[a]), 50) - pct(all.map((m) => m[b]), 50));
+  console.log(`${mode} retrieve(), final 10, timeline (median ms from its start over ${Q} queries):`);
+  for (const k of names) console.log(`  ${pct(all.map((m) => m[k]), 50).toFixed(3)}  ${k}`);
+  if (mode === 'hybrid') {
+    const spans = (a: string, b: string) => pct(all.map((m) => m[b] - m[a]), 50).toFixed(3);
+    for (const m of all) m['both lists answered'] = Math.max(m['semantic list (searchKeys) answered'], m['lexical list (lexicalSearchKeys) answered']);
+    console.log(`  spans (medians): top k on the thread ${spans('postings thread: began', 'postings thread: ended')}, sent to begun ${spans('postings thread: sent', 'postings thread: began')}, ended to handled ${spans('postings thread: ended', 'postings thread: answer handled')}, semantic list ${spans('semantic list (searchKeys) asked', 'semantic list (searchKeys) answered')}, lexical list ended after the semantic one by ${spans('semantic list (searchKeys) answered', 'lexical list (lexicalSearchKeys) answered')}, fusion (both lists answered to the rows' read) ${spans('both lists answered', 'rows read (readMatches) asked')}, the rows' read to the end ${spans('rows read (readMatches) asked', 'retrieve() done')}`);
   }
 }
 await storage.close();

@@ -69,6 +69,32 @@ describe('lexical posting lists thread', () => {
     assert.equal(postingSearches.answered - answered, 40 * 4, 'every search answered by the thread');
   });
 
+  it("answers the rows' keys as they are now, from the thread's own copy: a deleted row's id taken by a new key", async () => {
+    await s.createTable({ keyspace: 'ks', name: 'reuse', dimension: 2, metric: 'cosine', model: null });
+    const live = new Set(Array.from({ length: 50 }, (_, i) => `a${i}`));
+    await s.upsertVectors('ks', 'reuse', [...live].map((key, i) => ({ key, vector, metadata: {}, text: `shared word${i}` })));
+    await untilListsAnswer(s, 'reuse', 'shared');
+    const { answered, keys } = postingSearches;
+    let last = 'a49';
+    for (let i = 0; i < 20; i++) {
+      // The row written last has the highest id, which SQLite gives again to the next row.
+      await s.deleteVectors('ks', 'reuse', [last]);
+      live.delete(last);
+      last = `b${i}`;
+      await s.upsertVectors('ks', 'reuse', [{ key: last, vector, metadata: {}, text: `shared other${i}` }]);
+      live.add(last);
+      const [keys, matches] = await Promise.all([s.lexicalSearchKeys('ks', 'reuse', { text: 'shared', limit: 100 }), s.lexicalSearch('ks', 'reuse', { text: `other${i} shared`, limit: 100 })]);
+      assert.deepEqual(keys.map((k) => k.key).sort(), [...live].sort(), `round ${i}: the keys`);
+      assert.equal(matches[0].key, last, `round ${i}: the new row first`);
+      assert.deepEqual(matches.map((m) => m.key).sort(), [...live].sort(), `round ${i}: the rows`);
+      // A semantic list's keys come from the thread too (every row has text here).
+      const semantic = await s.searchKeys('ks', 'reuse', { vector, metric: 'cosine', candidates: 100, limit: 100 });
+      assert.deepEqual(semantic.map((k) => k.key).sort(), [...live].sort(), `round ${i}: the semantic list's keys`);
+    }
+    assert.equal(postingSearches.answered - answered, 40, 'every search answered by the thread');
+    assert.equal(postingSearches.keys - keys, 20, "every semantic list's keys answered by the thread");
+  });
+
   /** Rows rewritten twice (longer texts first) and a fresh table of their final texts; compares their lexical answers. */
   async function rewrittenAgainstFresh(st: EmbeddedStorage, listed: boolean): Promise<void> {
     const r = mulberry32(5);

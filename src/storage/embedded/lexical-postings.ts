@@ -13,12 +13,16 @@
  * answer's `applied` sequence number says so, and is checked).
  */
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { Worker } from 'node:worker_threads';
 import type { LexicalTokenizer } from '../api.ts';
 import type { Bm25Stats } from '../lexical/bm25.ts';
 import { startWorker } from '../../platform/worker-url.ts';
-import type { FromPostings, PostingRow, PostingsData, ToPostings } from './lexical-postings.worker.ts';
+import type { FromPostings, PostingColumns, PostingRow, PostingsData, ToPostings } from './lexical-postings.worker.ts';
 import type { Db, Sqlite } from './sql.ts';
+
+/** The thread's answer to a request. */
+type Answer = Exclude<FromPostings, { type: 'built' }>;
 
 /** A message before #send numbers it (Omit of each member of the union). */
 type Unnumbered<T> = T extends unknown ? Omit<T, 'seq'> : never;
@@ -33,8 +37,16 @@ interface Lists {
   scheduled: boolean;
 }
 
-/** Searches the lists answered, in this process (tests check which path answered). */
-export const postingSearches = { answered: 0 };
+/** One search's times (ms since the epoch): sent, begun and ended on the thread, its answer handled here. */
+export type PostingsTimeline = { sent: number; began: number; ended: number; handled: number };
+
+/**
+ * Searches the lists answered and key requests, in this process (tests check which path answered),
+ * and the last search's timeline (bench/hybrid-profile.ts).
+ */
+export const postingSearches: { answered: number; keys: number; last: PostingsTimeline | null } = { answered: 0, keys: 0, last: null };
+
+const clock = (): number => performance.timeOrigin + performance.now();
 
 /** The posting-lists thread of one database, started on the first lexical search of a large table. */
 export class PostingsThread {
@@ -47,7 +59,8 @@ export class PostingsThread {
   #seq = 0;
   #generation = 0;
   readonly #tables = new Map<number, Lists>();
-  readonly #waiting = new Map<number, { resolve: (rows: PostingRow[] | null) => void; after: number }>();
+  /** Requests sent (search and keys), each settled with the thread's answer, or null when it could not answer. */
+  readonly #waiting = new Map<number, { settle: (m: Answer | null) => void; after: number }>();
 
   constructor(file: string, fromRows: number) {
     this.#file = file;
@@ -74,14 +87,14 @@ export class PostingsThread {
       const w = this.#waiting.get(m.seq);
       if (w === undefined) return;
       this.#waiting.delete(m.seq);
-      // Never an answer from lists that lack a change sent before the search (handled in order: a bug if so).
-      w.resolve(m.error === undefined && m.applied >= w.after ? m.rows : null);
+      // Never an answer from lists that lack a change sent before the request (handled in order: a bug if so).
+      w.settle(m.error === undefined && m.applied >= w.after ? m : null);
     });
     const fail = () => {
       this.#failed = true;
       this.#worker = null;
       this.#tables.clear();
-      for (const w of this.#waiting.values()) w.resolve(null);
+      for (const w of this.#waiting.values()) w.settle(null);
       this.#waiting.clear();
     };
     worker.on('error', fail);
@@ -127,13 +140,35 @@ export class PostingsThread {
       return null;
     }
     if (!l.built) return null;
+    const sent = clock();
+    return this.#ask(tableId, l, { type: 'search', table: tableId, terms: [...terms], stats, limit }).then((m) => {
+      if (m?.type !== 'answer' || m.rows === null) return null;
+      postingSearches.answered++;
+      postingSearches.last = { sent, began: m.took[0], ended: m.took[1], handled: clock() };
+      return rowsOf(m.rows);
+    });
+  }
+
+  /**
+   * The keys of rows by id, from the lists' own copy (no read of the database), null for a row the
+   * lists do not hold (no text, or gone); null as a whole when the table has no lists built.
+   */
+  keys(tableId: number, rowIds: readonly number[]): Promise<(string | null)[] | null> | null {
+    const l = this.#tables.get(tableId);
+    if (l === undefined || !l.built || this.#thread() === null) return null;
+    return this.#ask(tableId, l, { type: 'keys', table: tableId, ids: [...rowIds] }).then((m) => {
+      if (m?.type !== 'keys' || m.keys === null) return null;
+      postingSearches.keys++;
+      return m.keys;
+    });
+  }
+
+  /** Sends a request after the rows written before it, and its answer once the thread has read them. */
+  #ask(tableId: number, l: Lists, m: Unnumbered<ToPostings>): Promise<Answer | null> {
     this.#flush(tableId, l);
     const after = this.#seq;
-    const seq = this.#send({ type: 'search', table: tableId, terms: [...terms], stats, limit });
-    return new Promise<PostingRow[] | null>((resolve) => this.#waiting.set(seq, { resolve, after })).then((rows) => {
-      if (rows !== null) postingSearches.answered++;
-      return rows;
-    });
+    const seq = this.#send(m);
+    return new Promise<Answer | null>((settle) => this.#waiting.set(seq, { settle, after }));
   }
 
   async close(): Promise<void> {
@@ -143,6 +178,8 @@ export class PostingsThread {
     if (w !== null) await w.terminate();
   }
 }
+
+const rowsOf = (c: PostingColumns): PostingRow[] => c.keys.map((key, i) => ({ rowId: c.rowIds[i], score: c.scores[i], key }));
 
 const threads = new WeakMap<Sqlite, PostingsThread>();
 
@@ -166,4 +203,9 @@ export function postingsTouched(db: Db, tableId: number, ids: readonly number[])
 /** See PostingsThread.search; null also where the database has no thread. */
 export function searchPostings(db: Db, tableId: number, tokenizer: LexicalTokenizer, terms: readonly string[], stats: Bm25Stats, limit: number): Promise<PostingRow[] | null> | null {
   return threads.get(db.raw)?.search(tableId, tokenizer, terms, stats, limit) ?? null;
+}
+
+/** See PostingsThread.keys; null also where the database has no thread. */
+export function keysFromPostings(db: Db, tableId: number, rowIds: readonly number[]): Promise<(string | null)[] | null> | null {
+  return threads.get(db.raw)?.keys(tableId, rowIds) ?? null;
 }

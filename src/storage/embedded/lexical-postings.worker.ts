@@ -1,7 +1,9 @@
-// The posting-lists thread of lexical-postings.ts: holds the large tables' lists, built and kept
-// current from its own read-only connection (WAL: it reads what is committed), and answers their
-// BM25 top k off the event loop. Messages are handled in order, so a search is answered only after
-// every change sent before it has been read.
+// The posting-lists thread of lexical-postings.ts: holds the large tables' lists and their rows'
+// keys, built and kept current from its own read-only connection (WAL: it reads what is
+// committed), and answers their BM25 top k off the event loop, with no read of the database per
+// search. Messages are handled in order, so a search is answered only after every change sent
+// before it has been read.
+import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { compareCodePoints } from '../../index/filter.ts';
@@ -17,17 +19,29 @@ export interface PostingsData {
 
 export type PostingRow = { rowId: number; score: number; key: string };
 
+/** A search's rows best first, as columns (the typed arrays are transferred, not copied). */
+export interface PostingColumns {
+  rowIds: Float64Array;
+  scores: Float64Array;
+  keys: string[];
+}
+
 /** Messages to the thread; `seq` numbers them in the order sent. */
 export type ToPostings =
   | { type: 'build'; seq: number; table: number; generation: number; tokenizer: LexicalTokenizer }
   | { type: 'apply'; seq: number; table: number; ids: number[] }
   | { type: 'forget'; seq: number; table: number }
-  | { type: 'search'; seq: number; table: number; terms: string[]; stats: Bm25Stats; limit: number };
+  | { type: 'search'; seq: number; table: number; terms: string[]; stats: Bm25Stats; limit: number }
+  | { type: 'keys'; seq: number; table: number; ids: number[] };
 
-/** `applied`: the seq of the last message handled before the answer (at least the search's own). */
+/**
+ * `applied`: the seq of the last message handled before the answer (at least the search's own);
+ * `took`: when the thread began and ended the search (ms since the epoch, for a search's timeline).
+ */
 export type FromPostings =
   | { type: 'built'; table: number; generation: number }
-  | { type: 'answer'; seq: number; applied: number; rows: PostingRow[] | null; error?: string };
+  | { type: 'answer'; seq: number; applied: number; rows: PostingColumns | null; error?: string; took: [number, number] }
+  | { type: 'keys'; seq: number; applied: number; keys: (string | null)[] | null; error?: string };
 
 interface Lists {
   index: PostingIndex;
@@ -47,14 +61,14 @@ const db = new Database((workerData as PostingsData).file, { readonly: true, fil
 const tables = new Map<number, Lists>();
 let applied = 0;
 
-const slice = db.prepare('SELECT v.id, p.text FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.id > ? AND v.table_id = ? ORDER BY v.id LIMIT ?');
-const byIds = db.prepare('SELECT v.id, p.text FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.table_id = ? AND v.id IN (SELECT value FROM json_each(?))');
-const keysOf = db.prepare('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))');
+type TextRow = { id: number; key: string; text: string | null };
+const slice = db.prepare('SELECT v.id, v.key, p.text FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.id > ? AND v.table_id = ? ORDER BY v.id LIMIT ?');
+const byIds = db.prepare('SELECT v.id, v.key, p.text FROM vectors v JOIN vector_payloads p ON p.id = v.id WHERE v.table_id = ? AND v.id IN (SELECT value FROM json_each(?))');
 
 function build(table: number, l: Lists): void {
   if (tables.get(table) !== l) return; // forgotten meanwhile
-  const rows = slice.all(l.cursor, table, BUILD_SLICE) as { id: number; text: string | null }[];
-  for (const r of rows) l.index.set(r.id, r.text ? tokenize(l.tokenizer, r.text) : null);
+  const rows = slice.all(l.cursor, table, BUILD_SLICE) as TextRow[];
+  for (const r of rows) l.index.set(r.id, r.text ? tokenize(l.tokenizer, r.text) : null, r.key);
   if (rows.length === BUILD_SLICE) {
     l.cursor = rows[rows.length - 1].id;
     setImmediate(() => build(table, l));
@@ -75,10 +89,10 @@ function apply(table: number, ids: number[]): void {
   const l = tables.get(table);
   if (l === undefined) return;
   if (l.cursor === null && ids.length > l.index.size / 2) return start(table, l.tokenizer, l.generation);
-  const texts = new Map((byIds.all(table, JSON.stringify(ids)) as { id: number; text: string | null }[]).map((r) => [r.id, r.text]));
+  const rows = new Map((byIds.all(table, JSON.stringify(ids)) as TextRow[]).map((r) => [r.id, r]));
   for (const id of ids) {
-    const text = texts.get(id);
-    l.index.set(id, text ? tokenize(l.tokenizer, text) : null);
+    const r = rows.get(id);
+    l.index.set(id, r?.text ? tokenize(l.tokenizer, r.text) : null, r?.key);
   }
   if (l.cursor === null && l.index.deadShare > MAX_DEAD) start(table, l.tokenizer, l.generation);
 }
@@ -86,14 +100,16 @@ function apply(table: number, ids: number[]): void {
 /**
  * The best `limit` rows for the terms (one token per query word, in query order) by BM25 with the
  * totals `stats`, ties by key, under prune.ts's seeding rule; null while the lists are not built.
+ * The keys are the lists' own (read with the rows' texts): a row deleted since the search was sent
+ * may be listed, and the caller's read of the rows drops it, as it drops any row gone since.
  */
-function search(table: number, terms: string[], stats: Bm25Stats, limit: number): PostingRow[] | null {
+function search(table: number, terms: string[], stats: Bm25Stats, limit: number): PostingColumns | null {
   const l = tables.get(table);
   if (l === undefined || l.cursor !== null) return null;
   const index = l.index;
   const phrases = weigh(terms.map((t) => ({ phrase: [t], df: index.documentFrequency(t) })), stats.rows);
   const seeds = seedPhrases(phrases, stats.rows);
-  if (seeds.length === 0) return [];
+  if (seeds.length === 0) return columns([]);
   // The terms that bring no rows still add to a row's score: at most idf (k1 + 1) each.
   const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * (BM25_K1 + 1) : s), 0);
   const found = index.topK(terms, phrases.map((p) => p.idf), seeds, stats, limit, slack);
@@ -101,17 +117,26 @@ function search(table: number, terms: string[], stats: Bm25Stats, limit: number)
   // The rows past the k-th and not tied with it are out; ties are broken by key.
   let to = Math.min(limit, found.length);
   while (to < found.length && found[to].score === found[limit - 1].score) to++;
-  return withKeys(found.slice(0, to)).slice(0, limit);
+  const keyed = found.slice(0, to).map((r) => ({ ...r, key: index.keyOf(r.rowId)! }));
+  keyed.sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key));
+  return columns(keyed.slice(0, limit));
 }
 
-/**
- * The rows with their keys (read here, off the event loop, so the caller need not), sorted by
- * score and runs of equal scores by key; a row deleted since its id was sent drops out.
- */
-function withKeys(rows: { rowId: number; score: number }[]): PostingRow[] {
-  const keys = new Map((keysOf.all(JSON.stringify(rows.map((f) => f.rowId))) as { id: number; key: string }[]).map((r) => [r.id, r.key]));
-  const keyed = rows.filter((r) => keys.has(r.rowId)).map((r) => ({ ...r, key: keys.get(r.rowId)! }));
-  return keyed.sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key));
+/** The keys of rows by id as the lists hold them now (null: not held); null while the lists are not built. */
+function keysAnswer(m: Extract<ToPostings, { type: 'keys' }>): FromPostings {
+  const l = tables.get(m.table);
+  const keys = l === undefined || l.cursor !== null ? null : m.ids.map((id) => l.index.keyOf(id) ?? null);
+  return { type: 'keys', seq: m.seq, applied, keys };
+}
+
+function columns(rows: PostingRow[]): PostingColumns {
+  const out: PostingColumns = { rowIds: new Float64Array(rows.length), scores: new Float64Array(rows.length), keys: new Array<string>(rows.length) };
+  rows.forEach((r, i) => {
+    out.rowIds[i] = r.rowId;
+    out.scores[i] = r.score;
+    out.keys[i] = r.key;
+  });
+  return out;
 }
 
 port.on('message', (m: ToPostings) => {
@@ -119,11 +144,14 @@ port.on('message', (m: ToPostings) => {
   if (m.type === 'build') return start(m.table, m.tokenizer, m.generation);
   if (m.type === 'apply') return apply(m.table, m.ids);
   if (m.type === 'forget') return void tables.delete(m.table);
+  if (m.type === 'keys') return port.postMessage(keysAnswer(m));
+  const began = performance.timeOrigin + performance.now();
   let answer: FromPostings;
   try {
-    answer = { type: 'answer', seq: m.seq, applied, rows: search(m.table, m.terms, m.stats, m.limit) };
+    const rows = search(m.table, m.terms, m.stats, m.limit);
+    answer = { type: 'answer', seq: m.seq, applied, rows, took: [began, performance.timeOrigin + performance.now()] };
   } catch (e) {
-    answer = { type: 'answer', seq: m.seq, applied, rows: null, error: String(e) };
+    answer = { type: 'answer', seq: m.seq, applied, rows: null, error: String(e), took: [began, performance.timeOrigin + performance.now()] };
   }
-  port.postMessage(answer);
+  port.postMessage(answer, answer.rows === null ? [] : [answer.rows.rowIds.buffer as ArrayBuffer, answer.rows.scores.buffer as ArrayBuffer]);
 });

@@ -14,6 +14,7 @@ import type { RowSet } from '../../index/row-bitmap.ts';
 import { ExpiryTracker, LIVE, NONE_EXPIRED, expiryField } from './expiry.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
 import { indexTexts, searchLexical, unindexRows } from './lexical.ts';
+import { keysFromPostings } from './lexical-postings.ts';
 import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
 
 /**
@@ -243,7 +244,11 @@ export class Vectors {
 
   async searchKeys(keyspace: string, table: string, q: SearchQuery): Promise<ScoredKey[]> {
     const t = this.#catalog.require(keyspace, table);
-    return this.#keysOf((await this.#searchRows(t, q)).best);
+    const { best } = await this.#searchRows(t, q);
+    // A table searched lexically has its rows' keys in the postings thread: asked there, a hybrid
+    // search's semantic list costs no read of the database (the rows it lacks are read below).
+    const held = best.length === 0 ? null : await keysFromPostings(this.#db, t.meta.id, best.map((b) => b.rowId));
+    return this.#keysOf(held === null ? best : best.map((b, i) => (held[i] === null ? b : { ...b, key: held[i]! })));
   }
 
   /** Both stages of a search: the best rows' ids and exact scores, and where stage 2 read their vectors (when it did). */
@@ -391,24 +396,28 @@ export class Vectors {
     return { best: rescore(query, ids, { get: vectorOf }, metric, limit), vectorOf };
   }
 
-  /** The keys of scored rows, in their order (rows gone meanwhile drop out); read unless the rows carry them. */
+  /** The keys of scored rows, in their order (rows gone meanwhile drop out); read for the rows that do not carry them. */
   #keysOf(best: (Scored & { key?: string })[]): ScoredKey[] {
     if (best.length === 0) return [];
-    if (best.every((b) => b.key !== undefined)) return best.map((b) => ({ key: b.key!, score: b.score }));
-    const rows = this.#db
-      .stmt('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))')
-      .all(JSON.stringify(best.map((b) => b.rowId))) as { id: number; key: string }[];
-    const keyOf = new Map(rows.map((r) => [r.id, r.key]));
+    const unkeyed = best.filter((b) => b.key === undefined).map((b) => b.rowId);
+    const keyOf = new Map<number, string>();
+    if (unkeyed.length > 0) {
+      const rows = this.#db.stmt('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(unkeyed)) as { id: number; key: string }[];
+      for (const r of rows) keyOf.set(r.id, r.key);
+    }
     const out: ScoredKey[] = [];
     for (const b of best) {
-      const key = keyOf.get(b.rowId);
+      const key = b.key ?? keyOf.get(b.rowId);
       if (key !== undefined) out.push({ key, score: b.score });
     }
     return out;
   }
 
-  /** The answers for scored rows: key, metadata, text, and the vector when `vectorOf` is given. */
-  #hydrate(best: Scored[], vectorOf: ((rowId: number) => Float32Array | undefined) | null): StoredMatch[] {
+  /**
+   * The answers for scored rows: key, metadata, text, and the vector when `vectorOf` is given. A
+   * row listed with its key is left out when its id now holds another key (deleted and the id reused).
+   */
+  #hydrate(best: (Scored & { key?: string })[], vectorOf: ((rowId: number) => Float32Array | undefined) | null): StoredMatch[] {
     if (best.length === 0) return [];
     const rows = this.#db
       .stmt('SELECT v.id, v.key, v.metadata, p.text FROM vectors v LEFT JOIN vector_payloads p ON p.id = v.id WHERE v.id IN (SELECT value FROM json_each(?))')
@@ -417,7 +426,7 @@ export class Vectors {
     const out: StoredMatch[] = [];
     for (const b of best) {
       const r = byId.get(b.rowId);
-      if (!r) continue;
+      if (!r || (b.key !== undefined && b.key !== r.key)) continue;
       const m: StoredMatch = { key: r.key, score: b.score, metadata: JSON.parse(r.metadata) as Metadata, text: r.text };
       if (vectorOf) m.vector = vectorOf(b.rowId)!.slice();
       out.push(m);

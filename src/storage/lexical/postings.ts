@@ -31,9 +31,10 @@ const docAt = (p: Postings, j: number): number => p.e[j] >> 7;
 
 export class PostingIndex {
   readonly #terms = new Map<string, Postings>();
-  /** Per document: its row id, and its length in tokens (-1: dead). */
+  /** Per document: its row id, its length in tokens (-1: dead), and its row's key (when given). */
   #rowOf = new Float64Array(1024);
   #length = new Int32Array(1024);
+  #keyOf: (string | undefined)[] = [];
   #docs = 0;
   #dead = 0;
   readonly #docOf = new Map<number, number>();
@@ -51,11 +52,15 @@ export class PostingIndex {
     return this.#docs === 0 ? 0 : this.#dead / this.#docs;
   }
 
-  /** Sets a row's tokens (null: the row has no text, or is gone; a text of no tokens still counts as a row, as in FTS5). */
-  set(rowId: number, tokens: readonly string[] | null): void {
+  /**
+   * Sets a row's tokens (null: the row has no text, or is gone; a text of no tokens still counts as
+   * a row, as in FTS5), and its key: kept so that a search's answer needs no read of the rows.
+   */
+  set(rowId: number, tokens: readonly string[] | null, key?: string): void {
     const old = this.#docOf.get(rowId);
     if (old !== undefined) {
       this.#length[old] = -1;
+      this.#keyOf[old] = undefined;
       this.#dead++;
       this.#docOf.delete(rowId);
     }
@@ -68,6 +73,7 @@ export class PostingIndex {
     }
     this.#rowOf[doc] = rowId;
     this.#length[doc] = tokens.length;
+    this.#keyOf[doc] = key;
     this.#docOf.set(rowId, doc);
     // A term's postings end with this document once it has been seen in it: count there.
     for (const term of tokens) {
@@ -83,6 +89,12 @@ export class PostingIndex {
       p.e.push(doc * 128 + 1);
       if (p.dfAt === this.#dead) p.df++;
     }
+  }
+
+  /** The key given with a live row's tokens. */
+  keyOf(rowId: number): string | undefined {
+    const doc = this.#docOf.get(rowId);
+    return doc === undefined ? undefined : this.#keyOf[doc];
   }
 
   /** How many live rows hold the term (recounted only after rows died). */
