@@ -11,8 +11,9 @@
  * updates cannot be retried safely (a retry may count twice), so when one fails the table is marked
  * uncounted (`counted = false` in the catalog, an idempotent write) and is counted by a key scan
  * until a repair sets it right (counts-repair.ts), as tables made before this counter are for good
- * (and, once they hold expiring rows, tables made before the expiry buckets). What a counter cannot see: two calls creating (or deleting) the
- * same key at the same moment both count it. See docs/CASSANDRA.md.
+ * (and, once they hold expiring rows, tables made before the expiry buckets). What a counter
+ * cannot see: two calls creating (or deleting) the same key at the same moment both count it. See
+ * docs/CASSANDRA.md.
  */
 import type { TableInfo } from '../api.ts';
 import { type Ctx, dataTable, sysTable } from './context.ts';
