@@ -1,8 +1,8 @@
 /**
  * Where one hybrid search's time goes, in process (no HTTP): each storage call of the pipeline
- * timed alone, beside the whole of retrieve() for semantic and hybrid, over hybrid.bench's rows;
- * then a timeline of a hybrid retrieve(): when each list is asked for and answered, when the
- * postings thread begins and ends its top k, and what the main thread does after (medians over
+ * timed alone, beside the whole of retrieve() for semantic, lexical and hybrid, over hybrid.bench's
+ * rows; then a timeline of each mode's retrieve(): when each list is asked for and answered, when
+ * the postings thread begins and ends its top k, and what the main thread does after (medians over
  * the queries, ms from the start of the search).
  *
  *   node --import tsx bench/hybrid-profile.ts [--n 100000] [--queries 200] [--dir DIR] [--keyspace KS] [--only WORDS]
@@ -100,7 +100,7 @@ traced.searchKeys = (ks, t, q) => timed('semantic list (searchKeys)', () => stor
 traced.lexicalSearchKeys = (ks, t, q) => timed('lexical list (lexicalSearchKeys)', () => storage.lexicalSearchKeys(ks, t, q));
 traced.readMatches = (ks, t, keys, o) => timed('rows read (readMatches)', () => storage.readMatches(ks, t, keys, o));
 traced.search = (ks, t, q) => timed('semantic search', () => storage.search(ks, t, q));
-for (const mode of ['semantic', 'hybrid'] as const) {
+for (const mode of ['semantic', 'lexical', 'hybrid'] as const) {
   if (args.only !== undefined && !`${mode} timeline`.includes(args.only)) continue;
   const all: Marks[] = [];
   for (let turn = 0; turn < 2; turn++) {
@@ -108,7 +108,7 @@ for (const mode of ['semantic', 'hybrid'] as const) {
       marks = {};
       postingSearches.last = null;
       const t0 = clock();
-      await retrieve(traced, { ...base(i), mode });
+      await retrieve(traced, { ...base(i), mode, vector: mode === 'lexical' ? null : qv[i] });
       const end = clock();
       const p = postingSearches.last as PostingsTimeline | null;
       if (p !== null) Object.assign(marks, { 'postings thread: sent': p.sent, 'postings thread: began': p.began, 'postings thread: ended': p.ended, 'postings thread: answer handled': p.handled });
@@ -119,8 +119,11 @@ for (const mode of ['semantic', 'hybrid'] as const) {
   const names = Object.keys(all[0]).sort((a, b) => pct(all.map((m) => m[a]), 50) - pct(all.map((m) => m[b]), 50));
   console.log(`${mode} retrieve(), final 10, timeline (median ms from its start over ${Q} queries):`);
   for (const k of names) console.log(`  ${pct(all.map((m) => m[k]), 50).toFixed(3)}  ${k}`);
+  const spans = (a: string, b: string) => pct(all.map((m) => m[b] - m[a]), 50).toFixed(3);
+  if (mode === 'lexical') {
+    console.log(`  spans (medians): top k on the thread ${spans('postings thread: began', 'postings thread: ended')}, sent to begun ${spans('postings thread: sent', 'postings thread: began')}, ended to handled ${spans('postings thread: ended', 'postings thread: answer handled')}`);
+  }
   if (mode === 'hybrid') {
-    const spans = (a: string, b: string) => pct(all.map((m) => m[b] - m[a]), 50).toFixed(3);
     for (const m of all) m['both lists answered'] = Math.max(m['semantic list (searchKeys) answered'], m['lexical list (lexicalSearchKeys) answered']);
     console.log(`  spans (medians): top k on the thread ${spans('postings thread: began', 'postings thread: ended')}, sent to begun ${spans('postings thread: sent', 'postings thread: began')}, ended to handled ${spans('postings thread: ended', 'postings thread: answer handled')}, semantic list ${spans('semantic list (searchKeys) asked', 'semantic list (searchKeys) answered')}, lexical list ended after the semantic one by ${spans('semantic list (searchKeys) answered', 'lexical list (lexicalSearchKeys) answered')}, fusion (both lists answered to the rows' read) ${spans('both lists answered', 'rows read (readMatches) asked')}, the rows' read to the end ${spans('rows read (readMatches) asked', 'retrieve() done')}`);
   }

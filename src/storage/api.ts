@@ -302,8 +302,11 @@ export interface Storage extends CatalogStore, VectorStore, MetadataStore, Accou
   readonly kind: 'embedded' | 'cassandra';
   /** Cheap liveness probe for the healthcheck. */
   ping(): Promise<boolean>;
-  /** Per-table ANN index progress, where the backend keeps its own index (embedded). */
-  indexStatus?(): { keyspace: string; table: string; rows: number; indexed: number; pending: number }[];
+  /**
+   * Per-table ANN index progress, where the backend keeps its own index (embedded), and whether
+   * the table's in-memory posting lists answer its lexical searches, where it keeps those.
+   */
+  indexStatus?(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; postingLists?: boolean }[];
   /**
    * Copies a consistent point-in-time image of everything stored into the empty directory `dir`
    * while writes go on (embedded: SQLite's online backup and the stored files it names; derived

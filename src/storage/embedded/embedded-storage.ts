@@ -62,6 +62,7 @@ export interface EmbeddedOptions {
 }
 
 export interface IndexStatus {
+  tableId: number;
   keyspace: string;
   table: string;
   rows: number;
@@ -74,6 +75,8 @@ export interface IndexStatus {
   inMemorySegments: number;
   /** Sealed segments mapped from their files but not yet read through once on the main thread, so searches fault their pages in (see index-upkeep.ts). */
   coldSegments: number;
+  /** Whether its posting lists are built in memory and answer its lexical searches (lexical-postings.ts). */
+  postingLists: boolean;
 }
 
 export interface EmbeddedStorage extends Storage {
@@ -173,7 +176,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
       }
     },
     whenIndexed: () => keeper.whenIndexed(),
-    indexStatus: () => keeper.status(),
+    indexStatus: () => keeper.status().map((t) => ({ ...t, postingLists: postings.built(t.tableId) })),
     warmDatabase: () => warmer.warm(),
     searchCounts: () => ({ ...vectors.searches }),
     flushIndexes: () => keeper.saveDirty(),

@@ -514,10 +514,11 @@ export class IndexKeeper {
     });
   }
 
-  status(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; savedSeq: number; segments: number; inMemorySegments: number; coldSegments: number }[] {
+  status(): { tableId: number; keyspace: string; table: string; rows: number; indexed: number; pending: number; savedSeq: number; segments: number; inMemorySegments: number; coldSegments: number }[] {
     return [...this.#tables.values()].map((t) => {
       const big = t.matrix.size >= this.#opts.exactBelowRows;
       return {
+        tableId: t.meta.id,
         keyspace: t.meta.keyspace,
         table: t.meta.name,
         rows: t.matrix.size,

@@ -44,7 +44,10 @@ describe('lexical posting lists thread', () => {
   it('answers every search with the writes acknowledged before it: new words, rewritten and deleted rows', async () => {
     await s.createTable({ keyspace: 'ks', name: 'ryw', dimension: 2, metric: 'cosine', model: null });
     await s.upsertVectors('ks', 'ryw', Array.from({ length: 500 }, (_, i) => ({ key: `r${i}`, vector, metadata: {}, text: `common filler number${i}` })));
+    const lists = () => s.indexStatus().find((t) => t.table === 'ryw')?.postingLists;
+    assert.equal(lists(), false, 'no lists before the first lexical search');
     await untilListsAnswer(s, 'ryw', 'common');
+    assert.equal(lists(), true, 'the status says the lists answer');
     const answered = postingSearches.answered;
     for (let i = 0; i < 40; i++) {
       // A new row with a word no row had; a row rewritten without its word; a row deleted.

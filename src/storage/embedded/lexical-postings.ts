@@ -102,6 +102,11 @@ export class PostingsThread {
     return (this.#worker = worker);
   }
 
+  /** Whether the table's lists are built and answer its lexical searches. */
+  built(tableId: number): boolean {
+    return this.#worker !== null && this.#tables.get(tableId)?.built === true;
+  }
+
   /** Forgets a table's lists (its index was created anew: the id may be reused). */
   forget(tableId: number): void {
     if (this.#tables.delete(tableId)) this.#send({ type: 'forget', table: tableId });
