@@ -53,6 +53,8 @@ interface Lists {
 
 /** Rows read per turn while building, so other tables' searches are answered between slices. */
 const BUILD_SLICE = 5000;
+/** Postings packed per turn when the lists are frozen (tens of ms), so searches are answered between slices. */
+const FREEZE_SLICE = 1_000_000;
 /** Past this share of dead documents (rewritten or deleted rows), the lists are built afresh. */
 const MAX_DEAD = 0.5;
 
@@ -76,6 +78,13 @@ function build(table: number, l: Lists): void {
   }
   l.cursor = null;
   port.postMessage({ type: 'built', table, generation: l.generation } satisfies FromPostings);
+  freeze(table, l);
+}
+
+/** Packs the lists into one typed array (PostingIndex.freezeStep), a slice per turn. */
+function freeze(table: number, l: Lists): void {
+  if (tables.get(table) !== l) return; // forgotten or rebuilt meanwhile
+  if (!l.index.freezeStep(FREEZE_SLICE)) setImmediate(() => freeze(table, l));
 }
 
 function start(table: number, tokenizer: LexicalTokenizer, generation: number): void {
@@ -94,7 +103,8 @@ function apply(table: number, ids: number[]): void {
     const r = rows.get(id);
     l.index.set(id, r?.text ? tokenize(l.tokenizer, r.text) : null, r?.key);
   }
-  if (l.cursor === null && l.index.deadShare > MAX_DEAD) start(table, l.tokenizer, l.generation);
+  if (l.cursor === null && l.index.deadShare > MAX_DEAD) return start(table, l.tokenizer, l.generation);
+  if (l.cursor === null && l.index.freezeDue) freeze(table, l);
 }
 
 /**

@@ -45,6 +45,9 @@ describe('PostingIndex', () => {
     }
     let compared = 0;
     for (let round = 0; round < 3; round++) {
+      // Round 0 reads frozen postings only, round 1 frozen ones (dead rows among them) and added
+      // ones, round 2 frozen again (the dead left out).
+      if (round !== 1) index.freeze();
       for (let q = 0; q < 30; q++) {
         const terms = Array.from({ length: 1 + (q % 4) }, () => vocab[Math.floor(vocab.length * r())]);
         const seeds = terms.map((_, i) => i).filter((i) => i !== 0 || terms.length === 1);
@@ -70,13 +73,64 @@ describe('PostingIndex', () => {
     assert.ok(index.deadShare > 0);
   });
 
-  it('counts a term past 65,535 times in one row', () => {
+  it('counts a term past 65,535 times in one row, frozen or not', () => {
     const index = new PostingIndex();
     const long = Array.from({ length: 70_000 }, () => 'echo');
     index.set(7, [...long, 'other']);
     index.set(8, ['echo', 'other']);
     const { stats, idfs, scored } = bruteForce(new Map([[7, [...long, 'other']], [8, ['echo', 'other']]]), ['echo'], [0]);
     assert.deepEqual(index.topK(['echo'], idfs, [0], stats, 2, 0).sort((a, b) => b.score - a.score), scored);
+    index.freeze();
+    assert.deepEqual(index.topK(['echo'], idfs, [0], stats, 2, 0).sort((a, b) => b.score - a.score), scored);
+  });
+
+  it('answers as an index never frozen while a freeze goes a few postings at a time between writes', () => {
+    const r = mulberry32(3);
+    const vocab = ['a', 'b', 'c', 'd', 'e'];
+    let steps = 0;
+    for (let trial = 0; trial < 300; trial++) {
+      const frozen = new PostingIndex();
+      const plain = new PostingIndex();
+      const rows = new Map<number, string[]>();
+      for (let k = 0; k < 40; k++) {
+        if (r() < 0.3) {
+          frozen.freezeStep(1 + Math.floor(r() * 4));
+          steps++;
+        } else {
+          const id = 1 + Math.floor(r() * 8);
+          const tokens = r() < 0.2 ? null : Array.from({ length: 1 + Math.floor(r() * 4) }, () => vocab[Math.floor(r() * vocab.length)]);
+          frozen.set(id, tokens);
+          plain.set(id, tokens);
+          if (tokens === null) rows.delete(id);
+          else rows.set(id, tokens);
+        }
+        if (rows.size === 0) continue;
+        const stats = { rows: rows.size, tokens: [...rows.values()].reduce((sum, t) => sum + t.length, 0) };
+        const terms = [vocab[Math.floor(r() * vocab.length)], vocab[Math.floor(r() * vocab.length)]];
+        const byRow = (x: { rowId: number }, y: { rowId: number }) => x.rowId - y.rowId;
+        for (const t of terms) assert.equal(frozen.documentFrequency(t), plain.documentFrequency(t));
+        assert.deepEqual(frozen.topK(terms, [1.5, 0.5], [0, 1], stats, 3, 0).sort(byRow), plain.topK(terms, [1.5, 0.5], [0, 1], stats, 3, 0).sort(byRow), `trial ${trial}, step ${k}`);
+      }
+    }
+    assert.ok(steps > 2000);
+  });
+
+  it('freezes again once the postings added since are an eighth of the frozen ones', () => {
+    const index = new PostingIndex();
+    for (let id = 1; id <= 80; id++) index.set(id, ['a', 'b']);
+    assert.equal(index.freezeDue, true);
+    index.freeze();
+    assert.equal(index.freezeDue, false);
+    for (let id = 81; id <= 99; id++) index.set(id, ['a']);
+    assert.equal(index.freezeDue, false, '19 added against 160 frozen');
+    index.set(100, ['c']);
+    assert.equal(index.freezeDue, true, '20 added');
+    // A term whose rows are all gone leaves the index at the freeze; the others keep their counts.
+    index.set(100, null);
+    index.freeze();
+    assert.equal(index.documentFrequency('c'), 0);
+    assert.equal(index.documentFrequency('a'), 99);
+    assert.equal(index.documentFrequency('b'), 80);
   });
   it('ranks a Zipf corpus of 24,000 rows as an exhaustive BM25 does, common-word queries included, through rewrites and deletes', () => {
     // Zipf(1) over 5,000 words and rows of 5-40 of them: the commonest words are in most rows
@@ -93,6 +147,8 @@ describe('PostingIndex', () => {
     const rows = new Map<number, string[]>();
     const index = new PostingIndex();
     for (let id = 1; id <= 24_000; id++) rows.set(id, text()), index.set(id, rows.get(id)!);
+    // As the postings thread does once it has built the lists: round 1 reads frozen and added postings.
+    index.freeze();
     let compared = 0;
     let commonOnly = 0;
     for (let round = 0; round < 2; round++) {

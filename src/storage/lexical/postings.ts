@@ -12,11 +12,14 @@
 import { BM25_B, BM25_K1, termScore, type Bm25Stats } from './bm25.ts';
 
 /**
- * A term's postings, documents ascending, each packed with its term frequency as doc * 128 + tf in
- * one array of small integers (tf >= 127 kept in `big`). Plain arrays: typed arrays per term (tens
- * of thousands of small buffers) made every garbage collection slower as the index grew.
+ * A term's postings, documents ascending, each packed with its term frequency as doc * 128 + tf
+ * (tf >= 127 kept in `big`): those frozen into the index's arena (`f`, a view of one shared
+ * Int32Array: 4 bytes a posting), then those added since (`e`, a plain array: 8 bytes a posting,
+ * but typed arrays per term, tens of thousands of small buffers, made every garbage collection
+ * slower as the index grew).
  */
 interface Postings {
+  f: Int32Array;
   e: number[];
   big?: Map<number, number>;
   /** Live documents holding the term, and `dead` (the index's) when it was counted. */
@@ -27,7 +30,12 @@ interface Postings {
 const TF_MAX = 127;
 /** Documents an index can number (dead ones too): doc * 128 + tf stays a small integer (31 bits), read with shifts. */
 export const MAX_DOCUMENTS = 2 ** 24;
-const docAt = (p: Postings, j: number): number => p.e[j] >> 7;
+const EMPTY = new Int32Array(0);
+/** Posting `j` of the term: the frozen ones first. */
+const at = (p: Postings, j: number): number => (j < p.f.length ? p.f[j] : p.e[j - p.f.length]);
+const count = (p: Postings): number => p.f.length + p.e.length;
+/** Freeze again once the postings added since the last freeze are this share of the frozen ones. */
+const REFREEZE_SHARE = 1 / 8;
 
 export class PostingIndex {
   readonly #terms = new Map<string, Postings>();
@@ -37,6 +45,13 @@ export class PostingIndex {
   #keyOf: (string | undefined)[] = [];
   #docs = 0;
   #dead = 0;
+  /** Postings in the arena, and added to the terms' plain arrays since. */
+  #frozen = 0;
+  #added = 0;
+  /** Documents that died since the last freeze began (their postings may still be in the lists). */
+  #deadUnfrozen = 0;
+  /** The freeze under way (see freezeStep). */
+  #freezing: { arena: Int32Array; terms: { term: string; p: Postings; size: number }[]; next: number; n: number; dead: boolean } | null = null;
   readonly #docOf = new Map<number, number>();
   /** Scratch for a query: each document's score so far (0: not reached), and the documents reached. */
   #acc = new Float64Array(0);
@@ -62,6 +77,7 @@ export class PostingIndex {
       this.#length[old] = -1;
       this.#keyOf[old] = undefined;
       this.#dead++;
+      this.#deadUnfrozen++;
       this.#docOf.delete(rowId);
     }
     if (tokens === null) return;
@@ -78,17 +94,74 @@ export class PostingIndex {
     // A term's postings end with this document once it has been seen in it: count there.
     for (const term of tokens) {
       let p = this.#terms.get(term);
-      if (p === undefined) this.#terms.set(term, (p = { e: [], df: 0, dfAt: 0 }));
+      if (p === undefined) this.#terms.set(term, (p = { f: EMPTY, e: [], df: 0, dfAt: 0 }));
+      // The document is new: its postings so far are all in `e`.
       const last = p.e.length - 1;
-      if (last >= 0 && docAt(p, last) === doc) {
-        const tf = this.#tf(p, last) + 1;
+      if (last >= 0 && p.e[last] >> 7 === doc) {
+        const tf = this.#tf(p, p.f.length + last) + 1;
         if (tf >= TF_MAX) (p.big ??= new Map()).set(doc, tf);
         p.e[last] = doc * 128 + Math.min(tf, TF_MAX);
         continue;
       }
       p.e.push(doc * 128 + 1);
+      this.#added++;
       if (p.dfAt === this.#dead) p.df++;
     }
+  }
+
+  /** Whether enough postings were added since the last freeze for another to pay (see freeze). */
+  get freezeDue(): boolean {
+    return this.#freezing === null && this.#added > 0 && this.#added >= this.#frozen * REFREEZE_SHARE;
+  }
+
+  /**
+   * Moves every term's postings into one new Int32Array (half the memory of plain arrays, read as
+   * one run), dead documents' left out: done when a build ends, and again when freezeDue. It goes
+   * a term at a time, at most about `budget` postings per call, so that the caller answers searches
+   * between calls: answers whether it is done (a term's postings change in one step, so a search
+   * reads each term whole, from the old arrays or the new). Rows set meanwhile are kept (the
+   * postings a term gets after the freeze began stay in its plain array).
+   */
+  freezeStep(budget = Infinity): boolean {
+    let f = this.#freezing;
+    if (f === null) {
+      const terms = [...this.#terms].map(([term, p]) => ({ term, p, size: count(p) }));
+      f = this.#freezing = { arena: new Int32Array(terms.reduce((sum, t) => sum + t.size, 0)), terms, next: 0, n: 0, dead: this.#deadUnfrozen > 0 };
+      this.#deadUnfrozen = 0;
+      this.#added = 0;
+    }
+    const { arena, terms } = f;
+    const length = this.#length;
+    const stop = f.n + budget;
+    for (; f.next < terms.length && f.n < stop; f.next++) {
+      const { term, p, size } = terms[f.next];
+      const from = f.n;
+      const fromE = size - p.f.length; // the added postings counted when the freeze began
+      if (!f.dead) {
+        arena.set(p.f, f.n);
+        f.n += p.f.length;
+        for (let j = 0; j < fromE; j++) arena[f.n++] = p.e[j];
+      } else {
+        for (let j = 0; j < p.f.length; j++) if (length[p.f[j] >> 7] >= 0) arena[f.n++] = p.f[j];
+        for (let j = 0; j < fromE; j++) if (length[p.e[j] >> 7] >= 0) arena[f.n++] = p.e[j];
+        if (p.big !== undefined) for (const d of p.big.keys()) if (length[d] < 0) p.big.delete(d);
+      }
+      if (f.n === from && p.e.length === fromE) {
+        this.#terms.delete(term);
+        continue;
+      }
+      p.f = arena.subarray(from, f.n);
+      p.e = p.e.slice(fromE);
+    }
+    if (f.next < terms.length) return false;
+    this.#frozen = f.n;
+    this.#freezing = null;
+    return true;
+  }
+
+  /** All of freezeStep at once. */
+  freeze(): void {
+    this.freezeStep();
   }
 
   /** The key given with a live row's tokens. */
@@ -103,7 +176,7 @@ export class PostingIndex {
     if (p === undefined) return 0;
     if (p.dfAt !== this.#dead) {
       let df = 0;
-      for (let i = 0; i < p.e.length; i++) if (this.#length[docAt(p, i)] >= 0) df++;
+      for (let i = 0; i < count(p); i++) if (this.#length[at(p, i) >> 7] >= 0) df++;
       p.df = df;
       p.dfAt = this.#dead;
     }
@@ -131,7 +204,7 @@ export class PostingIndex {
     const lists = seeds
       .map((i) => ({ p: this.#terms.get(terms[i]), idf: idfs[i] }))
       .filter((x): x is { p: Postings; idf: number } => x.p !== undefined)
-      .sort((x, y) => x.p.e.length - y.p.e.length);
+      .sort((x, y) => count(x.p) - count(y.p));
     const c1 = BM25_K1 * (1 - BM25_B);
     const c2 = (BM25_K1 * BM25_B * stats.rows) / stats.tokens;
     // What the lists not yet read can add to a row: idf (k1 + 1) each.
@@ -140,40 +213,27 @@ export class PostingIndex {
     const top = new TopScores(limit);
     // Integer arithmetic on the packed postings (doc << 7 | tf: small integers), every scratch a
     // typed array: a query of common words only reads most of the table's postings.
+    const s: Scratch = { acc, reached, length, c1, c2 };
     for (const { p, idf } of lists) {
       const w = idf * (BM25_K1 + 1);
-      const e = p.e;
+      const postings = count(p);
       left -= w;
       if (open) {
-        for (let j = 0; j < e.length; j++) {
-          const v = e[j];
-          const d = v >> 7;
-          const len = length[d];
-          if (len < 0) continue;
-          if (acc[d] === 0) reached[n++] = d;
-          let tf = v & 127;
-          if (tf === TF_MAX) tf = p.big!.get(d)!;
-          acc[d] += (w * tf) / (tf + c1 + c2 * len);
-        }
+        n = addAll(p.f, p.big, w, s, n);
+        n = addAll(p.e, p.big, w, s, n);
         // Closed when no row outside `reached` can reach the k-th with what the terms left give.
         if (left > 0 && n >= limit) open = top.kth(reached, n, acc) * (1 - 1e-9) <= (left + slack) * (1 + 1e-9);
-      } else if (n * Math.log2(e.length + 1) < e.length) {
+      } else if (n * Math.log2(postings + 1) < postings) {
         for (let r = 0; r < n; r++) {
           const d = reached[r];
-          const j = search(e, d);
+          const j = search(p, d);
           if (j < 0) continue;
           const tf = this.#tf(p, j);
           acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
         }
       } else {
-        for (let j = 0; j < e.length; j++) {
-          const v = e[j];
-          const d = v >> 7;
-          if (acc[d] === 0) continue;
-          let tf = v & 127;
-          if (tf === TF_MAX) tf = p.big!.get(d)!;
-          acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
-        }
+        addReached(p.f, p.big, w, s);
+        addReached(p.e, p.big, w, s);
       }
     }
     const found: number[] = [];
@@ -193,15 +253,16 @@ export class PostingIndex {
     for (let i = 0; i < terms.length; i++) {
       const p = this.#terms.get(terms[i]);
       if (p === undefined) continue;
-      const j = search(p.e, d);
+      const j = search(p, d);
       if (j >= 0) score += termScore(idfs[i], this.#tf(p, j), this.#length[d], stats);
     }
     return score;
   }
 
   #tf(p: Postings, j: number): number {
-    const tf = p.e[j] & 127;
-    return tf === TF_MAX ? p.big!.get(docAt(p, j))! : tf;
+    const v = at(p, j);
+    const tf = v & 127;
+    return tf === TF_MAX ? p.big!.get(v >> 7)! : tf;
   }
 }
 
@@ -212,8 +273,50 @@ function grow<T extends TypedArray>(a: T, make: new (n: number) => T): T {
   return b;
 }
 
-/** The index of document `d` in the postings `e` (sorted), -1 if absent. */
-function search(e: readonly number[], d: number): number {
+/** A query's scratch arrays and BM25's length terms (tf / (tf + c1 + c2 length)). */
+interface Scratch {
+  acc: Float64Array;
+  reached: Int32Array;
+  length: Int32Array;
+  c1: number;
+  c2: number;
+}
+
+/** Adds postings' shares to their live documents' sums, noting the documents reached first here; answers the new count reached. */
+function addAll(e: ArrayLike<number>, big: Map<number, number> | undefined, w: number, s: Scratch, n: number): number {
+  const { acc, reached, length, c1, c2 } = s;
+  for (let j = 0; j < e.length; j++) {
+    const v = e[j];
+    const d = v >> 7;
+    const len = length[d];
+    if (len < 0) continue;
+    if (acc[d] === 0) reached[n++] = d;
+    let tf = v & 127;
+    if (tf === TF_MAX) tf = big!.get(d)!;
+    acc[d] += (w * tf) / (tf + c1 + c2 * len);
+  }
+  return n;
+}
+
+/** Adds postings' shares to the documents already reached only. */
+function addReached(e: ArrayLike<number>, big: Map<number, number> | undefined, w: number, s: Scratch): void {
+  const { acc, length, c1, c2 } = s;
+  for (let j = 0; j < e.length; j++) {
+    const v = e[j];
+    const d = v >> 7;
+    if (acc[d] === 0) continue;
+    let tf = v & 127;
+    if (tf === TF_MAX) tf = big!.get(d)!;
+    acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
+  }
+}
+
+/** The index of document `d` in the term's postings (frozen then added, ascending), -1 if absent. */
+function search(p: Postings, d: number): number {
+  const f = p.f;
+  // Every frozen document precedes every added one.
+  const inFrozen = f.length > 0 && f[f.length - 1] >> 7 >= d;
+  const e: ArrayLike<number> = inFrozen ? f : p.e;
   let lo = 0;
   let hi = e.length - 1;
   while (lo <= hi) {
@@ -221,7 +324,7 @@ function search(e: readonly number[], d: number): number {
     const v = e[mid] >> 7;
     if (v < d) lo = mid + 1;
     else if (v > d) hi = mid - 1;
-    else return mid;
+    else return inFrozen ? mid : f.length + mid;
   }
   return -1;
 }
