@@ -71,6 +71,8 @@ function build(table: number, l: Lists): void {
   if (tables.get(table) !== l) return; // forgotten meanwhile
   const rows = slice.all(l.cursor, table, BUILD_SLICE) as TextRow[];
   for (const r of rows) l.index.set(r.id, r.text ? tokenize(l.tokenizer, r.text) : null, r.key);
+  // Packed as they grow, so the plain arrays never hold more than a slice and an eighth.
+  if (l.index.freezeDue) freeze(table, l);
   if (rows.length === BUILD_SLICE) {
     l.cursor = rows[rows.length - 1].id;
     setImmediate(() => build(table, l));
@@ -78,7 +80,6 @@ function build(table: number, l: Lists): void {
   }
   l.cursor = null;
   port.postMessage({ type: 'built', table, generation: l.generation } satisfies FromPostings);
-  freeze(table, l);
 }
 
 /** Packs the lists into one typed array (PostingIndex.freezeStep), a slice per turn. */
@@ -104,7 +105,7 @@ function apply(table: number, ids: number[]): void {
     l.index.set(id, r?.text ? tokenize(l.tokenizer, r.text) : null, r?.key);
   }
   if (l.cursor === null && l.index.deadShare > MAX_DEAD) return start(table, l.tokenizer, l.generation);
-  if (l.cursor === null && l.index.freezeDue) freeze(table, l);
+  if (l.index.freezeDue) freeze(table, l);
 }
 
 /**
