@@ -51,7 +51,7 @@ export class PostingIndex {
   /** Documents that died since the last freeze began (their postings may still be in the lists). */
   #deadUnfrozen = 0;
   /** The freeze under way (see freezeStep). */
-  #freezing: { arena: Int32Array; terms: { term: string; p: Postings; size: number }[]; next: number; n: number; dead: boolean } | null = null;
+  #freezing: { arena: Int32Array; terms: { term: string; p: Postings; size: number }[]; next: number; n: number; read: number; dead: boolean } | null = null;
   readonly #docOf = new Map<number, number>();
   /** Scratch for a query: each document's score so far (0: not reached), and the documents reached. */
   #acc = new Float64Array(0);
@@ -126,15 +126,16 @@ export class PostingIndex {
     let f = this.#freezing;
     if (f === null) {
       const terms = [...this.#terms].map(([term, p]) => ({ term, p, size: count(p) }));
-      f = this.#freezing = { arena: new Int32Array(terms.reduce((sum, t) => sum + t.size, 0)), terms, next: 0, n: 0, dead: this.#deadUnfrozen > 0 };
+      f = this.#freezing = { arena: new Int32Array(terms.reduce((sum, t) => sum + t.size, 0)), terms, next: 0, n: 0, read: 0, dead: this.#deadUnfrozen > 0 };
       this.#deadUnfrozen = 0;
       this.#added = 0;
     }
     const { arena, terms } = f;
     const length = this.#length;
-    const stop = f.n + budget;
-    for (; f.next < terms.length && f.n < stop; f.next++) {
+    const stop = f.read + budget;
+    for (; f.next < terms.length && f.read < stop; f.next++) {
       const { term, p, size } = terms[f.next];
+      f.read += size;
       const from = f.n;
       const fromE = size - p.f.length; // the added postings counted when the freeze began
       if (!f.dead) {
