@@ -109,14 +109,15 @@ export class PostingIndex {
     }
   }
 
-  /** Whether enough postings were added since the last freeze for another to pay (see freeze). */
+  /** Whether enough postings were added since the last freeze began for another to pay (see freezeStep). */
   get freezeDue(): boolean {
     return this.#freezing === null && this.#added > 0 && this.#added >= this.#frozen * REFREEZE_SHARE;
   }
 
   /**
    * Moves every term's postings into one new Int32Array (half the memory of plain arrays, read as
-   * one run), dead documents' left out: done when a build ends, and again when freezeDue. It goes
+   * one run), dead documents' left out: done whenever freezeDue (the postings thread checks after
+   * each slice of a build and each write it reads). It goes
    * a term at a time, at most about `budget` postings per call, so that the caller answers searches
    * between calls: answers whether it is done (a term's postings change in one step, so a search
    * reads each term whole, from the old arrays or the new). Rows set meanwhile are kept (the
