@@ -84,6 +84,28 @@ describe('PostingIndex', () => {
     assert.deepEqual(index.topK(['echo'], idfs, [0], stats, 2, 0).sort((a, b) => b.score - a.score), scored);
   });
 
+  it('bounds a later term by its short rows that hold it often: such a row the rarer terms never reached still makes the top k', () => {
+    // After `rare`'s two long rows, a bound over rows holding `often` once (all long) says it cannot
+    // lift another row past them; the short row holding it five times is first all the same.
+    const rows = new Map<number, string[]>([
+      [1, ['rare', ...Array.from({ length: 9 }, (_, i) => `a${i}`)]],
+      [2, ['rare', ...Array.from({ length: 9 }, (_, i) => `b${i}`)]],
+      [3, ['often', 'often', 'often', 'often', 'often']],
+    ]);
+    for (let id = 10; id < 20; id++) rows.set(id, ['often', ...Array.from({ length: 29 }, (_, i) => `c${id}-${i}`)]);
+    for (let id = 20; id < 100; id++) rows.set(id, ['filler']);
+    const index = new PostingIndex();
+    for (const [id, tokens] of rows) index.set(id, tokens);
+    const terms = ['rare', 'often'];
+    const { stats, idfs, scored } = bruteForce(rows, terms, [0, 1]);
+    assert.equal(scored[0].rowId, 3, 'the short row is first');
+    for (const freeze of [false, true]) {
+      if (freeze) index.freeze();
+      const got = index.topK(terms, idfs, [0, 1], stats, 2, 0).sort((a, b) => b.score - a.score || a.rowId - b.rowId);
+      assert.deepEqual(got.slice(0, 2), scored.slice(0, 2));
+    }
+  });
+
   it('answers as an index never frozen while a freeze goes a few postings at a time between writes', () => {
     const r = mulberry32(3);
     const vocab = ['a', 'b', 'c', 'd', 'e'];

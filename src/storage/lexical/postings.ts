@@ -25,6 +25,12 @@ interface Postings {
   /** Live documents holding the term, and `dead` (the index's) when it was counted. */
   df: number;
   dfAt: number;
+  /**
+   * Per term frequency seen (index; TF_MAX for any above), the shortest document with it: what the
+   * term can add to a row is at most the best of these under any statistics (see topK). Rows gone
+   * since still count, so it only ever overstates.
+   */
+  shortest: number[];
 }
 
 const TF_MAX = 127;
@@ -94,16 +100,18 @@ export class PostingIndex {
     // A term's postings end with this document once it has been seen in it: count there.
     for (const term of tokens) {
       let p = this.#terms.get(term);
-      if (p === undefined) this.#terms.set(term, (p = { f: EMPTY, e: [], df: 0, dfAt: 0 }));
+      if (p === undefined) this.#terms.set(term, (p = { f: EMPTY, e: [], df: 0, dfAt: 0, shortest: [] }));
       // The document is new: its postings so far are all in `e`.
       const last = p.e.length - 1;
       if (last >= 0 && p.e[last] >> 7 === doc) {
         const tf = this.#tf(p, p.f.length + last) + 1;
         if (tf >= TF_MAX) (p.big ??= new Map()).set(doc, tf);
         p.e[last] = doc * 128 + Math.min(tf, TF_MAX);
+        noteShortest(p, tf, tokens.length);
         continue;
       }
       p.e.push(doc * 128 + 1);
+      noteShortest(p, 1, tokens.length);
       this.#added++;
       if (p.dfAt === this.#dead) p.df++;
     }
@@ -193,9 +201,12 @@ export class PostingIndex {
    *
    * The seeds' postings are summed term at a time, rarest first, as MaxScore does it (Lucene's
    * MaxScoreBulkScorer): once the k-th sum so far beats what the terms left could give a row not yet
-   * reached (idf (k1 + 1) each), those terms only add to the rows reached, looked up by binary
-   * search, instead of their whole lists being read. The sums are approximate (another order, the
-   * arithmetic rearranged), so the rows near the k-th are scored again exactly.
+   * reached, those terms only add to the rows reached, looked up by binary search, instead of their
+   * whole lists being read; and after each of them, the rows reached that can no longer reach the
+   * k-th are dropped, so the lookups get fewer. What a term can give is its best share over the
+   * shortest document of each frequency it has (`shortest`), about half of the bound idf (k1 + 1)
+   * on short texts. The sums are approximate (another order, the arithmetic rearranged), so the
+   * rows near the k-th are scored again exactly.
    */
   topK(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number): { rowId: number; score: number }[] {
     if (this.#acc.length < this.#docs) (this.#acc = new Float64Array(this.#length.length)), (this.#reached = new Int32Array(this.#length.length));
@@ -209,17 +220,19 @@ export class PostingIndex {
       .sort((x, y) => count(x.p) - count(y.p));
     const c1 = BM25_K1 * (1 - BM25_B);
     const c2 = (BM25_K1 * BM25_B * stats.rows) / stats.tokens;
-    // What the lists not yet read can add to a row: idf (k1 + 1) each.
-    let left = lists.reduce((sum, x) => sum + x.idf * (BM25_K1 + 1), 0);
+    // What the lists not yet read can add to a row.
+    const most = lists.map(({ p, idf }) => idf * (BM25_K1 + 1) * bestShare(p, c1, c2));
+    let left = most.reduce((sum, m) => sum + m, 0);
     let open = true;
     const top = new TopScores(limit);
     // Integer arithmetic on the packed postings (doc << 7 | tf: small integers), every scratch a
     // typed array: a query of common words only reads most of the table's postings.
     const s: Scratch = { acc, reached, length, c1, c2 };
-    for (const { p, idf } of lists) {
+    for (let i = 0; i < lists.length; i++) {
+      const { p, idf } = lists[i];
       const w = idf * (BM25_K1 + 1);
       const postings = count(p);
-      left -= w;
+      left -= most[i];
       if (open) {
         n = addAll(p.f, p.big, w, s, n);
         n = addAll(p.e, p.big, w, s, n);
@@ -237,6 +250,8 @@ export class PostingIndex {
         addReached(p.f, p.big, w, s);
         addReached(p.e, p.big, w, s);
       }
+      // Closed: the rows that cannot reach the k-th with what the terms left give are dropped (their sums back to 0).
+      if (!open && left > 0) n = dropHopeless(top.kth(reached, n, acc) * (1 - 1e-9) - (left + slack) * (1 + 1e-9), s, n);
     }
     const found: number[] = [];
     try {
@@ -266,6 +281,34 @@ export class PostingIndex {
     const tf = v & 127;
     return tf === TF_MAX ? p.big!.get(v >> 7)! : tf;
   }
+}
+
+/** Notes that the term occurs `tf` times in a document of `length` tokens. */
+function noteShortest(p: Postings, tf: number, length: number): void {
+  const i = Math.min(tf, TF_MAX);
+  const l = p.shortest;
+  if (!(l[i] <= length)) l[i] = length;
+}
+
+/** The most a term's postings can have of its weight: tf / (tf + c1 + c2 length) at best (1 past TF_MAX). */
+function bestShare(p: Postings, c1: number, c2: number): number {
+  const l = p.shortest;
+  if (l.length > TF_MAX) return 1;
+  let best = 0;
+  for (let tf = 1; tf < l.length; tf++) if (l[tf] !== undefined) best = Math.max(best, tf / (tf + c1 + c2 * l[tf]));
+  return best;
+}
+
+/** Keeps the first `n` reached documents whose sum is at least `floor`, the others' set back to 0; answers how many are kept. */
+function dropHopeless(floor: number, s: Scratch, n: number): number {
+  const { acc, reached } = s;
+  let kept = 0;
+  for (let r = 0; r < n; r++) {
+    const d = reached[r];
+    if (acc[d] >= floor) reached[kept++] = d;
+    else acc[d] = 0;
+  }
+  return kept;
 }
 
 type TypedArray = Int32Array | Float64Array;
