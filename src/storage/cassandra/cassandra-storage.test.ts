@@ -53,6 +53,27 @@ async function openFresh(extra: Partial<CassandraStorageOptions> = {}): Promise<
   };
 }
 
+/**
+ * A fresh storage (openFresh) and a session of its own to the same cluster, as another process
+ * has, with that session's Ctx for a given scan threshold; both closed and the keyspaces dropped
+ * after `fn`.
+ */
+async function withSession(
+  extra: Partial<CassandraStorageOptions>,
+  fn: (s: { storage: Storage; prefix: string; session: Session; ctxOf: (exactScanMaxRows: number) => Ctx }) => Promise<void>,
+): Promise<void> {
+  const { storage, prefix, cleanup } = await openFresh(extra);
+  const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
+  await session.connect();
+  const ctxOf = (exactScanMaxRows: number): Ctx => ({ session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows, keyspacePrefix: prefix });
+  try {
+    await fn({ storage, prefix, session, ctxOf });
+  } finally {
+    await session.shutdown();
+    await cleanup();
+  }
+}
+
 function rng(seed: number): () => number {
   let s = seed;
   return () => (s = (s * 16807) % 2147483647) / 2147483647;
@@ -295,13 +316,10 @@ if (!ENABLED) {
 
     it('deletes by filter as of its scan: a row rewritten between the scan and the delete keeps its new version', async () => {
       // A: another process writing; B: the process deleting by filter, with a seam after its scan.
-      const { storage: a, prefix, cleanup } = await openFresh();
-      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
-      await session.connect();
-      // Runs `seam.between` once B's scan of (key, metadata) has read its last page, before any delete.
-      const seam = seamAfterScan(session, 'SELECT "key", "metadata"');
-      try {
-        const ctx: Ctx = { session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows: 10_000, keyspacePrefix: prefix };
+      await withSession({}, async ({ storage: a, session, ctxOf }) => {
+        // Runs `seam.between` once B's scan of (key, metadata) has read its last page, before any delete.
+        const seam = seamAfterScan(session, 'SELECT "key", "metadata"');
+        const ctx = ctxOf(10_000);
         await a.createKeyspace({ name: 'dbf', owner: null });
         const row = (key: string, metadata: VectorRow['metadata']): VectorRow => ({ key, vector: Float32Array.of(1, 2), metadata, text: null });
         // What A does to doomed row i while B is between its scan and its deletes.
@@ -345,10 +363,7 @@ if (!ENABLED) {
           want.push(w);
         }
         assert.deepEqual(got, want);
-      } finally {
-        await session.shutdown();
-        await cleanup();
-      }
+      });
     });
 
     it('loses no rewrite acknowledged by one process while another deletes by filter', async () => {
@@ -708,11 +723,8 @@ if (!ENABLED) {
     });
 
     it('plans by counters, not scans: ANN covering small tables, an unservable filter scanned while the table is small, then refused', async () => {
-      const { storage, prefix, cleanup } = await openFresh();
-      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
-      await session.connect();
-      try {
-        const ctx: Ctx = { session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows: 5, keyspacePrefix: prefix };
+      await withSession({}, async ({ storage, session, ctxOf }) => {
+        const ctx = ctxOf(5);
         await storage.createKeyspace({ name: 'plan', owner: null });
         await storage.createTable({ keyspace: 'plan', name: 't', dimension: 3, metric: 'euclidean', model: null });
         const q = { vector: Float32Array.of(1, 1, 1), metric: 'euclidean' as const, candidates: 100, limit: 3 };
@@ -733,24 +745,18 @@ if (!ENABLED) {
         assert.equal((await searchWithPlan(ctx, 'plan', 't', ranged)).plan, 'scan');
         assert.equal(fromEngine('euclidean', 1 / (1 + 4)), 2);
         assert.equal(fromEngine('cosine', 0.75), 0.5);
-      } finally {
-        await session.shutdown();
-        await cleanup();
-      }
+      });
     });
 
     it('searches a table whose counter failed (uncounted) as a counted one: the narrow query, a key scan stopping past initial_top_k, exact when that covers the table', async () => {
-      const { storage, prefix, cleanup } = await openFresh({ exactScanMaxRows: 0 });
-      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
-      await session.connect();
-      try {
+      await withSession({ exactScanMaxRows: 0 }, async ({ storage, session, prefix, ctxOf }) => {
         await storage.createKeyspace({ name: 'unc', owner: null });
         await storage.createTable({ keyspace: 'unc', name: 't', dimension: 4, metric: 'cosine', model: null });
         const rows = clustered(40, 4, 4, 5);
         await storage.upsertVectors('unc', 't', rows);
         // As a timed-out counter update leaves it (counts.ts stopCounting), seen by a process that
         // reads the catalog afresh (ctx: the one that made the table remembers it counted).
-        const ctx: Ctx = { session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows: 0, keyspacePrefix: prefix };
+        const ctx = ctxOf(0);
         await session.execute('write', `UPDATE "${prefix}vss_system"."tables" SET counted = false WHERE keyspace_name = 'unc' AND table_name = 't'`);
         const q = rows[3].vector;
         /** The ANN LIMITs and key-scan LIMITs one search sends, and its keys. */
@@ -781,18 +787,12 @@ if (!ENABLED) {
         const after = await sent(100);
         assert.deepEqual([after.anns, after.scans, after.keys], [[3, 45], [101], brute([...rows, ...more], q, 'cosine', 3)]);
         assert.equal(await countVectors(ctx, 'unc', 't'), 45, 'counted by a scan');
-      } finally {
-        await session.shutdown();
-        await cleanup();
-      }
+      });
     });
 
     it('repairs the counter of a table marked uncounted when no write lands during the repair; a write or a failure meanwhile leaves it uncounted', async () => {
-      const { storage, prefix, cleanup } = await openFresh();
-      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
-      await session.connect();
-      try {
-        const ctx: Ctx = { session, systemKeyspace: `${prefix}vss_system`, replication: REPLICATION, exactScanMaxRows: 0, keyspacePrefix: prefix };
+      await withSession({}, async ({ storage, session, prefix, ctxOf }) => {
+        const ctx = ctxOf(0);
         const sys = `"${prefix}vss_system"`;
         await storage.createKeyspace({ name: 'rep', owner: null });
         await storage.createTable({ keyspace: 'rep', name: 't', dimension: 4, metric: 'cosine', model: null });
@@ -828,17 +828,11 @@ if (!ENABLED) {
           r.stop();
         }
         assert.ok(!r.statements.some((cql) => cql.startsWith('SELECT "key" FROM')), 'counted by the counter, no scan');
-      } finally {
-        await session.shutdown();
-        await cleanup();
-      }
+      });
     });
 
     it('counts tables with expiring rows by their counters, not a scan, and drops a row from the count as it expires', async () => {
-      const { storage, prefix, cleanup } = await openFresh();
-      const session = new Session({ contactPoints: CONTACT_POINTS, localDc: LOCAL_DC, writeConsistency: 'QUORUM' });
-      await session.connect();
-      try {
+      await withSession({}, async ({ storage, session, prefix }) => {
         await storage.createKeyspace({ name: 'exp', owner: null });
         await storage.createTable({ keyspace: 'exp', name: 't', dimension: 3, metric: 'cosine', model: null });
         const now = Date.now();
@@ -852,10 +846,7 @@ if (!ENABLED) {
         await new Promise((r) => setTimeout(r, 4_500));
         assert.equal(await storage.countVectors('exp', 't'), 3);
         assert.equal((await storage.listTables('exp'))[0].rowCount, 3);
-      } finally {
-        await session.shutdown();
-        await cleanup();
-      }
+      });
     });
 
     it('connects through an Astra DB secure connect bundle instead of contact points; a missing one is named', async () => {
