@@ -125,11 +125,11 @@ export class PostingIndex {
   /**
    * Moves every term's postings into one new Int32Array (half the memory of plain arrays, read as
    * one run), dead documents' left out: done whenever freezeDue (the postings thread checks after
-   * each slice of a build and each write it reads). It goes
-   * a term at a time, at most about `budget` postings per call, so that the caller answers searches
-   * between calls: answers whether it is done (a term's postings change in one step, so a search
-   * reads each term whole, from the old arrays or the new). Rows set meanwhile are kept (the
-   * postings a term gets after the freeze began stay in its plain array).
+   * each slice of a build and each write it reads). It goes a term at a time, at most about
+   * `budget` postings per call, so that the caller answers searches between calls: answers whether
+   * it is done (a term's postings change in one step, so a search reads each term whole, from the
+   * old arrays or the new). Rows set meanwhile are kept (the postings a term gets after the freeze
+   * began stay in its plain array).
    */
   freezeStep(budget = Infinity): boolean {
     let f = this.#freezing;
