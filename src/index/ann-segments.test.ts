@@ -246,6 +246,31 @@ describe('SegmentedAnn', () => {
     }
   });
 
+  it('walks a lone graph here for a search that came alone, and leaves more graphs than one to the worker all the same', async () => {
+    const lone = SegmentedAnn.create(d, 'cosine');
+    const data = randomRows(3000, 10);
+    lone.add(Array.from({ length: 3000 }, (_, i) => i), data);
+    await lone.save(path.join(dir(), 'alone'), '1', 1, 'db');
+    const four = fourSegments(11);
+    await four.ann.save(path.join(dir(), 'alone-four'), '1', 1, 'db');
+    four.ann.viewSaved();
+    const worker = new GraphWorker();
+    try {
+      for (const ann of [lone, four.ann]) ann.shareWith(worker);
+      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      const q = data.subarray(5 * d, 6 * d);
+      assert.deepEqual(await lone.searchAsync(q, 30, worker, undefined, true), lone.search(q, 30));
+      assert.equal(worker.searches, 0, 'alone: the lone graph walked here');
+      assert.deepEqual(await lone.searchAsync(q, 30, worker), lone.search(q, 30));
+      assert.equal(worker.searches, 1, 'not alone: the lone graph left to the worker');
+      const q4 = four.data.subarray(7 * d, 8 * d);
+      assert.deepEqual(await four.ann.searchAsync(q4, 30, worker, undefined, true), four.ann.search(q4, 30));
+      assert.equal(worker.searches, 2, 'four graphs: shared with the worker, alone or not');
+    } finally {
+      await worker.close();
+    }
+  });
+
   it('leaves half of the shared graphs to a worker that has other searches queued', async () => {
     const sub = path.join(dir(), 'busy');
     const { ann, data } = fourSegments(8);

@@ -7,6 +7,7 @@ import { exactSearchMatrix, rescore, type Scored } from '../../index/exact.ts';
 import { filterToSql, validateFilter } from '../../index/filter.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { Metric } from '../../index/metric.ts';
+import { LoopIdle } from '../../platform/loop-idle.ts';
 import type { Filter, LexicalQuery, MatchRow, Metadata, ScoredKey, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import { requireQueryDimension, requireRowDimensions } from '../vector-dimension.ts';
 import type { Catalog } from './catalog.ts';
@@ -65,6 +66,8 @@ export class Vectors {
   readonly #expiry = new Map<number, ExpiryTracker>();
   /** How many searches took each path (for monitoring and tests). */
   readonly searches = { exact: 0, ann: 0, filtered: 0 };
+  /** Whether a search came alone (the loop waited for it): then a lone graph is walked on this thread (SegmentedAnn.searchAsync). */
+  readonly #loopIdle = new LoopIdle();
 
   constructor(db: Db, catalog: Catalog, keeper: IndexKeeper, seq: SeqCounter, settings: VectorSettings) {
     this.#db = db;
@@ -287,7 +290,8 @@ export class Vectors {
     const expired = this.#expired(t);
     const inGraphs = this.#expiry.get(t.meta.id)?.indexedExpired ?? 0;
     const maxK = Math.max(candidates, Math.floor(t.matrix.size * ANN_MAX_CANDIDATE_SHARE));
-    const walk = (k: number): Promise<number[]> | number[] => (ann === null ? [] : this.#worker ? ann.searchAsync(query, k, this.#worker, ef) : ann.search(query, k, ef));
+    const alone = this.#loopIdle.waitedSinceLast();
+    const walk = (k: number): Promise<number[]> | number[] => (ann === null ? [] : this.#worker ? ann.searchAsync(query, k, this.#worker, ef, alone) : ann.search(query, k, ef));
     // Rows the graphs do not hold yet: the quantised tail's best (re-scored exactly below), or an exact scan.
     const fromPending =
       t.pendingCount === 0 ? [] : t.tail ? t.tail.search(query, tailCandidates(limit + Math.min(inGraphs, candidates))) : exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds(), expired).map((s) => s.rowId);
