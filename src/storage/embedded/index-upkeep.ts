@@ -57,7 +57,11 @@ export const UPKEEP_TIMINGS = Object.freeze({
    * arriving during a bulk load waits up to this long, as it already may behind a write batch).
    */
   keepUpSliceMs: 60,
-  /** Writes within this many ms make the store "busy". */
+  /**
+   * Writes within this many ms make the store "busy", until a search comes: the rows a write left
+   * are few (it waited for the graphs past ackRows), and searches right after a bulk load waited
+   * behind its 15 ms slices (p99 17-23 ms at concurrency 1 in bench/peers.bench.ts).
+   */
   busyWindowMs: 250,
   /**
    * Searches within this many ms (and no writes) make the store "searching": indexing then runs
@@ -595,9 +599,9 @@ export class IndexKeeper {
     setTimeout(() => this.#schedule(), ms).unref();
   }
 
-  /** Writes came lately, or wait for the graphs (which is why no more come meanwhile). */
+  /** Writes came lately and no search since, or writes wait for the graphs (which is why no more come meanwhile). */
   #busy(): boolean {
-    return performance.now() - this.#lastWrite < T.busyWindowMs || this.#roomWaiters.length > 0;
+    return (performance.now() - this.#lastWrite < T.busyWindowMs && this.#lastSearch < this.#lastWrite) || this.#roomWaiters.length > 0;
   }
 
   #searching(): boolean {
