@@ -54,7 +54,7 @@ const { values: args } = parseArgs({
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '200' },
     rounds: { type: 'string', default: '3' },
-    curve: { type: 'string', default: '10:16,10:64,20:64,20:128,50:64,50:128,100:128,100:256,100:512' },
+    curve: { type: 'string', default: '10:16,10:32,20:32,10:64,20:64,20:128,50:64,50:128,100:128,100:256,100:512' },
     'after-effort': { type: 'string', default: '50:128' },
     'skip-chroma': { type: 'boolean', default: false },
     'server-prof': { type: 'string' },
