@@ -28,7 +28,9 @@
  * no row left waiting for its graphs, polled from the acknowledgement on, beside the searches;
  * Chroma indexes as it writes, so acknowledged), QPS and
  * p50/p99 at concurrency 1 and 16 right after the writes are acknowledged and settled, recall@10
- * against an exact scan, the server's VmRSS, the service/Chroma ratios; then the service's
+ * against an exact scan, the server's VmRSS, the service/Chroma ratios, the service's own time per
+ * search at concurrency 1 (from its metrics: what is left of a search's time is the client's and
+ * the loopback's, alike for both servers); then the service's
  * recall-latency curve over pairs of initial_top_k (candidates re-scored exactly) and ef (how wide
  * each graph walk is; never narrower than initial_top_k).
  *
@@ -84,12 +86,15 @@ interface QuerySet {
   vectors: Float32Array[];
   truth: string[][];
 }
-type Run = Timed & { recall: number };
+/** `server`: the service only, its own time per search (its /v1/search/ duration histogram), ms. */
+type Run = Timed & { recall: number; server?: number };
 /** One server under test: how to load it and search it. */
 interface PeerServer {
   name: string;
   pid: number;
   search: Search;
+  /** The service only: the milliseconds its /v1/search/ requests took so far, as the server times them. */
+  searchMs?: () => Promise<number>;
   /** The service only: searches at a given initial_top_k and ef (the recall-latency curve). */
   curveSearch?: (initialTopK: number, ef: number) => Search;
   /** Sends all rows; resolves when the last write is acknowledged (seconds, rows left for the graphs or null). */
@@ -117,9 +122,10 @@ const measured = (server: PeerServer): Peer => ({ ...server, ackSeconds: 0, sear
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Times `search(i)` over every query of `set` from `concurrency` clients, with recall@10. */
-async function timed(set: QuerySet, concurrency: number, search: Search): Promise<Run & { ids: string[][] }> {
+/** Times `search(i)` over every query of `set` from `concurrency` clients, with recall@10 (and the server's own time, given `searchMs`). */
+async function timed(set: QuerySet, concurrency: number, search: Search, searchMs?: () => Promise<number>): Promise<Run & { ids: string[][] }> {
   const lat: number[] = [];
+  const serverBefore = await searchMs?.();
   const ids: string[][] = new Array(set.vectors.length);
   const run = search(set.vectors);
   let next = 0;
@@ -135,7 +141,8 @@ async function timed(set: QuerySet, concurrency: number, search: Search): Promis
     }),
   );
   const qps = set.vectors.length / ((performance.now() - t0) / 1000);
-  return { qps, p50: pct(lat, 50), p99: pct(lat, 99), recall: recallOf(ids, set.truth), ids };
+  const server = serverBefore === undefined ? undefined : ((await searchMs!()) - serverBefore) / set.vectors.length;
+  return { qps, p50: pct(lat, 50), p99: pct(lat, 99), recall: recallOf(ids, set.truth), server, ids };
 }
 
 function recallOf(got: string[][], truth: string[][]): number {
@@ -161,7 +168,8 @@ function querySet(all: Float32Array, centres: Float32Array[], start: number, cou
 /** The median run of `runs` by each figure separately. */
 function median(runs: Run[]): Run {
   const mid = (xs: number[]) => pct(xs, 50);
-  return { qps: mid(runs.map((r) => r.qps)), p50: mid(runs.map((r) => r.p50)), p99: mid(runs.map((r) => r.p99)), recall: mid(runs.map((r) => r.recall)) };
+  const server = runs.every((r) => r.server !== undefined) ? mid(runs.map((r) => r.server!)) : undefined;
+  return { qps: mid(runs.map((r) => r.qps)), p50: mid(runs.map((r) => r.p50)), p99: mid(runs.map((r) => r.p99)), recall: mid(runs.map((r) => r.recall)), server };
 }
 
 async function startService(centres: Float32Array[]): Promise<Peer> {
@@ -178,6 +186,11 @@ async function startService(centres: Float32Array[]): Promise<Peer> {
   return measured({
     name: 'service',
     pid: server.child.pid!,
+    async searchMs() {
+      const res = await fetch(`${server.url}/metrics`, { headers: { 'x-api-key': KEY } });
+      const sum = (await res.text()).match(/^vss_http_request_duration_seconds_sum\{[^}]*route="\/v1\/search\/"[^}]*\} (\S+)$/m);
+      return sum ? Number(sum[1]) * 1000 : 0;
+    },
     search: serviceSearch(server.call),
     curveSearch: (initialTopK, ef) => serviceSearch(server.call, { initial_top_k: initialTopK, ef }),
     async load() {
@@ -294,10 +307,10 @@ async function main() {
       const indexedAt = p.indexed().then(() => performance.now());
       if (args['server-prof']) phase(`${p.name}'s load acknowledged`);
       if (p.curveSearch) {
-        p.afterAt1 = await timed(after, 1, p.curveSearch(AFTER_K, AFTER_EF));
+        p.afterAt1 = await timed(after, 1, p.curveSearch(AFTER_K, AFTER_EF), p.searchMs);
         p.afterAt16 = await timed(after, 16, p.curveSearch(AFTER_K, AFTER_EF));
       }
-      p.after1 = await timed(after, 1, p.search);
+      p.after1 = await timed(after, 1, p.search, p.searchMs);
       if (args['server-prof']) phase(`${p.name}'s right-after searches at concurrency 1 done`);
       p.after16 = await timed(after, 16, p.search);
       p.searchableSeconds = ((await indexedAt) - t0) / 1000;
@@ -307,7 +320,7 @@ async function main() {
     // Settled: both servers searched back to back with the same queries, the first alternating.
     for (let r = 0; r < ROUNDS; r++) {
       const order = r % 2 === 0 ? peers : [...peers].reverse();
-      for (const p of order) p.settled1.push(await timed(settled[r], 1, p.search));
+      for (const p of order) p.settled1.push(await timed(settled[r], 1, p.search, p.searchMs));
       for (const p of order) p.settled16.push(await timed(settled[r], 16, p.search));
       phase(`after settled round ${r + 1} (${order.map((p) => p.name).join(' first, then ')})`);
     }
@@ -329,6 +342,11 @@ async function main() {
       row(`${p.name}: settled, concurrency 1 (median of ${ROUNDS})`, `${fmt(s1)}, recall@10 ${s1.recall.toFixed(3)}`);
       row(`${p.name}: settled, concurrency 16 (median of ${ROUNDS})`, fmt(s16));
       row(`${p.name}: p50 right after / settled, concurrency 1`, (p.after1!.p50 / s1.p50).toFixed(2));
+      // The rest of a search's time is the client's and the loopback's, the same for both servers.
+      if (s1.server !== undefined) {
+        const at = p.afterAt1 ? `at ${AFTER_K}/${AFTER_EF} ${p.afterAt1.server!.toFixed(2)}, default ${p.after1!.server!.toFixed(2)}` : p.after1!.server!.toFixed(2);
+        row(`${p.name}: its own time per search at concurrency 1, right after the load / settled`, `${at} / ${s1.server.toFixed(2)} ms`);
+      }
       row(`${p.name}: server VmRSS after the searches`, `${p.rssMb.toFixed(0)} MB`);
     }
     if (chroma) {
