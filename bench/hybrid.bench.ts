@@ -284,6 +284,7 @@ async function main() {
     }
   } catch (e) {
     console.error(`the server's last output:\n${server.output().slice(-4000)}`);
+    if (anchor) console.error(`the anchor's last output:\n${anchor.output().slice(-4000)}`);
     throw e;
   } finally {
     await server.kill('SIGTERM');
