@@ -5,11 +5,12 @@
  * the postings thread begins and ends its top k, and what the main thread does after (medians over
  * the queries, ms from the start of the search).
  *
- *   node --import tsx bench/hybrid-profile.ts [--n 100000] [--queries 200] [--dir DIR] [--keyspace KS] [--only WORDS]
+ *   node --import tsx bench/hybrid-profile.ts [--n 100000] [--queries 200] [--dir DIR] [--keyspace KS] [--only WORDS] [--exact]
  *
  * --dir keeps the data directory (loaded on the first run, reused after); hybrid.bench's
  * `--data-dir` (searched only, under the bench lock) with `--keyspace default_keyspace`; --only
- * times only the steps whose name holds WORDS. Add `--cpu-prof` to node's flags for a V8 profile.
+ * times only the steps whose name holds WORDS; --exact first compares the lists with an exhaustive
+ * scan (see exactness()). Add `--cpu-prof` to node's flags for a V8 profile.
  */
 import { mkdtemp, stat } from 'node:fs/promises';
 import os from 'node:os';
@@ -18,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config/config.ts';
 import { retrieve, type Retrieval } from '../src/service/retrieve.ts';
-import { DEFAULT_FUSION } from '../src/service/fusion.ts';
+import { DEFAULT_FUSION, fuse } from '../src/service/fusion.ts';
 import { openStorage } from '../src/storage/factory.ts';
 import type { Storage } from '../src/storage/api.ts';
 import { postingSearches, type PostingsTimeline } from '../src/storage/embedded/lexical-postings.ts';
@@ -26,7 +27,14 @@ import { loadInProcess, words } from './hybrid-data.ts';
 import { makeCentres, makeVectors, pct } from './workload.ts';
 
 const { values: args } = parseArgs({
-  options: { n: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' }, dir: { type: 'string' }, keyspace: { type: 'string', default: 'ks' }, only: { type: 'string' } },
+  options: {
+    n: { type: 'string', default: '100000' },
+    queries: { type: 'string', default: '200' },
+    dir: { type: 'string' },
+    keyspace: { type: 'string', default: 'ks' },
+    only: { type: 'string' },
+    exact: { type: 'boolean', default: false },
+  },
 });
 const N = Number(args.n);
 const Q = Number(args.queries);
@@ -61,6 +69,7 @@ for (let i = 0; postingSearches.answered === 0; i++) {
 const base = (i: number): Retrieval => ({
   keyspace: KS, table: TABLE, mode: 'semantic', vector: qv[i], text: qt[i], metric: 'cosine', candidates: 100, limit: 10, includeVector: false, fusion: DEFAULT_FUSION,
 });
+if (args.exact) await exactness();
 const steps: Record<string, (i: number) => Promise<unknown>> = {
   'semantic (retrieve, final 10)': (i) => retrieve(storage, base(i)),
   'hybrid (retrieve, final 10)': (i) => retrieve(storage, { ...base(i), mode: 'hybrid' }),
@@ -129,3 +138,38 @@ for (const mode of ['semantic', 'lexical', 'hybrid'] as const) {
   }
 }
 await storage.close();
+
+/**
+ * --exact: how far the graphs' lists are from an exhaustive scan (a filter every row passes makes
+ * storage score every row exactly): the semantic list of initial_top_k 100 (recall@10, @100), and
+ * hybrid's top 10 against the exhaustive semantic list fused with the same lexical list, at the
+ * default effort and at wider walks.
+ */
+async function exactness(): Promise<void> {
+  const everyRow = { i: { $gte: 0 } };
+  const exhaustive: { semantic: string[]; fused: string[] }[] = [];
+  let at10 = 0;
+  let at100 = 0;
+  let wider100 = 0;
+  for (let i = 0; i < Q; i++) {
+    const semantic = await storage.searchKeys(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100, filter: everyRow });
+    const lexical = await storage.lexicalSearchKeys(KS, TABLE, { text: qt[i], limit: 100 });
+    exhaustive.push({ semantic: semantic.map((m) => m.key), fused: fuse(semantic, lexical, DEFAULT_FUSION).slice(0, 10).map((f) => f.key) });
+    const listed = (await storage.searchKeys(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100 })).map((m) => m.key);
+    const exact = exhaustive[i].semantic;
+    at10 += listed.slice(0, 10).filter((k) => exact.slice(0, 10).includes(k)).length / 10 / Q;
+    at100 += listed.filter((k) => exact.includes(k)).length / 100 / Q;
+    // The graphs rank by their int8 copies: 200 of their candidates re-scored exactly, the best 100 kept.
+    const wider = (await storage.searchKeys(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 200, limit: 100 })).map((m) => m.key);
+    wider100 += wider.filter((k) => exact.includes(k)).length / 100 / Q;
+  }
+  console.log(`semantic list of 100 against an exhaustive scan: recall@10 ${at10.toFixed(3)}, recall@100 ${at100.toFixed(3)}; recall@100 of the best 100 of 200 candidates re-scored ${wider100.toFixed(3)}`);
+  for (const ef of [undefined, 256]) {
+    let same = 0;
+    for (let i = 0; i < Q; i++) {
+      const got = await retrieve(storage, { ...base(i), mode: 'hybrid', ef });
+      same += got.matches.filter((m) => exhaustive[i].fused.includes(m.key)).length / 10 / Q;
+    }
+    console.log(`hybrid top 10 at ${ef === undefined ? 'the default effort' : `ef ${ef}`}: ${same.toFixed(3)} of it in the exhaustive lists' fused top 10`);
+  }
+}
