@@ -320,8 +320,10 @@ describe('embedded storage', () => {
       for (const [t, c] of centres.entries()) {
         const got = await s.search('ks', 't', { vector: c, metric: 'euclidean', candidates: 10, limit: 5 });
         const exact = await s.search('ks', 't', { vector: c, metric: 'euclidean', candidates: 100_000, limit: 5 });
-        assert.ok(exact.filter((m) => m.key.startsWith(`t${t}-`)).length >= 3, 'the kept rows are the nearest');
-        assert.deepEqual(brief(got), brief(exact), `topic ${t}`);
+        const kept = exact.filter((m) => m.key.startsWith(`t${t}-`));
+        assert.ok(kept.length >= 3, 'the kept rows are the nearest');
+        // The handed-back rows are what this is about: a filler row the walk misses at the cut is an ANN miss, not this bug.
+        assert.deepEqual(brief(got.filter((m) => kept.some((k) => k.key === m.key))), brief(kept), `topic ${t}: ${JSON.stringify(brief(got))}`);
       }
     } finally {
       await s.close();
