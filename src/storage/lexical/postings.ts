@@ -20,6 +20,13 @@ import { BM25_B, BM25_K1, termScore, type Bm25Stats } from './bm25.ts';
  */
 interface Postings {
   f: Int32Array;
+  /**
+   * Every BLOCK-th frozen posting, from `skipsAt` in `skips`, one array for all terms frozen at
+   * once (set with `f` where it has more than BLOCK): a seek finds its block there, a few cache
+   * lines, before it reads `f` itself.
+   */
+  skips?: Int32Array;
+  skipsAt: number;
   e: number[];
   big?: Map<number, number>;
   /** Live documents holding the term, and `dead` (the index's) when it was counted. */
@@ -34,9 +41,21 @@ interface Postings {
 }
 
 const TF_MAX = 127;
+/**
+ * The relative margin on the pruning bounds of a query of `terms` lists: its sums are kept in
+ * float32 (half the memory a long list's rows stream through), each share and each addition within
+ * 2^-24 of exact, and rows near a bound are kept and scored again exactly.
+ */
+const marginFor = (terms: number): number => 2 ** -22 * (terms + 1);
+/** The byte length code of a document of LONG - 1 tokens or more (see #short). */
+const LONG = 255;
+/** A live document's length in tokens, from its byte code where it fits. */
+const lengthOf = (s: Scratch, d: number): number => (s.short[d] === LONG ? s.length[d] : s.short[d] - 1);
 /** Documents an index can number (dead ones too): doc * 128 + tf stays a small integer (31 bits), read with shifts. */
 export const MAX_DOCUMENTS = 2 ** 24;
 const EMPTY = new Int32Array(0);
+/** Frozen postings per entry of a term's skips. */
+const BLOCK = 64;
 /** Posting `j` of the term: the frozen ones first. */
 const at = (p: Postings, j: number): number => (j < p.f.length ? p.f[j] : p.e[j - p.f.length]);
 const count = (p: Postings): number => p.f.length + p.e.length;
@@ -48,6 +67,12 @@ export class PostingIndex {
   /** Per document: its row id, its length in tokens (-1: dead), and its row's key (when given). */
   #rowOf = new Float64Array(1024);
   #length = new Int32Array(1024);
+  /**
+   * The same lengths in a byte each, as a search reads them: 0 dead, else the length + 1, or
+   * LONG when it is LONG - 1 or more (then #length tells). A long list's search streams through a
+   * quarter of the bytes.
+   */
+  #short = new Uint8Array(1024);
   #keyOf: (string | undefined)[] = [];
   #docs = 0;
   #dead = 0;
@@ -57,10 +82,10 @@ export class PostingIndex {
   /** Documents that died since the last freeze began (their postings may still be in the lists). */
   #deadUnfrozen = 0;
   /** The freeze under way (see freezeStep). */
-  #freezing: { arena: Int32Array; terms: { term: string; p: Postings; size: number }[]; next: number; n: number; read: number; dead: boolean } | null = null;
+  #freezing: { arena: Int32Array; skips: Int32Array; s: number; terms: { term: string; p: Postings; size: number }[]; next: number; n: number; read: number; dead: boolean } | null = null;
   readonly #docOf = new Map<number, number>();
   /** Scratch for a query: each document's score so far (0: not reached), and the documents reached. */
-  #acc = new Float64Array(0);
+  #acc = new Float32Array(0);
   #reached = new Int32Array(0);
 
   /** Live documents (rows with text). */
@@ -81,6 +106,7 @@ export class PostingIndex {
     const old = this.#docOf.get(rowId);
     if (old !== undefined) {
       this.#length[old] = -1;
+      this.#short[old] = 0;
       this.#keyOf[old] = undefined;
       this.#dead++;
       this.#deadUnfrozen++;
@@ -92,15 +118,17 @@ export class PostingIndex {
     if (doc === this.#length.length) {
       this.#length = grow(this.#length, Int32Array);
       this.#rowOf = grow(this.#rowOf, Float64Array);
+      this.#short = grow(this.#short, Uint8Array);
     }
     this.#rowOf[doc] = rowId;
     this.#length[doc] = tokens.length;
+    this.#short[doc] = Math.min(tokens.length + 1, LONG);
     this.#keyOf[doc] = key;
     this.#docOf.set(rowId, doc);
     // A term's postings end with this document once it has been seen in it: count there.
     for (const term of tokens) {
       let p = this.#terms.get(term);
-      if (p === undefined) this.#terms.set(term, (p = { f: EMPTY, e: [], df: 0, dfAt: 0, shortest: [] }));
+      if (p === undefined) this.#terms.set(term, (p = { f: EMPTY, e: [], df: 0, dfAt: 0, shortest: [], skipsAt: 0 }));
       // The document is new: its postings so far are all in `e`.
       const last = p.e.length - 1;
       if (last >= 0 && p.e[last] >> 7 === doc) {
@@ -135,7 +163,10 @@ export class PostingIndex {
     let f = this.#freezing;
     if (f === null) {
       const terms = [...this.#terms].map(([term, p]) => ({ term, p, size: count(p) }));
-      f = this.#freezing = { arena: new Int32Array(terms.reduce((sum, t) => sum + t.size, 0)), terms, next: 0, n: 0, read: 0, dead: this.#deadUnfrozen > 0 };
+      const size = terms.reduce((sum, t) => sum + t.size, 0);
+      // The skips in one array too, as views (a typed array of its own per term slowed every collection).
+      const skips = new Int32Array(terms.reduce((sum, t) => sum + (t.size > BLOCK ? Math.ceil(t.size / BLOCK) : 0), 0));
+      f = this.#freezing = { arena: new Int32Array(size), skips, s: 0, terms, next: 0, n: 0, read: 0, dead: this.#deadUnfrozen > 0 };
       this.#deadUnfrozen = 0;
       this.#added = 0;
     }
@@ -161,6 +192,12 @@ export class PostingIndex {
         continue;
       }
       p.f = arena.subarray(from, f.n);
+      p.skips = undefined;
+      if (p.f.length > BLOCK) {
+        p.skips = f.skips;
+        p.skipsAt = f.s;
+        for (let b = 0; b < p.f.length; b += BLOCK) f.skips[f.s++] = p.f[b];
+      }
       p.e = p.e.slice(fromE);
     }
     if (f.next < terms.length) return false;
@@ -201,15 +238,15 @@ export class PostingIndex {
    *
    * The seeds' postings are summed term at a time, rarest first, as MaxScore does it (Lucene's
    * MaxScoreBulkScorer): once the k-th sum so far beats what the terms left could give a row not yet
-   * reached, those terms only add to the rows reached, looked up by binary search, instead of their
-   * whole lists being read; and after each of them, the rows reached that can no longer reach the
-   * k-th are dropped, so the lookups get fewer. What a term can give is its best share over the
-   * shortest document of each frequency it has (`shortest`), about half of the bound idf (k1 + 1)
-   * on short texts. The sums are approximate (another order, the arithmetic rearranged), so the
-   * rows near the k-th are scored again exactly.
+   * reached, those terms only add to the rows reached, looked up in document order (Cursor), instead
+   * of their whole lists being read; and after each of them, the rows reached that can no longer
+   * reach the k-th are dropped, so the lookups get fewer (the k-th taken in the lookups' pass). What
+   * a term can give is its best share over the shortest document of each frequency it has
+   * (`shortest`), about half of the bound idf (k1 + 1) on short texts. The sums are approximate
+   * (float32, another order), so the rows near the k-th are scored again exactly.
    */
   topK(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number): { rowId: number; score: number }[] {
-    if (this.#acc.length < this.#docs) (this.#acc = new Float64Array(this.#length.length)), (this.#reached = new Int32Array(this.#length.length));
+    if (this.#acc.length < this.#docs) (this.#acc = new Float32Array(this.#length.length)), (this.#reached = new Int32Array(this.#length.length));
     const acc = this.#acc;
     const reached = this.#reached;
     const length = this.#length;
@@ -223,57 +260,97 @@ export class PostingIndex {
     // What the lists not yet read can add to a row.
     const most = lists.map(({ p, idf }) => idf * (BM25_K1 + 1) * bestShare(p, c1, c2));
     let left = most.reduce((sum, m) => sum + m, 0);
+    const margin = marginFor(lists.length);
     let open = true;
+    // Whether `reached` is in document order (the first list read alone is), and the k-th sum
+    // when known since the sums last changed (NaN: not known).
+    let sorted = true;
+    let kth = NaN;
     const top = new TopScores(limit);
     // Integer arithmetic on the packed postings (doc << 7 | tf: small integers), every scratch a
     // typed array: a query of common words only reads most of the table's postings.
-    const s: Scratch = { acc, reached, length, c1, c2 };
+    const s: Scratch = { acc, reached, short: this.#short, length, c1, c2 };
     for (let i = 0; i < lists.length; i++) {
       const { p, idf } = lists[i];
       const w = idf * (BM25_K1 + 1);
       const postings = count(p);
       left -= most[i];
+      kth = NaN;
       if (open) {
+        const before = n;
         n = addAll(p.f, p.big, w, s, n);
         n = addAll(p.e, p.big, w, s, n);
+        if (before > 0 && n > before) sorted = false;
         // Closed when no row outside `reached` can reach the k-th with what the terms left give.
-        if (left > 0 && n >= limit) open = top.kth(reached, n, acc) * (1 - 1e-9) <= (left + slack) * (1 + 1e-9);
+        if (left > 0 && n >= limit) open = (kth = top.kth(reached, n, acc)) * (1 - margin) <= (left + slack) * (1 + margin);
       } else if (n * Math.log2(postings + 1) < postings) {
+        if (!sorted) reached.subarray(0, n).sort(), (sorted = true);
+        const cursor = new Cursor(p);
+        top.clear();
         for (let r = 0; r < n; r++) {
           const d = reached[r];
-          const j = search(p, d);
-          if (j < 0) continue;
-          const tf = this.#tf(p, j);
-          acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
+          const j = cursor.seek(d);
+          if (j >= 0) {
+            const tf = this.#tf(p, j);
+            acc[d] += (w * tf) / (tf + c1 + c2 * lengthOf(s, d));
+          }
+          top.offer(acc[d]);
         }
+        if (n >= limit) kth = top.least;
       } else {
         addReached(p.f, p.big, w, s);
         addReached(p.e, p.big, w, s);
       }
-      // Closed: the rows that cannot reach the k-th with what the terms left give are dropped (their sums back to 0).
-      if (!open && left > 0) n = dropHopeless(top.kth(reached, n, acc) * (1 - 1e-9) - (left + slack) * (1 + 1e-9), s, n);
+      // Closed: the rows that cannot reach the k-th with what the terms left give are dropped (their
+      // sums back to 0); the k-th stays what it was, every row dropped being below it.
+      if (!open && left > 0 && n >= limit) {
+        if (Number.isNaN(kth)) kth = top.kth(reached, n, acc);
+        n = dropHopeless(kth * (1 - margin) - (left + slack) * (1 + margin), s, n);
+      }
     }
     const found: number[] = [];
+    let r = 0;
     try {
       // Every row that could, with the other terms' shares (at most `slack`), reach the k-th.
-      const floor = n < limit ? 0 : top.kth(reached, n, acc) * (1 - 1e-9) - slack;
-      for (let r = 0; r < n; r++) if (floor <= 0 || acc[reached[r]] >= floor) found.push(reached[r]);
+      const floor = n < limit ? 0 : (Number.isNaN(kth) ? top.kth(reached, n, acc) : kth) * (1 - margin) - slack;
+      for (; r < n; r++) {
+        const d = reached[r];
+        if (floor <= 0 || acc[d] >= floor) found.push(d);
+        acc[d] = 0;
+      }
     } finally {
-      for (let r = 0; r < n; r++) acc[reached[r]] = 0;
+      for (; r < n; r++) acc[reached[r]] = 0;
     }
-    return found.map((d) => ({ rowId: this.#rowOf[d], score: this.#exact(d, terms, idfs, stats) }));
+    const scores = this.#exact(found, terms, idfs, stats);
+    return found.map((d, i) => ({ rowId: this.#rowOf[d], score: scores[i] }));
   }
 
-  /** A document's BM25 over the terms in query order, as bm25.ts's scoreTokens sums it. */
-  #exact(d: number, terms: readonly string[], idfs: readonly number[], stats: Bm25Stats): number {
-    let score = 0;
+  /**
+   * Documents' BM25 over the terms in query order, as bm25.ts's scoreTokens sums it: each term's
+   * postings read forward once for the documents in order, the shares then summed row by row.
+   */
+  #exact(docs: readonly number[], terms: readonly string[], idfs: readonly number[], stats: Bm25Stats): Float64Array {
+    const order = Int32Array.from(docs.keys()).sort((a, b) => docs[a] - docs[b]);
+    const tfs = new Int32Array(docs.length * terms.length);
     for (let i = 0; i < terms.length; i++) {
       const p = this.#terms.get(terms[i]);
       if (p === undefined) continue;
-      const j = search(p, d);
-      if (j >= 0) score += termScore(idfs[i], this.#tf(p, j), this.#length[d], stats);
+      const cursor = new Cursor(p);
+      for (const k of order) {
+        const j = cursor.seek(docs[k]);
+        if (j >= 0) tfs[k * terms.length + i] = this.#tf(p, j);
+      }
     }
-    return score;
+    const scores = new Float64Array(docs.length);
+    for (let k = 0; k < docs.length; k++) {
+      let score = 0;
+      for (let i = 0; i < terms.length; i++) {
+        const tf = tfs[k * terms.length + i];
+        if (tf > 0) score += termScore(idfs[i], tf, this.#length[docs[k]], stats);
+      }
+      scores[k] = score;
+    }
+    return scores;
   }
 
   #tf(p: Postings, j: number): number {
@@ -311,7 +388,7 @@ function dropHopeless(floor: number, s: Scratch, n: number): number {
   return kept;
 }
 
-type TypedArray = Int32Array | Float64Array;
+type TypedArray = Int32Array | Float64Array | Uint8Array;
 function grow<T extends TypedArray>(a: T, make: new (n: number) => T): T {
   const b = new make(a.length * 2);
   b.set(a as never);
@@ -320,8 +397,9 @@ function grow<T extends TypedArray>(a: T, make: new (n: number) => T): T {
 
 /** A query's scratch arrays and BM25's length terms (tf / (tf + c1 + c2 length)). */
 interface Scratch {
-  acc: Float64Array;
+  acc: Float32Array;
   reached: Int32Array;
+  short: Uint8Array;
   length: Int32Array;
   c1: number;
   c2: number;
@@ -329,12 +407,13 @@ interface Scratch {
 
 /** Adds postings' shares to their live documents' sums, noting the documents reached first here; answers the new count reached. */
 function addAll(e: ArrayLike<number>, big: Map<number, number> | undefined, w: number, s: Scratch, n: number): number {
-  const { acc, reached, length, c1, c2 } = s;
+  const { acc, reached, short, length, c1, c2 } = s;
   for (let j = 0; j < e.length; j++) {
     const v = e[j];
     const d = v >> 7;
-    const len = length[d];
-    if (len < 0) continue;
+    const code = short[d];
+    if (code === 0) continue;
+    const len = code === LONG ? length[d] : code - 1;
     if (acc[d] === 0) reached[n++] = d;
     let tf = v & 127;
     if (tf === TF_MAX) tf = big!.get(d)!;
@@ -345,33 +424,88 @@ function addAll(e: ArrayLike<number>, big: Map<number, number> | undefined, w: n
 
 /** Adds postings' shares to the documents already reached only. */
 function addReached(e: ArrayLike<number>, big: Map<number, number> | undefined, w: number, s: Scratch): void {
-  const { acc, length, c1, c2 } = s;
+  const { acc, c1, c2 } = s;
   for (let j = 0; j < e.length; j++) {
     const v = e[j];
     const d = v >> 7;
     if (acc[d] === 0) continue;
     let tf = v & 127;
     if (tf === TF_MAX) tf = big!.get(d)!;
-    acc[d] += (w * tf) / (tf + c1 + c2 * length[d]);
+    acc[d] += (w * tf) / (tf + c1 + c2 * lengthOf(s, d));
   }
 }
 
-/** The index of document `d` in the term's postings (frozen then added, ascending), -1 if absent. */
-function search(p: Postings, d: number): number {
-  const f = p.f;
-  // Every frozen document precedes every added one.
-  const inFrozen = f.length > 0 && f[f.length - 1] >> 7 >= d;
-  const e: ArrayLike<number> = inFrozen ? f : p.e;
-  let lo = 0;
-  let hi = e.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const v = e[mid] >> 7;
-    if (v < d) lo = mid + 1;
-    else if (v > d) hi = mid - 1;
-    else return inFrozen ? mid : f.length + mid;
+/**
+ * Finds documents in a term's postings (frozen then added, ascending) for documents asked in
+ * ascending order: each seek gallops forward from where the last one ended, as Lucene's advance
+ * does, so a sorted batch of documents costs a few steps each, near the last, instead of a binary
+ * search over the whole list.
+ */
+class Cursor {
+  readonly #p: Postings;
+  readonly #count: number;
+  #j = 0;
+  constructor(p: Postings) {
+    this.#p = p;
+    this.#count = count(p);
   }
-  return -1;
+
+  /** The index of document `d`'s posting, -1 if absent; `d` is not below the last document sought. */
+  seek(d: number): number {
+    const p = this.#p;
+    const f = p.f;
+    // The first posting of a document >= d is the first packed value >= d * 128.
+    const key = d * 128;
+    let j = this.#j;
+    if (j < f.length) {
+      if (f[f.length - 1] < key) j = f.length;
+      else if (f[j] < key) j = p.skips === undefined ? gallop(f, j, f.length, key) : frozenSeek(f, p.skips, p.skipsAt, j, key);
+    }
+    if (j >= f.length) {
+      const e = p.e;
+      let i = j - f.length;
+      if (i < e.length && e[i] < key) i = gallop(e, i, e.length, key);
+      j = f.length + i;
+    }
+    this.#j = j;
+    return j < this.#count && at(p, j) >> 7 === d ? j : -1;
+  }
+}
+
+/**
+ * The first index from `from` whose value is >= key in ascending `a` (a[from] < key): the step
+ * doubles until it passes key or `end`, then the last step is bisected.
+ */
+function gallop(a: ArrayLike<number>, from: number, end: number, key: number): number {
+  let lo = from;
+  let step = 1;
+  let hi = lo + 1;
+  while (hi < end && a[hi] < key) {
+    lo = hi;
+    step *= 2;
+    hi = lo + step;
+  }
+  if (hi > end) hi = end;
+  lo++;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The first index from `from` whose value is >= key in frozen postings `f` (f[from] < key <= its
+ * last), its block found first in the term's skips (`skips` from `at`).
+ */
+function frozenSeek(f: Int32Array, skips: Int32Array, at: number, from: number, key: number): number {
+  // The first block starting at key or beyond; the posting sought is in the block before it, or starts it.
+  const blocks = Math.ceil(f.length / BLOCK);
+  const b = Math.floor(from / BLOCK) + 1;
+  const next = b < blocks && skips[at + b] < key ? gallop(skips, at + b, at + blocks, key) - at : b;
+  const lo = Math.max(from, (next - 1) * BLOCK);
+  return gallop(f, lo, Math.min(f.length, next * BLOCK + 1), key);
 }
 
 /** The `limit` highest scores among some (a min-heap of typed numbers, allocated once per query). */
@@ -382,7 +516,7 @@ class TopScores {
   }
 
   /** The `limit`-th highest `acc` of the first `n` documents of `docs` (there are at least `limit`). */
-  kth(docs: Int32Array, n: number, acc: Float64Array): number {
+  kth(docs: Int32Array, n: number, acc: Float32Array): number {
     const h = this.#heap;
     const k = this.limit;
     for (let i = 0; i < k; i++) h[i] = acc[docs[i]];
@@ -392,6 +526,34 @@ class TopScores {
       if (x > h[0]) (h[0] = x), siftDown(h, k, 0);
     }
     return h[0];
+  }
+
+  #size = 0;
+
+  /** Starts a new set of offers (offer, least). */
+  clear(): void {
+    this.#size = 0;
+  }
+
+  /** Offers one score. */
+  offer(x: number): void {
+    const h = this.#heap;
+    if (this.#size < this.limit) {
+      let i = this.#size++;
+      while (i > 0 && h[(i - 1) >> 1] > x) {
+        h[i] = h[(i - 1) >> 1];
+        i = (i - 1) >> 1;
+      }
+      h[i] = x;
+    } else if (x > h[0]) {
+      h[0] = x;
+      siftDown(h, this.limit, 0);
+    }
+  }
+
+  /** The `limit`-th highest score offered since clear (there were at least `limit`). */
+  get least(): number {
+    return this.#heap[0];
   }
 }
 
