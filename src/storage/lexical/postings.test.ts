@@ -32,6 +32,59 @@ function churn(r: () => number, rows: Map<number, string[]>, index: PostingIndex
   }
 }
 
+/**
+ * topK against bruteForce over a corpus of Zipf(1) words from 5,000 (the commonest in most rows,
+ * brought by no row of their own: prune.ts; a few hundred in thousands; most in a handful), rows
+ * of `length` words: queries of 1-5 words (every fifth of the commonest words only, some words
+ * twice) at limits 1-1,000, once frozen and once after a third of the rows are rewritten,
+ * emptied or deleted and new ones written (frozen and added postings read together).
+ */
+function zipfAgainstBruteForce(o: { seed: number; rows: number; length: (r: () => number) => number; queries: number }): { compared: number; commonOnly: number; longRows: number } {
+  const r = mulberry32(o.seed);
+  const vocab = Array.from({ length: 5000 }, (_, i) => `w${i}`);
+  const harmonic = vocab.reduce((s, _, i) => s + 1 / (i + 1), 0);
+  const zipf = (): string => {
+    let u = r() * harmonic;
+    for (let i = 0; i < vocab.length; i++) if ((u -= 1 / (i + 1)) <= 0) return vocab[i];
+    return vocab[vocab.length - 1];
+  };
+  const text = () => Array.from({ length: o.length(r) }, zipf);
+  const rows = new Map<number, string[]>();
+  const index = new PostingIndex();
+  for (let id = 1; id <= o.rows; id++) rows.set(id, text()), index.set(id, rows.get(id)!);
+  // As the postings thread does once it has built the lists: round 1 reads frozen and added postings.
+  index.freeze();
+  let compared = 0;
+  let commonOnly = 0;
+  let longRows = 0;
+  for (let round = 0; round < 2; round++) {
+    for (const tokens of rows.values()) if (tokens.length >= 254) longRows++;
+    for (let q = 0; q < o.queries; q++) {
+      const terms = Array.from({ length: 1 + (q % 5) }, () => (q % 5 === 4 ? vocab[Math.floor(r() * 4)] : zipf()));
+      if (q % 7 === 0) terms.push(terms[0]);
+      const dfs = terms.map((t) => index.documentFrequency(t));
+      const phrases = weigh(terms.map((t, i) => ({ phrase: [t], df: dfs[i] })), rows.size);
+      const seeds = seedPhrases(phrases, rows.size);
+      if (seeds.length === terms.length && phrases.every((p) => 2 * p.df >= rows.size)) commonOnly++;
+      const { stats, idfs, scored } = bruteForce(rows, terms, seeds);
+      assert.deepEqual(idfs, phrases.map((p) => p.idf));
+      const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * 2.2 : s), 0);
+      const limit = [1, 10, 100, 1000][q % 4];
+      const got = index.topK(terms, idfs, seeds, stats, limit, slack).sort((a, b) => b.score - a.score || a.rowId - b.rowId);
+      const want = scored.slice(0, limit);
+      assert.ok(got.length >= want.length, `${terms.join(' ')}: ${got.length} rows, ${want.length} expected`);
+      // The k-th's score, and every row above it, exactly; ties at the k-th may be any of the tied rows.
+      for (let i = 0; i < want.length; i++) {
+        assert.ok(Math.abs(got[i].score - want[i].score) <= 1e-12 * want[i].score, `round ${round}, ${terms.join(' ')} #${i}: ${got[i].score} against ${want[i].score}`);
+        if (want[i].score > want[want.length - 1].score) assert.equal(got[i].rowId, want[i].rowId);
+        compared++;
+      }
+    }
+    churn(r, rows, index, text, { writes: Math.round(o.rows / 3), ids: o.rows + 1000, rewrites: 0.8 });
+  }
+  return { compared, commonOnly, longRows };
+}
+
 describe('PostingIndex', () => {
   it('gives the top k rows and exact scores of a brute-force BM25, through rewrites and deletes', () => {
     const r = mulberry32(5);
@@ -155,51 +208,13 @@ describe('PostingIndex', () => {
     assert.equal(index.documentFrequency('b'), 80);
   });
   it('ranks a Zipf corpus of 24,000 rows as an exhaustive BM25 does, common-word queries included, through rewrites and deletes', () => {
-    // Zipf(1) over 5,000 words and rows of 5-40 of them: the commonest words are in most rows
-    // (brought by no row of their own, prune.ts), a few hundred in thousands, most in a handful.
-    const r = mulberry32(11);
-    const vocab = Array.from({ length: 5000 }, (_, i) => `w${i}`);
-    const harmonic = vocab.reduce((s, _, i) => s + 1 / (i + 1), 0);
-    const zipf = (): string => {
-      let u = r() * harmonic;
-      for (let i = 0; i < vocab.length; i++) if ((u -= 1 / (i + 1)) <= 0) return vocab[i];
-      return vocab[vocab.length - 1];
-    };
-    const text = () => Array.from({ length: 5 + Math.floor(r() * 36) }, zipf);
-    const rows = new Map<number, string[]>();
-    const index = new PostingIndex();
-    for (let id = 1; id <= 24_000; id++) rows.set(id, text()), index.set(id, rows.get(id)!);
-    // As the postings thread does once it has built the lists: round 1 reads frozen and added postings.
-    index.freeze();
-    let compared = 0;
-    let commonOnly = 0;
-    for (let round = 0; round < 2; round++) {
-      for (let q = 0; q < 40; q++) {
-        // Every fifth query of the commonest words only (every row holding one matches); some words twice.
-        const terms = Array.from({ length: 1 + (q % 5) }, () => (q % 5 === 4 ? vocab[Math.floor(r() * 4)] : zipf()));
-        if (q % 7 === 0) terms.push(terms[0]);
-        const dfs = terms.map((t) => index.documentFrequency(t));
-        const phrases = weigh(terms.map((t, i) => ({ phrase: [t], df: dfs[i] })), rows.size);
-        const seeds = seedPhrases(phrases, rows.size);
-        if (seeds.length === terms.length && phrases.every((p) => 2 * p.df >= rows.size)) commonOnly++;
-        const { stats, idfs, scored } = bruteForce(rows, terms, seeds);
-        assert.deepEqual(idfs, phrases.map((p) => p.idf));
-        const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * 2.2 : s), 0);
-        const limit = [1, 10, 100, 1000][q % 4];
-        const got = index.topK(terms, idfs, seeds, stats, limit, slack).sort((a, b) => b.score - a.score || a.rowId - b.rowId);
-        const want = scored.slice(0, limit);
-        assert.ok(got.length >= want.length, `${terms.join(' ')}: ${got.length} rows, ${want.length} expected`);
-        // The k-th's score, and every row above it, exactly; ties at the k-th may be any of the tied rows.
-        for (let i = 0; i < want.length; i++) {
-          assert.ok(Math.abs(got[i].score - want[i].score) <= 1e-12 * want[i].score, `round ${round}, ${terms.join(' ')} #${i}: ${got[i].score} against ${want[i].score}`);
-          if (want[i].score > want[want.length - 1].score) assert.equal(got[i].rowId, want[i].rowId);
-          compared++;
-        }
-      }
-      // A third of the rows rewritten, emptied or deleted, and new ones.
-      churn(r, rows, index, text, { writes: 8_000, ids: 25_000, rewrites: 0.8 });
-    }
+    const { compared, commonOnly } = zipfAgainstBruteForce({ seed: 11, rows: 24_000, length: (r) => 5 + Math.floor(r() * 36), queries: 40 });
     assert.ok(compared > 10_000, `compared ${compared}`);
     assert.ok(commonOnly >= 5, `queries of common words only: ${commonOnly}`);
+  });
+  it('ranks rows of 254 tokens or more (a length past the byte a search reads) as an exhaustive BM25 does', () => {
+    const { compared, longRows } = zipfAgainstBruteForce({ seed: 12, rows: 3_000, length: (r) => 200 + Math.floor(r() * 120), queries: 40 });
+    assert.ok(compared > 1_000, `compared ${compared}`);
+    assert.ok(longRows > 1_000, `rows of 254 tokens or more: ${longRows}`);
   });
 });
