@@ -511,6 +511,8 @@ function frozenSeek(f: Int32Array, skips: Int32Array, at: number, from: number, 
 /** The `limit` highest scores among some (a min-heap of typed numbers, allocated once per query). */
 class TopScores {
   readonly #heap: Float64Array;
+  /** Scores offered since clear, up to `limit` (the heap's size). */
+  #size = 0;
   constructor(readonly limit: number) {
     this.#heap = new Float64Array(limit);
   }
@@ -527,8 +529,6 @@ class TopScores {
     }
     return h[0];
   }
-
-  #size = 0;
 
   /** Starts a new set of offers (offer, least). */
   clear(): void {
