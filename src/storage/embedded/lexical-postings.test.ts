@@ -98,6 +98,26 @@ describe('lexical posting lists thread', () => {
     assert.equal(postingSearches.keys - keys, 20, "every semantic list's keys answered by the thread");
   });
 
+  it("gives a semantic list's rows their own keys from the thread: asked for the graphs' candidates, more than are kept", async () => {
+    await s.createTable({ keyspace: 'ks', name: 'walked', dimension: 8, metric: 'cosine', model: null });
+    const r = mulberry32(11);
+    const point = () => Float32Array.from({ length: 8 }, () => r() - 0.5);
+    await s.upsertVectors('ks', 'walked', Array.from({ length: 4000 }, (_, i) => ({ key: `w${i}`, vector: point(), metadata: {}, text: `walked row${i}` })));
+    await s.whenIndexed();
+    await untilListsAnswer(s, 'walked', 'walked');
+    const { keys } = postingSearches;
+    const ann = s.searchCounts().ann;
+    for (let q = 0; q < 20; q++) {
+      // Fewer candidates than a 64th of the rows: the graphs are walked.
+      const query = { vector: point(), metric: 'cosine' as const, candidates: 40, limit: 10 };
+      const [listed, read] = await Promise.all([s.searchKeys('ks', 'walked', query), s.search('ks', 'walked', query)]);
+      // `search` reads each row's key from SQLite: the same rows, best first, each with its own score.
+      assert.deepEqual(listed, read.map((m) => ({ key: m.key, score: m.score })), `query ${q}`);
+    }
+    assert.equal(s.searchCounts().ann - ann, 40, 'every search walked the graphs');
+    assert.equal(postingSearches.keys - keys, 20, "every semantic list's keys answered by the thread");
+  });
+
   /** Rows rewritten twice (longer texts first) and a fresh table of their final texts; compares their lexical answers. */
   async function rewrittenAgainstFresh(st: EmbeddedStorage, listed: boolean): Promise<void> {
     const r = mulberry32(5);

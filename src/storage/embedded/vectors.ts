@@ -247,15 +247,23 @@ export class Vectors {
 
   async searchKeys(keyspace: string, table: string, q: SearchQuery): Promise<ScoredKey[]> {
     const t = this.#catalog.require(keyspace, table);
-    const { best } = await this.#searchRows(t, q);
     // A table searched lexically has its rows' keys in the postings thread: asked there, a hybrid
-    // search's semantic list costs no read of the database (the rows it lacks are read below).
-    const held = best.length === 0 ? null : await keysFromPostings(this.#db, t.meta.id, best.map((b) => b.rowId));
-    return this.#keysOf(held === null ? best : best.map((b, i) => (held[i] === null ? b : { ...b, key: held[i]! })));
+    // search's semantic list costs no read of the database (the rows it lacks are read below). They
+    // are asked for as soon as the graphs' candidates are known, so they come while stage 2 runs.
+    const ask = (ids: number[]) => ({ ids, keys: keysFromPostings(this.#db, t.meta.id, ids) });
+    let asked: ReturnType<typeof ask> | null = null;
+    const { best } = await this.#searchRows(t, q, (ids) => void (asked ??= ask(ids)));
+    if (best.length === 0) return [];
+    const { ids, keys } = asked ?? ask(best.map((b) => b.rowId));
+    const held = await keys;
+    if (held === null) return this.#keysOf(best);
+    const keyOf = new Map<number, string>();
+    ids.forEach((id, i) => held[i] !== null && keyOf.set(id, held[i]!));
+    return this.#keysOf(best.map((b) => ({ ...b, key: keyOf.get(b.rowId) })));
   }
 
   /** Both stages of a search: the best rows' ids and exact scores, and where stage 2 read their vectors (when it did). */
-  async #searchRows(t: TableState, q: SearchQuery): Promise<{ best: Scored[]; vectorOf?: (rowId: number) => Float32Array | undefined }> {
+  async #searchRows(t: TableState, q: SearchQuery, candidatesKnown?: (rowIds: number[]) => void): Promise<{ best: Scored[]; vectorOf?: (rowId: number) => Float32Array | undefined }> {
     const metric = q.metric ?? t.meta.metric;
     const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
     requireQueryDimension(q.vector, t.meta.dimension);
@@ -264,7 +272,7 @@ export class Vectors {
     this.#keeper.searched();
 
     if (q.filter === undefined && !isZeroCosine(metric, query) && this.#annUsable(t, q.candidates, metric)) {
-      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.ef);
+      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.ef, candidatesKnown);
       if (found !== null) return found;
     }
     if (q.filter !== undefined) {
@@ -282,9 +290,10 @@ export class Vectors {
    * best of rows they do not hold yet, then stage 2. Expired rows the graphs still hold (until the
    * sweep takes them out, unindexExpired) are dropped from the candidates, so the walk is asked
    * for that many more (up to the share where a scan wins); null when even that leaves fewer than
-   * `limit` live rows: the caller then scans.
+   * `limit` live rows: the caller then scans. `candidatesKnown` is told stage 1's rows before stage 2
+   * re-scores them.
    */
-  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, ef: number | undefined): Promise<{ best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } | null> {
+  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, ef: number | undefined, candidatesKnown?: (rowIds: number[]) => void): Promise<{ best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } | null> {
     // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
     const ann = t.ann;
     const expired = this.#expired(t);
@@ -303,7 +312,9 @@ export class Vectors {
     let k = inGraphs === 0 ? candidates : Math.min(candidates + inGraphs, Math.ceil(candidates * share * 1.25), maxK);
     let fromAnn = await walk(k);
     for (;;) {
-      const found = this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, expired);
+      const ids = fromAnn.concat(fromPending);
+      candidatesKnown?.(ids);
+      const found = this.#rescoreCandidates(t, query, ids, metric, limit, expired);
       if (found.best.length >= limit || t.matrix.size - expired.size < limit) return found;
       if (k >= maxK) return null;
       k = maxK;
