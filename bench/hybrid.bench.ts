@@ -258,10 +258,13 @@ async function main() {
     const results: Record<string, { c1: Timed[]; c16: Timed[] }> = {};
     const cpu: Record<string, CpuPerSearch> = {};
     for (const [who] of servers) for (const g of Object.keys(groups)) (results[who + g] = { c1: [], c16: [] }), (cpu[who + g] = new CpuPerSearch());
-    // Three turns of each, alternating (groups, and servers within a group), and the median turn reported.
+    // Three turns of each, and the median turn reported. Each turn starts the groups one further on
+    // and, with an anchor, the other server first, so no group or server always follows the same one.
+    const names = Object.keys(groups);
     for (let turn = 0; turn < 3; turn++) {
-      for (const [name, bodies] of Object.entries(groups)) {
-        for (const [who, s] of servers) {
+      for (const name of [...names.slice(turn % names.length), ...names.slice(0, turn % names.length)]) {
+        const bodies = groups[name];
+        for (const [who, s] of turn % 2 === 0 ? servers : [...servers].reverse()) {
           results[who + name].c1.push(await runQueries(s, bodies, 1));
           const before = await threadCpu(s.child.pid!);
           results[who + name].c16.push(await runQueries(s, bodies, 16));
