@@ -262,7 +262,7 @@ async function main() {
     // and, with an anchor, the other server first, so no group or server always follows the same one.
     const names = Object.keys(groups);
     for (let turn = 0; turn < 3; turn++) {
-      for (const name of [...names.slice(turn % names.length), ...names.slice(0, turn % names.length)]) {
+      for (const name of names.map((_, i) => names[(i + turn) % names.length])) {
         const bodies = groups[name];
         for (const [who, s] of turn % 2 === 0 ? servers : [...servers].reverse()) {
           results[who + name].c1.push(await runQueries(s, bodies, 1));
