@@ -21,7 +21,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { retrieve, type Retrieval } from '../src/service/retrieve.ts';
 import { DEFAULT_FUSION, fuse } from '../src/service/fusion.ts';
 import { openStorage } from '../src/storage/factory.ts';
-import type { Storage } from '../src/storage/api.ts';
+import type { RowRef, Storage } from '../src/storage/api.ts';
 import { postingSearches, type PostingsTimeline } from '../src/storage/embedded/lexical-postings.ts';
 import { loadInProcess, words } from './hybrid-data.ts';
 import { makeCentres, makeVectors, pct } from './workload.ts';
@@ -76,9 +76,10 @@ const steps: Record<string, (i: number) => Promise<unknown>> = {
   'lexical (retrieve, final 10)': (i) => retrieve(storage, { ...base(i), mode: 'lexical', vector: null }),
   'storage.search, limit 100': (i) => storage.search(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100 }),
   'storage.lexicalSearch, limit 100': (i) => storage.lexicalSearch(KS, TABLE, { text: qt[i], limit: 100 }),
-  'storage.searchKeys, limit 100': (i) => storage.searchKeys(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100 }),
-  'storage.lexicalSearchKeys, limit 100': (i) => storage.lexicalSearchKeys(KS, TABLE, { text: qt[i], limit: 100 }),
-  'storage.readMatches, 10 keys': (i) => storage.readMatches(KS, TABLE, Array.from({ length: 10 }, (_, k) => `v${(i * 7919 + k * 104729) % N}`)),
+  'storage.searchRefs, limit 100': (i) => storage.searchRefs(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100 }),
+  'storage.lexicalSearchRefs, limit 100': (i) => storage.lexicalSearchRefs(KS, TABLE, { text: qt[i], limit: 100 }),
+  // Row ids as refs: a load into a fresh directory numbers its rows from 1.
+  'storage.readMatches, 10 refs': (i) => storage.readMatches(KS, TABLE, Array.from({ length: 10 }, (_, k) => 1 + ((i * 7919 + k * 104729) % N))),
   'storage.search, limit 10': (i) => storage.search(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 10 }),
 };
 for (let turn = 0; turn < 2; turn++) {
@@ -105,9 +106,9 @@ const timed = <T>(name: string, p: () => Promise<T>): Promise<T> => {
   return p().then((v) => ((marks[`${name} answered`] = clock()), v));
 };
 const traced: Storage = Object.create(storage);
-traced.searchKeys = (ks, t, q) => timed('semantic list (searchKeys)', () => storage.searchKeys(ks, t, q));
-traced.lexicalSearchKeys = (ks, t, q) => timed('lexical list (lexicalSearchKeys)', () => storage.lexicalSearchKeys(ks, t, q));
-traced.readMatches = (ks, t, keys, o) => timed('rows read (readMatches)', () => storage.readMatches(ks, t, keys, o));
+traced.searchRefs = (ks, t, q) => timed('semantic list (searchRefs)', () => storage.searchRefs(ks, t, q));
+traced.lexicalSearchRefs = (ks, t, q) => timed('lexical list (lexicalSearchRefs)', () => storage.lexicalSearchRefs(ks, t, q));
+traced.readMatches = (ks, t, refs, o) => timed('rows read (readMatches)', () => storage.readMatches(ks, t, refs, o));
 traced.search = (ks, t, q) => timed('semantic search', () => storage.search(ks, t, q));
 for (const mode of ['semantic', 'lexical', 'hybrid'] as const) {
   if (args.only !== undefined && !`${mode} timeline`.includes(args.only)) continue;
@@ -133,8 +134,8 @@ for (const mode of ['semantic', 'lexical', 'hybrid'] as const) {
     console.log(`  spans (medians): top k on the thread ${spans('postings thread: began', 'postings thread: ended')}, sent to begun ${spans('postings thread: sent', 'postings thread: began')}, ended to handled ${spans('postings thread: ended', 'postings thread: answer handled')}`);
   }
   if (mode === 'hybrid') {
-    for (const m of all) m['both lists answered'] = Math.max(m['semantic list (searchKeys) answered'], m['lexical list (lexicalSearchKeys) answered']);
-    console.log(`  spans (medians): top k on the thread ${spans('postings thread: began', 'postings thread: ended')}, sent to begun ${spans('postings thread: sent', 'postings thread: began')}, ended to handled ${spans('postings thread: ended', 'postings thread: answer handled')}, semantic list ${spans('semantic list (searchKeys) asked', 'semantic list (searchKeys) answered')}, lexical list ended after the semantic one by ${spans('semantic list (searchKeys) answered', 'lexical list (lexicalSearchKeys) answered')}, fusion (both lists answered to the rows' read) ${spans('both lists answered', 'rows read (readMatches) asked')}, the rows' read to the end ${spans('rows read (readMatches) asked', 'retrieve() done')}`);
+    for (const m of all) m['both lists answered'] = Math.max(m['semantic list (searchRefs) answered'], m['lexical list (lexicalSearchRefs) answered']);
+    console.log(`  spans (medians): top k on the thread ${spans('postings thread: began', 'postings thread: ended')}, sent to begun ${spans('postings thread: sent', 'postings thread: began')}, ended to handled ${spans('postings thread: ended', 'postings thread: answer handled')}, semantic list ${spans('semantic list (searchRefs) asked', 'semantic list (searchRefs) answered')}, lexical list ended after the semantic one by ${spans('semantic list (searchRefs) answered', 'lexical list (lexicalSearchRefs) answered')}, fusion (both lists answered to the rows' read) ${spans('both lists answered', 'rows read (readMatches) asked')}, the rows' read to the end ${spans('rows read (readMatches) asked', 'retrieve() done')}`);
   }
 }
 await storage.close();
@@ -147,20 +148,22 @@ await storage.close();
  */
 async function exactness(): Promise<void> {
   const everyRow = { i: { $gte: 0 } };
-  const exhaustive: { semantic: string[]; fused: string[] }[] = [];
+  const exhaustive: { semantic: RowRef[]; fused: string[] }[] = [];
   let at10 = 0;
   let at100 = 0;
   let wider100 = 0;
   for (let i = 0; i < Q; i++) {
-    const semantic = await storage.searchKeys(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100, filter: everyRow });
-    const lexical = await storage.lexicalSearchKeys(KS, TABLE, { text: qt[i], limit: 100 });
-    exhaustive.push({ semantic: semantic.map((m) => m.key), fused: fuse(semantic, lexical, DEFAULT_FUSION).slice(0, 10).map((f) => f.key) });
-    const listed = (await storage.searchKeys(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100 })).map((m) => m.key);
+    const semantic = await storage.searchRefs(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100, filter: everyRow });
+    const lexical = await storage.lexicalSearchRefs(KS, TABLE, { text: qt[i], limit: 100 });
+    const top = fuse(semantic, lexical, DEFAULT_FUSION).slice(0, 10).map((f) => f.ref);
+    const read = await storage.readMatches(KS, TABLE, top);
+    exhaustive.push({ semantic: semantic.map((m) => m.ref), fused: top.map((ref) => read.get(ref)?.key ?? '') });
+    const listed = (await storage.searchRefs(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100 })).map((m) => m.ref);
     const exact = exhaustive[i].semantic;
     at10 += listed.slice(0, 10).filter((k) => exact.slice(0, 10).includes(k)).length / 10 / Q;
     at100 += listed.filter((k) => exact.includes(k)).length / 100 / Q;
     // The graphs rank by their int8 copies: 200 of their candidates re-scored exactly, the best 100 kept.
-    const wider = (await storage.searchKeys(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 200, limit: 100 })).map((m) => m.key);
+    const wider = (await storage.searchRefs(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 200, limit: 100 })).map((m) => m.ref);
     wider100 += wider.filter((k) => exact.includes(k)).length / 100 / Q;
   }
   console.log(`semantic list of 100 against an exhaustive scan: recall@10 ${at10.toFixed(3)}, recall@100 ${at100.toFixed(3)}; recall@100 of the best 100 of 200 candidates re-scored ${wider100.toFixed(3)}`);

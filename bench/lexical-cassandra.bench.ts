@@ -175,7 +175,8 @@ async function evaluate(
         // What service/retrieve.ts does for a hybrid search with initial_top_k = final_top_k = DEPTH.
         const sem = await s.search(KS, TABLE, { vector: queryVectors[qi], metric: 'cosine', candidates: DEPTH, limit: DEPTH });
         add('semantic', b, sem.map((m) => m.key), rels);
-        add('hybrid', b, fuse(sem, lex[b], DEFAULT_FUSION).slice(0, DEPTH).map((m) => m.key), rels);
+        const asRefs = (ms: StoredMatch[]) => ms.map((m) => ({ ref: m.key, key: m.key, score: m.score }));
+        add('hybrid', b, fuse(asRefs(sem), asRefs(lex[b]), DEFAULT_FUSION).slice(0, DEPTH).map((m) => m.key!), rels);
       }
     }
     const a = lex.embedded.slice(0, K);

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fuse, type Fused } from './fusion.ts';
+import { fuse, keylessTies, sortFused, type Fused } from './fusion.ts';
 
 const SEMANTIC = [
-  { key: 'a', score: 0.9 },
-  { key: 'b', score: 0.8 },
-  { key: 'c', score: 0.7 },
+  { ref: 'a', key: 'a', score: 0.9 },
+  { ref: 'b', key: 'b', score: 0.8 },
+  { ref: 'c', key: 'c', score: 0.7 },
 ];
 const LEXICAL = [
-  { key: 'c', score: 12 },
-  { key: 'd', score: 10 },
-  { key: 'a', score: 5 },
+  { ref: 'c', key: 'c', score: 12 },
+  { ref: 'd', key: 'd', score: 10 },
+  { ref: 'a', key: 'a', score: 5 },
 ];
 
 function assertFused(actual: Fused[], expected: [string, number, number | null, number | null][]): void {
@@ -35,8 +35,8 @@ describe('fuse, rrf', () => {
   });
 
   it('lets a small k favour the top ranks', () => {
-    const semantic = [{ key: 'x', score: 0.9 }, { key: 'y', score: 0.8 }, { key: 'z', score: 0.1 }];
-    const lexical = [{ key: 'z', score: 3 }, { key: 'y', score: 2 }];
+    const semantic = [{ ref: 'x', key: 'x', score: 0.9 }, { ref: 'y', key: 'y', score: 0.8 }, { ref: 'z', key: 'z', score: 0.1 }];
+    const lexical = [{ ref: 'z', key: 'z', score: 3 }, { ref: 'y', key: 'y', score: 2 }];
     // k = 1: z 1/4 + 1/2 = 0.75, y 1/3 + 1/3 = 0.667, x 1/2.
     assertFused(fuse(semantic, lexical, { method: 'rrf', k: 1 }), [
       ['z', 1 / 4 + 1 / 2, 0.1, 3],
@@ -68,7 +68,7 @@ describe('fuse, relative', () => {
   });
 
   it('gives 1 to every row of a list with one distinct score, and alpha 0 or 1 picks one list', () => {
-    assertFused(fuse([{ key: 'a', score: 0.4 }, { key: 'b', score: 0.4 }], [{ key: 'b', score: 7 }], { method: 'relative', alpha: 0.25 }), [
+    assertFused(fuse([{ ref: 'a', key: 'a', score: 0.4 }, { ref: 'b', key: 'b', score: 0.4 }], [{ ref: 'b', key: 'b', score: 7 }], { method: 'relative', alpha: 0.25 }), [
       ['b', 1, 0.4, 7],
       ['a', 0.25, 0.4, null],
     ]);
@@ -77,7 +77,7 @@ describe('fuse, relative', () => {
   });
 
   it('reads which end is best from the order: distances (lower is nearer) normalise the right way round', () => {
-    const distances = [{ key: 'near', score: 0.2 }, { key: 'mid', score: 0.6 }, { key: 'far', score: 1.2 }];
+    const distances = [{ ref: 'near', key: 'near', score: 0.2 }, { ref: 'mid', key: 'mid', score: 0.6 }, { ref: 'far', key: 'far', score: 1.2 }];
     assertFused(fuse(distances, [], { method: 'relative', alpha: 0.5 }), [
       ['near', 0.5, 0.2, null],
       ['mid', 0.5 * 0.6, 0.6, null],
@@ -92,8 +92,42 @@ describe('fuse, edges', () => {
     assert.deepEqual(fuse([], [], { method: 'relative', alpha: 0.5 }), []);
   });
 
-  it('counts a key listed twice in one list at its first place only', () => {
-    const fused = fuse([{ key: 'a', score: 0.9 }, { key: 'a', score: 0.1 }], [], { method: 'rrf', k: 10 });
+  it('counts a row listed twice in one list at its first place only', () => {
+    const fused = fuse([{ ref: 'a', key: 'a', score: 0.9 }, { ref: 'a', key: 'a', score: 0.1 }], [], { method: 'rrf', k: 10 });
     assertFused(fused, [['a', 1 / 11, 0.9, null]]);
+  });
+});
+
+describe('fuse, rows listed without a key', () => {
+  // Storage lists rows by ref; the semantic side here gives no keys (as the embedded backend's).
+  const semantic = [{ ref: 1, score: 0.9 }, { ref: 2, score: 0.8 }, { ref: 3, score: 0.7 }];
+  const lexical = [{ ref: 4, key: 'a', score: 12 }, { ref: 5, key: 'z', score: 10 }, { ref: 1, key: 'm', score: 5 }];
+
+  it('merges the lists by ref, taking a key from either list', () => {
+    const fused = fuse(semantic, lexical, { method: 'relative', alpha: 0.5 });
+    // 1: 0.5 (semantic's best, lexical's worst) ties 4 (lexical's best): by key, 'a' before 'm'.
+    assert.deepEqual(fused.map((f) => [f.ref, f.key, f.semantic, f.lexical]), [
+      [4, 'a', null, 12],
+      [1, 'm', 0.9, 5],
+      [5, 'z', null, 10],
+      [2, undefined, 0.8, null],
+      [3, undefined, 0.7, null],
+    ]);
+  });
+
+  it('names the keyless rows of tied runs that begin among the first upTo, and orders them by key once they have one', () => {
+    // rrf, k 60: 1 is in both lists (1/61 + 1/63), 4 first of one (1/61); 2 and 5, second of one
+    // each, tie (1/62); 3 is third of one (1/63).
+    const fused = fuse(semantic, lexical, { method: 'rrf', k: 60 });
+    assert.deepEqual(fused.map((f) => f.ref), [1, 4, 2, 5, 3]);
+    assert.deepEqual(keylessTies(fused, 5).map((f) => f.ref), [2]);
+    // The tied run begins at place 3: asked for the first 2 places only, nothing needs a key.
+    assert.deepEqual(keylessTies(fused, 2), []);
+    assert.deepEqual(keylessTies(fused, 3).map((f) => f.ref), [2]);
+    // 2's key sorts after 5's ('z'): sortFused puts it second of the run.
+    fused.find((f) => f.ref === 2)!.key = 'zz';
+    assert.deepEqual(sortFused(fused).map((f) => f.ref), [1, 4, 5, 2, 3]);
+    fused.find((f) => f.ref === 2)!.key = 'b';
+    assert.deepEqual(sortFused(fused).map((f) => f.ref), [1, 4, 2, 5, 3]);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * retrieve() over a real embedded store: the lists come as keys, and only the rows kept are read,
+ * retrieve() over a real embedded store: the lists come as refs, and only the rows kept are read,
  * as they are then (a row gone since it was listed gives its place to the next one).
  */
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ const N = 40;
 const vec = (i: number): Float32Array => Float32Array.from({ length: D }, (_, d) => Math.cos(i * 0.37 + d * 1.1) + (d === 0 ? 2 : 0));
 const words = ['pump', 'seal', 'valve', 'motor', 'gasket', 'filter'];
 
-describe('retrieve: keys first, then the rows kept', () => {
+describe('retrieve: refs first, then the rows kept', () => {
   let dir: string;
   let storage: Storage;
   before(async () => {
@@ -36,7 +36,7 @@ describe('retrieve: keys first, then the rows kept', () => {
     keyspace: 'ks', table: 't', mode: 'hybrid', vector: vec(3), text: 'pump seal', metric: 'cosine', candidates: 30, limit: 5, includeVector: false, fusion: DEFAULT_FUSION, ...over,
   });
 
-  /** The store, counting the keys each readMatches call asks for, and running `between` after the lists are made. */
+  /** The store, counting the refs each readMatches call asks for, and running `between` after the lists are made. */
   function watched(between: () => Promise<void>): { s: Storage; reads: number[] } {
     const reads: number[] = [];
     let lists = 0;
@@ -47,9 +47,9 @@ describe('retrieve: keys first, then the rows kept', () => {
     };
     const s: Storage = {
       ...storage,
-      searchKeys: (...a) => after(storage.searchKeys(...a)),
-      lexicalSearchKeys: (...a) => after(storage.lexicalSearchKeys(...a)),
-      readMatches: (ks, t, keys, o) => (reads.push(keys.length), storage.readMatches(ks, t, keys, o)),
+      searchRefs: (...a) => after(storage.searchRefs(...a)),
+      lexicalSearchRefs: (...a) => after(storage.lexicalSearchRefs(...a)),
+      readMatches: (ks, t, refs, o) => (reads.push(refs.length), storage.readMatches(ks, t, refs, o)),
     };
     return { s, reads };
   }
@@ -77,6 +77,21 @@ describe('retrieve: keys first, then the rows kept', () => {
     const expected = all.filter((m) => !gone.includes(m.key)).slice(0, 5);
     assert.deepEqual(matches.map((m) => [m.key, m.score, m.scores]), expected.map((m) => [m.key, m.score, m.scores]));
     await storage.upsertVectors('ks', 't', gone.map((key) => ({ key, vector: vec(Number(key.slice(1))), metadata: { i: Number(key.slice(1)) }, text: all.find((m) => m.key === key)!.text })));
+  });
+
+  it('breaks fused ties by key where the lists gave no keys, reading the tied rows with the rest: one read', async () => {
+    // A small table's lexical list (FTS5's) and the semantic list come without keys; every row
+    // holding 'pump' or 'seal' has one BM25 score here, so rows tie at the same fused score.
+    const { s, reads } = watched(async () => {});
+    const { matches } = await retrieve(s, ask({ limit: 20 }));
+    assert.deepEqual(reads, [20]);
+    let ties = 0;
+    for (let i = 1; i < matches.length; i++) {
+      if (matches[i].score !== matches[i - 1].score) continue;
+      ties++;
+      assert.ok(matches[i - 1].key < matches[i].key, `${matches[i - 1].key} before ${matches[i].key}, tied at ${matches[i].score}`);
+    }
+    assert.ok(ties >= 2, `ties among the matches: ${ties}`);
   });
 
   it('MMR reads its candidates with their vectors, without rows deleted meanwhile', async () => {

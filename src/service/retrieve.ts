@@ -2,11 +2,11 @@
  * The retrieval pipeline behind /v1/search/, /v1/query/ and chat: retrieve (the semantic list,
  * the lexical list, or both) → fuse → MMR → rerank → the first `limit`. Each stage runs only when
  * asked for; a plain semantic search is the one storage call it always was, scores unchanged.
- * Otherwise the lists come as keys and scores, and only the rows the later stages use are read,
- * in one storage call as a rule (see RowReader).
+ * Otherwise the lists come as storage's refs and scores, and only the rows the later stages use
+ * are read, in one storage call as a rule (see RowReader).
  */
-import type { Filter, MatchRow, Metric, ScoredKey, SearchQuery, Storage, StoredMatch } from '../storage/api.ts';
-import { fuse, type Fusion } from './fusion.ts';
+import type { Filter, Metric, ReadMatch, RowRef, ScoredRef, SearchQuery, Storage, StoredMatch } from '../storage/api.ts';
+import { fuse, keylessTies, sortFused, type Fusion } from './fusion.ts';
 import { mmr } from './mmr.ts';
 import { RerankFailed, type Reranker } from './rerank.ts';
 
@@ -69,41 +69,49 @@ export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieve
   pool = Math.min(pool, r.candidates);
   const depth = r.mode === 'semantic' ? pool : Math.max(pool, Math.min(r.candidates, MAX_LIST_ROWS));
 
-  // The lists as keys and scores: of up to 2 x 1,000 rows listed, only those kept are read (below).
+  // The lists as refs and scores: of up to 2 x 1,000 rows listed, only those kept are read (below).
+  const rows = new RowReader(storage, r);
   let ranked: Ranked[];
   if (r.mode === 'semantic') {
-    ranked = (await storage.searchKeys(keyspace, table, await semanticQuery(r, depth, false))).map((m) => ({ ...m, scores: { semantic: m.score, lexical: null } }));
+    ranked = (await storage.searchRefs(keyspace, table, await semanticQuery(r, depth, false))).map((m) => ({ ref: m.ref, score: m.score, scores: { semantic: m.score, lexical: null } }));
   } else if (r.mode === 'lexical') {
-    ranked = (await lexical(storage, r, depth)).map((m) => ({ ...m, scores: { semantic: null, lexical: m.score } }));
+    ranked = (await lexical(storage, r, depth)).map((m) => ({ ref: m.ref, score: m.score, scores: { semantic: null, lexical: m.score } }));
   } else {
     const lexList = lexical(storage, r, depth);
     lexList.catch(() => undefined); // awaited below; meanwhile the model's failure may come first
-    const sem = await storage.searchKeys(keyspace, table, await semanticQuery(r, depth, false));
-    const lex = await lexList;
-    ranked = fuse(sem, lex, r.fusion).map((f) => ({ key: f.key, score: f.score, scores: { semantic: f.semantic, lexical: f.lexical } }));
+    const sem = await storage.searchRefs(keyspace, table, await semanticQuery(r, depth, false));
+    let fused = fuse(sem, await lexList, r.fusion);
+    // Ties are broken by key: the tied rows no list gave a key for are read first (RRF ties often),
+    // with the pool, which the later stages read anyway: still one read as a rule.
+    const keyless = keylessTies(fused, pool);
+    if (keyless.length > 0) {
+      await rows.read([...fused.slice(0, pool), ...keyless].map((f) => f.ref));
+      for (const f of keyless) if (rows.has(f.ref)) f.key = rows.get(f.ref).key;
+      fused = sortFused(fused);
+    }
+    ranked = fused.map((f) => ({ ref: f.ref, score: f.score, scores: { semantic: f.semantic, lexical: f.lexical } }));
   }
   // The later stages choose from the pool; past it, the list only stands in for rows gone meanwhile.
-  const rows = new RowReader(storage, r);
 
   if (r.mmr) {
     // MMR compares the candidates' vectors: all of the pool is read (a row gone since drops out).
     ranked = ranked.slice(0, pool);
-    await rows.read(ranked.map((m) => m.key));
-    ranked = ranked.filter((m) => rows.has(m.key));
+    await rows.read(ranked.map((m) => m.ref));
+    ranked = ranked.filter((m) => rows.has(m.ref));
     // Relevance must grow with quality: a euclidean semantic list is best-first by lowest distance.
     const sign = r.mode === 'semantic' && r.metric === 'euclidean' ? -1 : 1;
     const keep = r.reranker ? pool : r.limit;
-    const items = ranked.map((m) => ({ relevance: sign * m.score, vector: rows.get(m.key).vector! }));
+    const items = ranked.map((m) => ({ relevance: sign * m.score, vector: rows.get(m.ref).vector! }));
     ranked = mmr(items, { diversity: r.mmr.diversity, limit: keep }).map((i) => ranked[i]);
   }
 
   let note: string | undefined;
   if (r.reranker && ranked.length > 0) {
     ranked = ranked.slice(0, pool);
-    await rows.read(ranked.slice(0, MAX_RERANK_DOCUMENTS).map((m) => m.key));
-    const top = ranked.slice(0, MAX_RERANK_DOCUMENTS).filter((m) => rows.has(m.key));
+    await rows.read(ranked.slice(0, MAX_RERANK_DOCUMENTS).map((m) => m.ref));
+    const top = ranked.slice(0, MAX_RERANK_DOCUMENTS).filter((m) => rows.has(m.ref));
     try {
-      const order = await r.reranker.rerank(r.text ?? '', top.map((m) => rows.get(m.key).text ?? ''), Math.min(r.limit, top.length));
+      const order = await r.reranker.rerank(r.text ?? '', top.map((m) => rows.get(m.ref).text ?? ''), Math.min(r.limit, top.length));
       // rerank.ts answers each index of `top` at most once, or throws RerankFailed.
       ranked = order.map((o) => ({ ...top[o.index], score: o.relevanceScore, scores: { ...top[o.index].scores, rerank: o.relevanceScore } }));
     } catch (e) {
@@ -116,14 +124,15 @@ export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieve
 }
 
 /** A listed row before its row is read. */
-type Ranked = { key: string; score: number; scores: NonNullable<RetrievedMatch['scores']> };
+type Ranked = { ref: RowRef; score: number; scores: NonNullable<RetrievedMatch['scores']> };
 
 /**
- * The rows of the listed keys, each read at most once per search (MMR reads the pool's with
- * vectors, rerank the top's texts, the answer its own), absent where the row went since it was listed.
+ * The rows of the listed refs, each read at most once per search (fusion's keyless ties, MMR the
+ * pool's with vectors, rerank the top's texts, the answer its own), absent where the row went
+ * since it was listed.
  */
 class RowReader {
-  readonly #rows = new Map<string, MatchRow | null>();
+  readonly #rows = new Map<RowRef, ReadMatch | null>();
   readonly #storage: Storage;
   readonly #r: Retrieval;
   constructor(storage: Storage, r: Retrieval) {
@@ -131,8 +140,8 @@ class RowReader {
     this.#r = r;
   }
 
-  async read(keys: string[]): Promise<void> {
-    const unread = keys.filter((k) => !this.#rows.has(k));
+  async read(refs: RowRef[]): Promise<void> {
+    const unread = [...new Set(refs)].filter((k) => !this.#rows.has(k));
     if (unread.length === 0) return;
     // MMR needs the vectors whether or not the answer shows them.
     const includeVector = this.#r.includeVector || this.#r.mmr !== undefined;
@@ -140,8 +149,8 @@ class RowReader {
     for (const k of unread) this.#rows.set(k, found.get(k) ?? null);
   }
 
-  has = (key: string): boolean => this.#rows.get(key) != null;
-  get = (key: string): MatchRow => this.#rows.get(key)!;
+  has = (ref: RowRef): boolean => this.#rows.get(ref) != null;
+  get = (ref: RowRef): ReadMatch => this.#rows.get(ref)!;
 
   /**
    * The first `limit` of `ranked` whose rows still exist, with their rows: one read as a rule; a
@@ -154,10 +163,10 @@ class RowReader {
     while (out.length < limit && next < ranked.length) {
       const batch = ranked.slice(next, next + (limit - out.length));
       next += batch.length;
-      await this.read(batch.map((m) => m.key));
-      for (const m of batch) {
-        if (!this.has(m.key)) continue;
-        const { vector, ...row } = this.get(m.key);
+      await this.read(batch.map((m) => m.ref));
+      for (const { ref, ...m } of batch) {
+        if (!this.has(ref)) continue;
+        const { vector, ...row } = this.get(ref);
         out.push(this.#r.includeVector && vector !== undefined ? { ...m, ...row, vector } : { ...m, ...row });
       }
     }
@@ -170,5 +179,5 @@ async function semanticQuery(r: Retrieval, limit: number, includeVector: boolean
   return { vector: await r.vector!, metric: r.metric, candidates: r.candidates, ef: r.ef, limit, filter: r.filter, includeVector };
 }
 
-const lexical = (storage: Storage, r: Retrieval, limit: number): Promise<ScoredKey[]> =>
-  storage.lexicalSearchKeys(r.keyspace, r.table, { text: r.text ?? '', limit: Math.min(limit, MAX_LIST_ROWS), filter: r.filter });
+const lexical = (storage: Storage, r: Retrieval, limit: number): Promise<ScoredRef[]> =>
+  storage.lexicalSearchRefs(r.keyspace, r.table, { text: r.text ?? '', limit: Math.min(limit, MAX_LIST_ROWS), filter: r.filter });

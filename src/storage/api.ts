@@ -112,10 +112,24 @@ export interface MatchRow {
   vector?: Float32Array;
 }
 
-/** A search's answer without its rows: what fusing lists needs (see searchKeys). */
-export interface ScoredKey {
-  key: string;
+/**
+ * A backend's own handle of a row (a row id, a key): what a listed row is read back by. Within
+ * one process it never comes to name a row of another key: a row deleted after it was listed
+ * reads back as absent, or as it is now if its key was written again.
+ */
+export type RowRef = number | string;
+
+/** A search's answer without its rows: what fusing lists needs (see searchRefs). */
+export interface ScoredRef {
+  ref: RowRef;
+  /** The row's key, where the backend has it at hand without a read (readMatches answers it in any case). */
+  key?: string;
   score: number;
+}
+
+/** A listed row as readMatches reads it back. */
+export interface ReadMatch extends MatchRow {
+  key: string;
 }
 
 export interface MetadataRecord {
@@ -196,18 +210,19 @@ export interface VectorStore {
    */
   lexicalSearch(keyspace: string, table: string, q: LexicalQuery): Promise<StoredMatch[]>;
   /**
-   * search and lexicalSearch answering keys and scores only (the same rows, order and scores; the
-   * query's includeVector is ignored): a hybrid search fuses two long lists and keeps a few, whose
-   * rows it then reads with readMatches.
+   * search and lexicalSearch answering each row's handle and score only (the same rows, order and
+   * scores; the query's includeVector is ignored), with its key where the backend has it at hand:
+   * a hybrid search fuses two long lists and keeps a few, whose rows it then reads with readMatches.
+   * The same row has the same ref in both lists.
    */
-  searchKeys(keyspace: string, table: string, q: SearchQuery): Promise<ScoredKey[]>;
-  lexicalSearchKeys(keyspace: string, table: string, q: LexicalQuery): Promise<ScoredKey[]>;
+  searchRefs(keyspace: string, table: string, q: SearchQuery): Promise<ScoredRef[]>;
+  lexicalSearchRefs(keyspace: string, table: string, q: LexicalQuery): Promise<ScoredRef[]>;
   /**
-   * The rows of the given keys as a search answers them, read now: a key deleted or expired since
-   * the search that listed it (or never stored) is absent from the map, and the caller drops it.
-   * Throws table_not_found.
+   * The rows of refs listed by this table's searches, with their keys, as a search answers them,
+   * read now: a row deleted or expired since it was listed (or a ref never listed) is absent from
+   * the map, and the caller drops it. Throws table_not_found.
    */
-  readMatches(keyspace: string, table: string, keys: readonly string[], opts?: { includeVector?: boolean }): Promise<Map<string, MatchRow>>;
+  readMatches(keyspace: string, table: string, refs: readonly RowRef[], opts?: { includeVector?: boolean }): Promise<Map<RowRef, ReadMatch>>;
   /**
    * The table's default TTL in seconds (null: rows never expire unless a write says so). The
    * service applies it to writes that name no TTL; storage only keeps it. Throws table_not_found.

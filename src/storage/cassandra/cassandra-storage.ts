@@ -20,7 +20,7 @@ import * as records from './metadata-records.ts';
 import { isValidName, requireValidReplication } from './names.ts';
 import { lexicalSearch } from './lexical.ts';
 import { backfillLexical } from './lexical-backfill.ts';
-import { readMatches, search, searchKeys } from './search.ts';
+import { readMatches, search, searchRefs } from './search.ts';
 import { backfillTerms } from './terms-backfill.ts';
 import { Session, type WriteConsistency } from './session.ts';
 import { ensureSystemSchema } from './system-schema.ts';
@@ -131,10 +131,10 @@ export async function openCassandraStorage(opts: CassandraStorageOptions): Promi
     scanVectors: (ks, t, o) => vectors.scanVectors(ctx, ks, t, o),
     search: (ks, t, q) => search(ctx, ks, t, q),
     lexicalSearch: (ks, t, q) => lexicalSearch(ctx, ks, t, q),
-    searchKeys: (ks, t, q) => searchKeys(ctx, ks, t, q),
+    searchRefs: (ks, t, q) => searchRefs(ctx, ks, t, q),
     // The rows are read anyway: each candidate is scored again from its current text (lexical.ts).
-    lexicalSearchKeys: async (ks, t, q) => (await lexicalSearch(ctx, ks, t, { ...q, includeVector: false })).map((m) => ({ key: m.key, score: m.score })),
-    readMatches: (ks, t, keys, o) => readMatches(ctx, ks, t, keys, o?.includeVector === true),
+    lexicalSearchRefs: async (ks, t, q) => (await lexicalSearch(ctx, ks, t, { ...q, includeVector: false })).map((m) => ({ ref: m.key, key: m.key, score: m.score })),
+    readMatches: (ks, t, refs, o) => readMatches(ctx, ks, t, refs, o?.includeVector === true),
     getDefaultTtl: (ks, t) => vectors.getDefaultTtl(ctx, ks, t),
     setDefaultTtl: (ks, t, seconds) => vectors.setDefaultTtl(ctx, ks, t, seconds),
 

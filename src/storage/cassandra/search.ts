@@ -36,7 +36,7 @@ import { invalid, ServiceError } from '../../errors.ts';
 import { compareScores, exactScore, type Metric } from '../../index/metric.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import { TopK } from '../../index/topk.ts';
-import type { MatchRow, Metadata, ScoredKey, SearchQuery, StoredMatch } from '../api.ts';
+import type { Metadata, ReadMatch, RowRef, ScoredRef, SearchQuery, StoredMatch } from '../api.ts';
 import { requireQueryDimension } from '../vector-dimension.ts';
 import { chunks, fromCqlVector, fromMetadataText, indexable, toCqlVector } from './codec.ts';
 import { requireTable } from './catalog.ts';
@@ -87,11 +87,11 @@ export async function search(ctx: Ctx, keyspace: string, table: string, q: Searc
 }
 
 /**
- * As search, keys and scores only: a cosine ANN search then reads no rows at all (its scores are
- * final, see above); other plans and metrics read what their exact scores need, as search does.
+ * As search, refs (the keys) and scores only: a cosine ANN search then reads no rows at all (its
+ * scores are final, see above); other plans and metrics read what their exact scores need, as search does.
  */
-export async function searchKeys(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<ScoredKey[]> {
-  return (await searchWithPlan(ctx, keyspace, table, { ...q, includeVector: false }, true)).matches.map((m) => ({ key: m.key, score: m.score }));
+export async function searchRefs(ctx: Ctx, keyspace: string, table: string, q: SearchQuery): Promise<ScoredRef[]> {
+  return (await searchWithPlan(ctx, keyspace, table, { ...q, includeVector: false }, true)).matches.map((m) => ({ ref: m.key, key: m.key, score: m.score }));
 }
 
 /** As search, also telling which stage 1 ran (for tests and diagnostics); `keysOnly`: matches' rows may be left unread (metadata {}, text null). */
@@ -203,15 +203,16 @@ async function clientScan(ctx: Ctx, t: StoredTable, q: SearchQuery, limit: numbe
   return top.sorted();
 }
 
-/** The rows of the keys that exist now, as a search answers them (see Storage.readMatches). */
-export async function readMatches(ctx: Ctx, keyspace: string, table: string, keys: readonly string[], includeVector: boolean): Promise<Map<string, MatchRow>> {
+/** The rows of the refs (keys) that exist now, as a search answers them (see Storage.readMatches). */
+export async function readMatches(ctx: Ctx, keyspace: string, table: string, refs: readonly RowRef[], includeVector: boolean): Promise<Map<RowRef, ReadMatch>> {
   const t = await requireTable(ctx, keyspace, table);
-  const out = new Map<string, MatchRow>();
+  const out = new Map<RowRef, ReadMatch>();
+  const keys = refs.filter((r) => typeof r === 'string');
   const cql = `SELECT "key", "metadata", "text"${includeVector ? ', "vector"' : ''} FROM ${dataTable(ctx, t.keyspace, t.name)} WHERE "key" IN ?`;
   await forEachLimit(chunks([...new Set(keys)], 100), 4, async (part) => {
     const rs = await ctx.session.execute('read', cql, [part], { ctx: { keyspace: t.keyspace, table: t.name, action: 'reading matches' } });
     for (const r of rs.rows) {
-      const m: MatchRow = { metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null };
+      const m: ReadMatch = { key: r.key as string, metadata: fromMetadataText(r.metadata), text: (r.text as string | null) ?? null };
       if (includeVector) {
         if (r.vector === null || r.vector === undefined) continue;
         m.vector = fromCqlVector(r.vector);

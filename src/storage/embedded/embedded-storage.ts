@@ -311,9 +311,9 @@ function vectorStore(run: Guard, parts: { db: Db; catalog: Catalog; keeper: Inde
     scanVectors: (ks, t, o) => run(() => scanVectors(db, catalog, ks, t, o, now())),
     search: (ks, t, q) => run(() => vectors.search(ks, t, q)),
     lexicalSearch: (ks, t, q) => run(() => vectors.lexicalSearch(ks, t, q)),
-    searchKeys: (ks, t, q) => run(() => vectors.searchKeys(ks, t, q)),
-    lexicalSearchKeys: (ks, t, q) => run(() => vectors.lexicalSearchKeys(ks, t, q)),
-    readMatches: (ks, t, keys, o) => run(() => vectors.readMatches(ks, t, keys, o?.includeVector === true)),
+    searchRefs: (ks, t, q) => run(() => vectors.searchRefs(ks, t, q)),
+    lexicalSearchRefs: (ks, t, q) => run(() => vectors.lexicalSearchRefs(ks, t, q)),
+    readMatches: (ks, t, refs, o) => run(() => vectors.readMatches(ks, t, refs, o?.includeVector === true)),
     getDefaultTtl: (ks, t) => run(() => catalog.getDefaultTtl(ks, t)),
     setDefaultTtl: (ks, t, seconds) => run(() => catalog.setDefaultTtl(ks, t, seconds)),
   };

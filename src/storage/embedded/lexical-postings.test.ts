@@ -72,50 +72,47 @@ describe('lexical posting lists thread', () => {
     assert.equal(postingSearches.answered - answered, 40 * 4, 'every search answered by the thread');
   });
 
-  it("answers the rows' keys as they are now, from the thread's own copy: a deleted row's id taken by a new key", async () => {
+  it("answers the rows' keys as they are now, from the thread's own copy, as rows are deleted and written", async () => {
     await s.createTable({ keyspace: 'ks', name: 'reuse', dimension: 2, metric: 'cosine', model: null });
     const live = new Set(Array.from({ length: 50 }, (_, i) => `a${i}`));
     await s.upsertVectors('ks', 'reuse', [...live].map((key, i) => ({ key, vector, metadata: {}, text: `shared word${i}` })));
     await untilListsAnswer(s, 'reuse', 'shared');
-    const { answered, keys } = postingSearches;
+    const { answered } = postingSearches;
     let last = 'a49';
     for (let i = 0; i < 20; i++) {
-      // The row written last has the highest id, which SQLite gives again to the next row.
+      // The row written last has the highest id (which SQLite alone would give again to the next row).
       await s.deleteVectors('ks', 'reuse', [last]);
       live.delete(last);
       last = `b${i}`;
       await s.upsertVectors('ks', 'reuse', [{ key: last, vector, metadata: {}, text: `shared other${i}` }]);
       live.add(last);
-      const [keys, matches] = await Promise.all([s.lexicalSearchKeys('ks', 'reuse', { text: 'shared', limit: 100 }), s.lexicalSearch('ks', 'reuse', { text: `other${i} shared`, limit: 100 })]);
-      assert.deepEqual(keys.map((k) => k.key).sort(), [...live].sort(), `round ${i}: the keys`);
+      const [listed, matches] = await Promise.all([s.lexicalSearchRefs('ks', 'reuse', { text: 'shared', limit: 100 }), s.lexicalSearch('ks', 'reuse', { text: `other${i} shared`, limit: 100 })]);
+      assert.deepEqual(listed.map((k) => k.key).sort(), [...live].sort(), `round ${i}: the keys`);
+      const read = await s.readMatches('ks', 'reuse', listed.map((k) => k.ref));
+      assert.deepEqual(listed.map((k) => read.get(k.ref)?.key), listed.map((k) => k.key), `round ${i}: each key its row's`);
       assert.equal(matches[0].key, last, `round ${i}: the new row first`);
       assert.deepEqual(matches.map((m) => m.key).sort(), [...live].sort(), `round ${i}: the rows`);
-      // A semantic list's keys come from the thread too (every row has text here).
-      const semantic = await s.searchKeys('ks', 'reuse', { vector, metric: 'cosine', candidates: 100, limit: 100 });
-      assert.deepEqual(semantic.map((k) => k.key).sort(), [...live].sort(), `round ${i}: the semantic list's keys`);
     }
     assert.equal(postingSearches.answered - answered, 40, 'every search answered by the thread');
-    assert.equal(postingSearches.keys - keys, 20, "every semantic list's keys answered by the thread");
   });
 
-  it("gives a semantic list's rows their own keys from the thread: asked for the graphs' candidates, more than are kept", async () => {
+  it("lists a walked semantic search's rows as search answers them, each ref its own row's: more candidates than are kept", async () => {
     await s.createTable({ keyspace: 'ks', name: 'walked', dimension: 8, metric: 'cosine', model: null });
     const r = mulberry32(11);
     const point = () => Float32Array.from({ length: 8 }, () => r() - 0.5);
     await s.upsertVectors('ks', 'walked', Array.from({ length: 4000 }, (_, i) => ({ key: `w${i}`, vector: point(), metadata: {}, text: `walked row${i}` })));
     await s.whenIndexed();
     await untilListsAnswer(s, 'walked', 'walked');
-    const { keys } = postingSearches;
     const ann = s.searchCounts().ann;
     for (let q = 0; q < 20; q++) {
       // Fewer candidates than a 64th of the rows: the graphs are walked.
       const query = { vector: point(), metric: 'cosine' as const, candidates: 40, limit: 10 };
-      const [listed, read] = await Promise.all([s.searchKeys('ks', 'walked', query), s.search('ks', 'walked', query)]);
-      // `search` reads each row's key from SQLite: the same rows, best first, each with its own score.
-      assert.deepEqual(listed, read.map((m) => ({ key: m.key, score: m.score })), `query ${q}`);
+      const [listed, searched] = await Promise.all([s.searchRefs('ks', 'walked', query), s.search('ks', 'walked', query)]);
+      // The same rows, best first, each with its own score.
+      const read = await s.readMatches('ks', 'walked', listed.map((m) => m.ref));
+      assert.deepEqual(listed.map((m) => ({ key: read.get(m.ref)?.key, score: m.score })), searched.map((m) => ({ key: m.key, score: m.score })), `query ${q}`);
     }
     assert.equal(s.searchCounts().ann - ann, 40, 'every search walked the graphs');
-    assert.equal(postingSearches.keys - keys, 20, "every semantic list's keys answered by the thread");
   });
 
   /** Rows rewritten twice (longer texts first) and a fresh table of their final texts; compares their lexical answers. */

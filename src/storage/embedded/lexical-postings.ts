@@ -41,10 +41,10 @@ interface Lists {
 export type PostingsTimeline = { sent: number; began: number; ended: number; handled: number };
 
 /**
- * Searches the lists answered and key requests, in this process (tests check which path answered),
+ * Searches the lists answered, in this process (tests check which path answered),
  * and the last search's timeline (bench/hybrid-profile.ts).
  */
-export const postingSearches: { answered: number; keys: number; last: PostingsTimeline | null } = { answered: 0, keys: 0, last: null };
+export const postingSearches: { answered: number; last: PostingsTimeline | null } = { answered: 0, last: null };
 
 const clock = (): number => performance.timeOrigin + performance.now();
 
@@ -59,7 +59,7 @@ export class PostingsThread {
   #seq = 0;
   #generation = 0;
   readonly #tables = new Map<number, Lists>();
-  /** Requests sent (search and keys), each settled with the thread's answer, or null when it could not answer. */
+  /** Searches sent, each settled with the thread's answer, or null when it could not answer. */
   readonly #waiting = new Map<number, { settle: (m: Answer | null) => void; after: number }>();
 
   constructor(file: string, fromRows: number) {
@@ -154,20 +154,6 @@ export class PostingsThread {
     });
   }
 
-  /**
-   * The keys of rows by id, from the lists' own copy (no read of the database), null for a row the
-   * lists do not hold (no text, or gone); null as a whole when the table has no lists built.
-   */
-  keys(tableId: number, rowIds: readonly number[]): Promise<(string | null)[] | null> | null {
-    const l = this.#tables.get(tableId);
-    if (l === undefined || !l.built || this.#thread() === null) return null;
-    return this.#ask(tableId, l, { type: 'keys', table: tableId, ids: [...rowIds] }).then((m) => {
-      if (m?.type !== 'keys' || m.keys === null) return null;
-      postingSearches.keys++;
-      return m.keys;
-    });
-  }
-
   /** Sends a request after the rows written before it, and its answer once the thread has read them. */
   #ask(tableId: number, l: Lists, m: Unnumbered<ToPostings>): Promise<Answer | null> {
     this.#flush(tableId, l);
@@ -208,9 +194,4 @@ export function postingsTouched(db: Db, tableId: number, ids: readonly number[])
 /** See PostingsThread.search; null also where the database has no thread. */
 export function searchPostings(db: Db, tableId: number, tokenizer: LexicalTokenizer, terms: readonly string[], stats: Bm25Stats, limit: number): Promise<PostingRow[] | null> | null {
   return threads.get(db.raw)?.search(tableId, tokenizer, terms, stats, limit) ?? null;
-}
-
-/** See PostingsThread.keys; null also where the database has no thread. */
-export function keysFromPostings(db: Db, tableId: number, rowIds: readonly number[]): Promise<(string | null)[] | null> | null {
-  return threads.get(db.raw)?.keys(tableId, rowIds) ?? null;
 }

@@ -31,8 +31,7 @@ export type ToPostings =
   | { type: 'build'; seq: number; table: number; generation: number; tokenizer: LexicalTokenizer }
   | { type: 'apply'; seq: number; table: number; ids: number[] }
   | { type: 'forget'; seq: number; table: number }
-  | { type: 'search'; seq: number; table: number; terms: string[]; stats: Bm25Stats; limit: number }
-  | { type: 'keys'; seq: number; table: number; ids: number[] };
+  | { type: 'search'; seq: number; table: number; terms: string[]; stats: Bm25Stats; limit: number };
 
 /**
  * `applied`: the seq of the last message handled before the answer (at least the search's own);
@@ -40,8 +39,7 @@ export type ToPostings =
  */
 export type FromPostings =
   | { type: 'built'; table: number; generation: number }
-  | { type: 'answer'; seq: number; applied: number; rows: PostingColumns | null; error?: string; took: [number, number] }
-  | { type: 'keys'; seq: number; applied: number; keys: (string | null)[] | null; error?: string };
+  | { type: 'answer'; seq: number; applied: number; rows: PostingColumns | null; error?: string; took: [number, number] };
 
 interface Lists {
   index: PostingIndex;
@@ -133,13 +131,6 @@ function search(table: number, terms: string[], stats: Bm25Stats, limit: number)
   return columns(keyed.slice(0, limit));
 }
 
-/** The keys of rows by id as the lists hold them now (null: not held); null while the lists are not built. */
-function keysAnswer(m: Extract<ToPostings, { type: 'keys' }>): FromPostings {
-  const l = tables.get(m.table);
-  const keys = l === undefined || l.cursor !== null ? null : m.ids.map((id) => l.index.keyOf(id) ?? null);
-  return { type: 'keys', seq: m.seq, applied, keys };
-}
-
 function columns(rows: PostingRow[]): PostingColumns {
   const out: PostingColumns = { rowIds: new Float64Array(rows.length), scores: new Float64Array(rows.length), keys: new Array<string>(rows.length) };
   rows.forEach((r, i) => {
@@ -155,7 +146,6 @@ port.on('message', (m: ToPostings) => {
   if (m.type === 'build') return start(m.table, m.tokenizer, m.generation);
   if (m.type === 'apply') return apply(m.table, m.ids);
   if (m.type === 'forget') return void tables.delete(m.table);
-  if (m.type === 'keys') return port.postMessage(keysAnswer(m));
   const began = performance.timeOrigin + performance.now();
   let answer: FromPostings;
   try {

@@ -8,14 +8,13 @@ import { filterToSql, validateFilter } from '../../index/filter.ts';
 import type { GraphWorker } from '../../index/graph-worker.ts';
 import type { Metric } from '../../index/metric.ts';
 import { LoopIdle } from '../../platform/loop-idle.ts';
-import type { Filter, LexicalQuery, MatchRow, Metadata, ScoredKey, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
+import type { Filter, LexicalQuery, Metadata, ReadMatch, RowRef, ScoredRef, SearchQuery, StoredMatch, VectorRow } from '../api.ts';
 import { requireQueryDimension, requireRowDimensions } from '../vector-dimension.ts';
 import type { Catalog } from './catalog.ts';
 import type { RowSet } from '../../index/row-bitmap.ts';
 import { ExpiryTracker, LIVE, NONE_EXPIRED, expiryField } from './expiry.ts';
 import type { IndexKeeper, IndexSource, TableState } from './index-upkeep.ts';
 import { indexTexts, searchLexical, unindexRows } from './lexical.ts';
-import { keysFromPostings } from './lexical-postings.ts';
 import { blobToVector, blobView, vectorToBlob, type Db } from './sql.ts';
 
 /**
@@ -68,6 +67,12 @@ export class Vectors {
   readonly searches = { exact: 0, ann: 0, filtered: 0 };
   /** Whether a search came alone (the loop waited for it): then a lone graph is walked on this thread (SegmentedAnn.searchAsync). */
   readonly #loopIdle = new LoopIdle();
+  /**
+   * The id of the next new row (0: not read yet): above every id this process has seen. SQLite
+   * would give a deleted highest id again; this way no id names two rows while the process runs,
+   * so a search's refs (row ids) read back as absent once their row is gone (Storage.readMatches).
+   */
+  #nextRowId = 0;
 
   constructor(db: Db, catalog: Catalog, keeper: IndexKeeper, seq: SeqCounter, settings: VectorSettings) {
     this.#db = db;
@@ -138,9 +143,9 @@ export class Vectors {
 
   /** Upserts rows inside the caller's transaction; returns their row ids. */
   #writeRows(tableId: number, rows: VectorRow[], vectors: Float32Array[], seq: number): number[] {
-    // The conflict clause updates in place, so a key keeps its row id.
+    // The conflict clause updates in place, so a key keeps its row id; a new key takes #nextRowId.
     const upsert = this.#db.stmt(
-      `INSERT INTO vectors (table_id, key, metadata, seq, expires_at) VALUES (?, ?, ?, ?, ?)
+      `INSERT INTO vectors (id, table_id, key, metadata, seq, expires_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (table_id, key) DO UPDATE SET metadata = excluded.metadata, seq = excluded.seq, expires_at = excluded.expires_at
        RETURNING id`,
     );
@@ -148,8 +153,10 @@ export class Vectors {
       `INSERT INTO vector_payloads (id, vector, text) VALUES (?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET vector = excluded.vector, text = excluded.text`,
     );
+    if (this.#nextRowId === 0) this.#nextRowId = ((this.#db.raw.prepare('SELECT max(id) FROM vectors').pluck().get() as number | null) ?? 0) + 1;
     const ids = rows.map((r, i) => {
-      const { id } = upsert.get(tableId, r.key, JSON.stringify(r.metadata ?? {}), seq, r.expiresAt ?? null) as { id: number };
+      const { id } = upsert.get(this.#nextRowId, tableId, r.key, JSON.stringify(r.metadata ?? {}), seq, r.expiresAt ?? null) as { id: number };
+      if (id === this.#nextRowId) this.#nextRowId++;
       payload.run(id, vectorToBlob(vectors[i]), r.text ?? null);
       return id;
     });
@@ -245,25 +252,15 @@ export class Vectors {
     return this.#hydrate(found.best, vectorOf);
   }
 
-  async searchKeys(keyspace: string, table: string, q: SearchQuery): Promise<ScoredKey[]> {
+  /** search's rows as refs (their row ids): a hybrid search reads only the rows it keeps (readMatches). */
+  async searchRefs(keyspace: string, table: string, q: SearchQuery): Promise<ScoredRef[]> {
     const t = this.#catalog.require(keyspace, table);
-    // A table searched lexically has its rows' keys in the postings thread: asked there, a hybrid
-    // search's semantic list costs no read of the database (the rows it lacks are read below). They
-    // are asked for as soon as the graphs' candidates are known, so they come while stage 2 runs.
-    const ask = (ids: number[]) => ({ ids, keys: keysFromPostings(this.#db, t.meta.id, ids) });
-    let asked: ReturnType<typeof ask> | null = null;
-    const { best } = await this.#searchRows(t, q, (ids) => void (asked ??= ask(ids)));
-    if (best.length === 0) return [];
-    const { ids, keys } = asked ?? ask(best.map((b) => b.rowId));
-    const held = await keys;
-    if (held === null) return this.#keysOf(best);
-    const keyOf = new Map<number, string>();
-    ids.forEach((id, i) => held[i] !== null && keyOf.set(id, held[i]!));
-    return this.#keysOf(best.map((b) => ({ ...b, key: keyOf.get(b.rowId) })));
+    const { best } = await this.#searchRows(t, q);
+    return best.map((b) => ({ ref: b.rowId, score: b.score }));
   }
 
   /** Both stages of a search: the best rows' ids and exact scores, and where stage 2 read their vectors (when it did). */
-  async #searchRows(t: TableState, q: SearchQuery, candidatesKnown?: (rowIds: number[]) => void): Promise<{ best: Scored[]; vectorOf?: (rowId: number) => Float32Array | undefined }> {
+  async #searchRows(t: TableState, q: SearchQuery): Promise<{ best: Scored[]; vectorOf?: (rowId: number) => Float32Array | undefined }> {
     const metric = q.metric ?? t.meta.metric;
     const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));
     requireQueryDimension(q.vector, t.meta.dimension);
@@ -272,7 +269,7 @@ export class Vectors {
     this.#keeper.searched();
 
     if (q.filter === undefined && !isZeroCosine(metric, query) && this.#annUsable(t, q.candidates, metric)) {
-      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.ef, candidatesKnown);
+      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.ef);
       if (found !== null) return found;
     }
     if (q.filter !== undefined) {
@@ -290,10 +287,9 @@ export class Vectors {
    * best of rows they do not hold yet, then stage 2. Expired rows the graphs still hold (until the
    * sweep takes them out, unindexExpired) are dropped from the candidates, so the walk is asked
    * for that many more (up to the share where a scan wins); null when even that leaves fewer than
-   * `limit` live rows: the caller then scans. `candidatesKnown` is told stage 1's rows before stage 2
-   * re-scores them.
+   * `limit` live rows: the caller then scans.
    */
-  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, ef: number | undefined, candidatesKnown?: (rowIds: number[]) => void): Promise<{ best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } | null> {
+  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, ef: number | undefined): Promise<{ best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } | null> {
     // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
     const ann = t.ann;
     const expired = this.#expired(t);
@@ -312,9 +308,7 @@ export class Vectors {
     let k = inGraphs === 0 ? candidates : Math.min(candidates + inGraphs, Math.ceil(candidates * share * 1.25), maxK);
     let fromAnn = await walk(k);
     for (;;) {
-      const ids = fromAnn.concat(fromPending);
-      candidatesKnown?.(ids);
-      const found = this.#rescoreCandidates(t, query, ids, metric, limit, expired);
+      const found = this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, expired);
       if (found.best.length >= limit || t.matrix.size - expired.size < limit) return found;
       if (k >= maxK) return null;
       k = maxK;
@@ -328,9 +322,9 @@ export class Vectors {
     return this.#hydrate(await this.#lexicalRows(t, q), q.includeVector === true ? (id) => t.matrix.get(id) : null);
   }
 
-  async lexicalSearchKeys(keyspace: string, table: string, q: LexicalQuery): Promise<ScoredKey[]> {
+  async lexicalSearchRefs(keyspace: string, table: string, q: LexicalQuery): Promise<ScoredRef[]> {
     const t = this.#catalog.require(keyspace, table);
-    return this.#keysOf(await this.#lexicalRows(t, q));
+    return (await this.#lexicalRows(t, q)).map((r) => (r.key === undefined ? { ref: r.rowId, score: r.score } : { ref: r.rowId, key: r.key, score: r.score }));
   }
 
   async #lexicalRows(t: TableState, q: LexicalQuery): Promise<(Scored & { key?: string })[]> {
@@ -341,25 +335,27 @@ export class Vectors {
     return searchLexical(this.#db, t.meta.id, t.meta.lexical.tokenizer, q.text, limit, filter);
   }
 
-  /** The rows of the keys that are live now, as a search answers them (see Storage.readMatches). */
-  readMatches(keyspace: string, table: string, keys: readonly string[], includeVector: boolean): Map<string, MatchRow> {
+  /** The rows of refs (row ids) that are live rows of the table now, as a search answers them (see Storage.readMatches). */
+  readMatches(keyspace: string, table: string, refs: readonly RowRef[], includeVector: boolean): Map<RowRef, ReadMatch> {
     const t = this.#catalog.require(keyspace, table);
-    const out = new Map<string, MatchRow>();
-    if (keys.length === 0) return out;
+    const out = new Map<RowRef, ReadMatch>();
+    const ids = refs.filter((r) => typeof r === 'number');
+    if (ids.length === 0) return out;
+    // CROSS JOIN keeps SQLite's planner to the ids first (a lookup each), not the table's rows.
     const rows = this.#db
       .stmt(
-        `SELECT v.id, v.key, v.metadata, p.text FROM vectors v LEFT JOIN vector_payloads p ON p.id = v.id
-         WHERE v.table_id = ? AND v.key IN (SELECT value FROM json_each(?)) AND ${LIVE}`,
+        `SELECT v.id, v.key, v.metadata, p.text FROM json_each(?) ids CROSS JOIN vectors v ON v.id = ids.value
+         LEFT JOIN vector_payloads p ON p.id = v.id WHERE v.table_id = ? AND ${LIVE}`,
       )
-      .all(t.meta.id, JSON.stringify(keys), this.#now()) as { id: number; key: string; metadata: string; text: string | null }[];
+      .all(JSON.stringify(ids), t.meta.id, this.#now()) as { id: number; key: string; metadata: string; text: string | null }[];
     for (const r of rows) {
-      const m: MatchRow = { metadata: JSON.parse(r.metadata) as Metadata, text: r.text };
+      const m: ReadMatch = { key: r.key, metadata: JSON.parse(r.metadata) as Metadata, text: r.text };
       if (includeVector) {
         const v = t.matrix.get(r.id);
         if (v === undefined) continue;
         m.vector = v.slice();
       }
-      out.set(r.key, m);
+      out.set(r.id, m);
     }
     return out;
   }
@@ -409,23 +405,6 @@ export class Vectors {
     const bytes = t.meta.dimension * 4;
     for (const r of rows) if (r.vector.byteLength === bytes && t.matrix.has(r.id)) vectors.set(r.id, r.vector);
     return { best: rescore(query, ids, { get: vectorOf }, metric, limit), vectorOf };
-  }
-
-  /** The keys of scored rows, in their order (rows gone meanwhile drop out); read for the rows that do not carry them. */
-  #keysOf(best: (Scored & { key?: string })[]): ScoredKey[] {
-    if (best.length === 0) return [];
-    const unkeyed = best.filter((b) => b.key === undefined).map((b) => b.rowId);
-    const keyOf = new Map<number, string>();
-    if (unkeyed.length > 0) {
-      const rows = this.#db.stmt('SELECT id, key FROM vectors WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(unkeyed)) as { id: number; key: string }[];
-      for (const r of rows) keyOf.set(r.id, r.key);
-    }
-    const out: ScoredKey[] = [];
-    for (const b of best) {
-      const key = b.key ?? keyOf.get(b.rowId);
-      if (key !== undefined) out.push({ key, score: b.score });
-    }
-    return out;
   }
 
   /**
