@@ -115,7 +115,7 @@ export interface MatchRow {
 /**
  * A backend's own handle of a row (a row id, a key): what a listed row is read back by. Within
  * one process it never comes to name a row of another key: a row deleted after it was listed
- * reads back as absent, or as it is now if its key was written again.
+ * reads back as absent (or, where refs are keys, as it is now if its key was written again).
  */
 export type RowRef = number | string;
 
