@@ -2,7 +2,7 @@
  * Fusion of a semantic (vector) and a lexical (full-text) result list into one ranking, for
  * hybrid search. Pure arithmetic on the two lists as storage returned them.
  */
-import type { RowRef } from '../storage/api.ts';
+import type { RowRef, ScoredRef } from '../storage/api.ts';
 
 /** `rrf`: reciprocal rank fusion with constant k. `relative`: min-max normalised scores, alpha on the semantic side. */
 export type Fusion = { method: 'rrf'; k: number } | { method: 'relative'; alpha: number };
@@ -27,12 +27,6 @@ export interface Fused {
   lexical: number | null;
 }
 
-interface Scored {
-  ref: RowRef;
-  key?: string;
-  score: number;
-}
-
 /**
  * Both lists best first; returns their union best first, ties by key in code-unit order (rows
  * tied with a row whose key no list gave stay in list order: see keylessTies and sortFused).
@@ -40,15 +34,15 @@ interface Scored {
  * (a list with one distinct score gives 1), alpha·semantic + (1 − alpha)·lexical, a missing side
  * counting 0. A row listed twice in one list counts at its first (best) place only.
  */
-export function fuse(semantic: readonly Scored[], lexical: readonly Scored[], fusion: Fusion): Fused[] {
+export function fuse(semantic: readonly ScoredRef[], lexical: readonly ScoredRef[], fusion: Fusion): Fused[] {
   const rows = new Map<RowRef, Fused>();
-  const row = (item: Scored) => {
+  const row = (item: ScoredRef) => {
     let r = rows.get(item.ref);
     if (!r) rows.set(item.ref, (r = { ref: item.ref, key: item.key, score: 0, semantic: null, lexical: null }));
     else r.key ??= item.key;
     return r;
   };
-  const add = (list: readonly Scored[], side: 'semantic' | 'lexical', weight: number) => {
+  const add = (list: readonly ScoredRef[], side: 'semantic' | 'lexical', weight: number) => {
     const contribution = fusion.method === 'rrf' ? (_s: number, rank: number) => 1 / (fusion.k + rank) : normaliser(list);
     list.forEach((item, i) => {
       const r = row(item);
@@ -90,7 +84,7 @@ export function keylessTies(fused: readonly Fused[], upTo: number): Fused[] {
  * is best is read from the order, so a list of distances (lower is nearer, as euclidean search
  * gives) normalises as rightly as one of similarities.
  */
-function normaliser(list: readonly Scored[]): (score: number) => number {
+function normaliser(list: readonly ScoredRef[]): (score: number) => number {
   if (list.length === 0) return () => 0;
   let min = Infinity;
   let max = -Infinity;

@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { storageContract } from '../contract.case.ts';
+import { mulberry32 } from '../contract-random.case.ts';
 import { ManualClock } from '../contract-ttl.case.ts';
 import type { Metric, StoredMatch, VectorRow } from '../api.ts';
 import { openEmbeddedStorage, type EmbeddedOptions, type EmbeddedStorage } from './embedded-storage.ts';
@@ -687,6 +688,29 @@ describe('embedded storage', () => {
       for (let i = 0; i <= acked; i++) assert.deepEqual((await s.lexicalSearch('ks', 't', { text: `marker${i}`, limit: 2 })).map((m) => m.key), [`k${i}`]);
       const hits = await s.search('ks', 't', { vector: Float32Array.of(7, 1, 2), metric: 'euclidean', candidates: 100, limit: 1 });
       assert.equal(hits[0].key, 'k7');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("lists a walked search's rows by ref as search answers them, each ref its own row's: more candidates than are kept", async () => {
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'walked'), index: indexOpts(0) });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 'walked', dimension: 8, metric: 'cosine', model: null });
+      const r = mulberry32(11);
+      const point = () => Float32Array.from({ length: 8 }, () => r() - 0.5);
+      await s.upsertVectors('ks', 'walked', Array.from({ length: 4000 }, (_, i) => ({ key: `w${i}`, vector: point(), metadata: {}, text: null })));
+      await s.whenIndexed();
+      const ann = s.searchCounts().ann;
+      for (let q = 0; q < 20; q++) {
+        // Fewer candidates than a 64th of the rows: the graphs are walked.
+        const query = { vector: point(), metric: 'cosine' as const, candidates: 40, limit: 10 };
+        const [listed, searched] = await Promise.all([s.searchRefs('ks', 'walked', query), s.search('ks', 'walked', query)]);
+        const read = await s.readMatches('ks', 'walked', listed.map((m) => m.ref));
+        assert.deepEqual(listed.map((m) => ({ key: read.get(m.ref)?.key, score: m.score })), searched.map((m) => ({ key: m.key, score: m.score })), `query ${q}`);
+      }
+      assert.equal(s.searchCounts().ann - ann, 40, 'every search walked the graphs');
     } finally {
       await s.close();
     }

@@ -96,25 +96,6 @@ describe('lexical posting lists thread', () => {
     assert.equal(postingSearches.answered - answered, 40, 'every search answered by the thread');
   });
 
-  it("lists a walked semantic search's rows as search answers them, each ref its own row's: more candidates than are kept", async () => {
-    await s.createTable({ keyspace: 'ks', name: 'walked', dimension: 8, metric: 'cosine', model: null });
-    const r = mulberry32(11);
-    const point = () => Float32Array.from({ length: 8 }, () => r() - 0.5);
-    await s.upsertVectors('ks', 'walked', Array.from({ length: 4000 }, (_, i) => ({ key: `w${i}`, vector: point(), metadata: {}, text: `walked row${i}` })));
-    await s.whenIndexed();
-    await untilListsAnswer(s, 'walked', 'walked');
-    const ann = s.searchCounts().ann;
-    for (let q = 0; q < 20; q++) {
-      // Fewer candidates than a 64th of the rows: the graphs are walked.
-      const query = { vector: point(), metric: 'cosine' as const, candidates: 40, limit: 10 };
-      const [listed, searched] = await Promise.all([s.searchRefs('ks', 'walked', query), s.search('ks', 'walked', query)]);
-      // The same rows, best first, each with its own score.
-      const read = await s.readMatches('ks', 'walked', listed.map((m) => m.ref));
-      assert.deepEqual(listed.map((m) => ({ key: read.get(m.ref)?.key, score: m.score })), searched.map((m) => ({ key: m.key, score: m.score })), `query ${q}`);
-    }
-    assert.equal(s.searchCounts().ann - ann, 40, 'every search walked the graphs');
-  });
-
   /** Rows rewritten twice (longer texts first) and a fresh table of their final texts; compares their lexical answers. */
   async function rewrittenAgainstFresh(st: EmbeddedStorage, listed: boolean): Promise<void> {
     const r = mulberry32(5);
