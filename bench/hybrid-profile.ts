@@ -1,9 +1,11 @@
 /**
  * Where one hybrid search's time goes, in process (no HTTP): each storage call of the pipeline
- * timed alone, beside the whole of retrieve() for semantic, lexical and hybrid, over hybrid.bench's
- * rows; then a timeline of each mode's retrieve(): when each list is asked for and answered, when
- * the postings thread begins and ends its top k, and what the main thread does after (medians over
- * the queries, ms from the start of the search).
+ * timed alone, beside the whole of retrieve() for semantic, lexical and hybrid (and hybrid with its
+ * lexical list given at once: what the rest of the pipeline costs), over hybrid.bench's rows; then
+ * a timeline of each mode's retrieve(): when each list is asked for and answered, when the
+ * postings thread begins and ends its top k, and what the main thread does after (medians over the
+ * queries, ms from the start of the search), and each thread's time running and waiting to run
+ * (Linux's schedstat: a thread that is ready but finds both cores busy waits in the run queue).
  *
  *   node --import tsx bench/hybrid-profile.ts [--n 100000] [--queries 200] [--dir DIR] [--keyspace KS] [--only WORDS] [--exact]
  *
@@ -12,6 +14,7 @@
  * times only the steps whose name holds WORDS; --exact first compares the lists with an exhaustive
  * scan (see exactness()). Add `--cpu-prof` to node's flags for a V8 profile.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,7 +24,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { retrieve, type Retrieval } from '../src/service/retrieve.ts';
 import { DEFAULT_FUSION, fuse } from '../src/service/fusion.ts';
 import { openStorage } from '../src/storage/factory.ts';
-import type { RowRef, Storage } from '../src/storage/api.ts';
+import type { RowRef, ScoredRef, Storage } from '../src/storage/api.ts';
 import { postingSearches, type PostingsTimeline } from '../src/storage/embedded/lexical-postings.ts';
 import { loadInProcess, words } from './hybrid-data.ts';
 import { makeCentres, makeVectors, pct } from './workload.ts';
@@ -70,9 +73,15 @@ const base = (i: number): Retrieval => ({
   keyspace: KS, table: TABLE, mode: 'semantic', vector: qv[i], text: qt[i], metric: 'cosine', candidates: 100, limit: 10, includeVector: false, fusion: DEFAULT_FUSION,
 });
 if (args.exact) await exactness();
+// Hybrid with its lexical list answered at once, from a copy made here: what the rest of a hybrid search costs.
+const lexicalLists = new Map<string, ScoredRef[]>();
+for (let i = 0; i < Q; i++) lexicalLists.set(qt[i], await storage.lexicalSearchRefs(KS, TABLE, { text: qt[i], limit: 100 }));
+const lexicalGiven: Storage = Object.create(storage);
+lexicalGiven.lexicalSearchRefs = async (_ks, _t, q) => lexicalLists.get(q.text)!.map((r) => ({ ...r }));
 const steps: Record<string, (i: number) => Promise<unknown>> = {
   'semantic (retrieve, final 10)': (i) => retrieve(storage, base(i)),
   'hybrid (retrieve, final 10)': (i) => retrieve(storage, { ...base(i), mode: 'hybrid' }),
+  'hybrid, its lexical list given at once (retrieve, final 10)': (i) => retrieve(lexicalGiven, { ...base(i), mode: 'hybrid' }),
   'lexical (retrieve, final 10)': (i) => retrieve(storage, { ...base(i), mode: 'lexical', vector: null }),
   'storage.search, limit 100': (i) => storage.search(KS, TABLE, { vector: qv[i], metric: 'cosine', candidates: 100, limit: 100 }),
   'storage.lexicalSearch, limit 100': (i) => storage.lexicalSearch(KS, TABLE, { text: qt[i], limit: 100 }),
@@ -113,7 +122,9 @@ traced.search = (ks, t, q) => timed('semantic search', () => storage.search(ks, 
 for (const mode of ['semantic', 'lexical', 'hybrid'] as const) {
   if (args.only !== undefined && !`${mode} timeline`.includes(args.only)) continue;
   const all: Marks[] = [];
+  let sched = schedstat();
   for (let turn = 0; turn < 2; turn++) {
+    if (turn === 1) sched = schedstat();
     for (let i = 0; i < Q; i++) {
       marks = {};
       postingSearches.last = null;
@@ -126,6 +137,7 @@ for (const mode of ['semantic', 'lexical', 'hybrid'] as const) {
       if (turn === 1) all.push(Object.fromEntries(Object.entries(marks).map(([k, v]) => [k, v - t0])));
     }
   }
+  printSchedstat(mode, sched, schedstat());
   const names = Object.keys(all[0]).sort((a, b) => pct(all.map((m) => m[a]), 50) - pct(all.map((m) => m[b]), 50));
   console.log(`${mode} retrieve(), final 10, timeline (median ms from its start over ${Q} queries):`);
   for (const k of names) console.log(`  ${pct(all.map((m) => m[k]), 50).toFixed(3)}  ${k}`);
@@ -139,6 +151,32 @@ for (const mode of ['semantic', 'lexical', 'hybrid'] as const) {
   }
 }
 await storage.close();
+
+/** Each thread's time running and waiting in the run queue so far (ns, /proc/self/task/TID/schedstat); empty where there is no /proc. */
+function schedstat(): Map<string, [number, number]> {
+  const out = new Map<string, [number, number]>();
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      const [run, wait] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
+      out.set(tid, [run, wait]);
+    }
+  } catch {
+    // not Linux: nothing to print
+  }
+  return out;
+}
+
+/** Per search of the turn between `a` and `b`: the main thread's and the busiest other threads' ms running / waiting to run. */
+function printSchedstat(mode: string, a: Map<string, [number, number]>, b: Map<string, [number, number]>): void {
+  const per = [...b]
+    .map(([tid, [run, wait]]) => ({ tid, run: (run - (a.get(tid)?.[0] ?? 0)) / 1e6 / Q, wait: (wait - (a.get(tid)?.[1] ?? 0)) / 1e6 / Q }))
+    .filter((t) => t.run >= 0.01)
+    .sort((x, y) => (x.tid === String(process.pid) ? -1 : y.tid === String(process.pid) ? 1 : y.run - x.run));
+  if (per.length === 0) return;
+  const total = per.reduce((s, t) => s + t.wait, 0);
+  const shown = per.slice(0, 3).map((t) => `${t.tid === String(process.pid) ? 'main' : `thread ${t.tid}`} ${t.run.toFixed(3)} / ${t.wait.toFixed(3)}`);
+  console.log(`${mode} retrieve(), per search, ms running / waiting to run: ${shown.join(', ')}; all threads waiting ${total.toFixed(3)}`);
+}
 
 /**
  * --exact: how far the graphs' lists are from an exhaustive scan (a filter every row passes makes
