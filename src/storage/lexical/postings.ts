@@ -251,10 +251,17 @@ export class PostingIndex {
     const reached = this.#reached;
     const length = this.#length;
     let n = 0;
-    const lists = seeds
-      .map((i) => ({ p: this.#terms.get(terms[i]), idf: idfs[i] }))
-      .filter((x): x is { p: Postings; idf: number } => x.p !== undefined)
-      .sort((x, y) => count(x.p) - count(y.p));
+    // A term given more than once (words that stem alike) is read once, its weight counted as often:
+    // each copy adds the same share to a row.
+    const lists: { p: Postings; idf: number }[] = [];
+    for (const i of seeds) {
+      const p = this.#terms.get(terms[i]);
+      if (p === undefined) continue;
+      const l = lists.find((x) => x.p === p);
+      if (l === undefined) lists.push({ p, idf: idfs[i] });
+      else l.idf += idfs[i];
+    }
+    lists.sort((x, y) => count(x.p) - count(y.p));
     const c1 = BM25_K1 * (1 - BM25_B);
     const c2 = (BM25_K1 * BM25_B * stats.rows) / stats.tokens;
     // What the lists not yet read can add to a row.
@@ -333,6 +340,12 @@ export class PostingIndex {
     const order = Int32Array.from(docs.keys()).sort((a, b) => docs[a] - docs[b]);
     const tfs = new Int32Array(docs.length * terms.length);
     for (let i = 0; i < terms.length; i++) {
+      // A term given again: its frequencies are the first copy's.
+      const same = terms.indexOf(terms[i]);
+      if (same < i) {
+        for (let k = 0; k < docs.length; k++) tfs[k * terms.length + i] = tfs[k * terms.length + same];
+        continue;
+      }
       const p = this.#terms.get(terms[i]);
       if (p === undefined) continue;
       const cursor = new Cursor(p);
