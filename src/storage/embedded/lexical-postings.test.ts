@@ -96,6 +96,19 @@ describe('lexical posting lists thread', () => {
     assert.equal(postingSearches.answered - answered, 40, 'every search answered by the thread');
   });
 
+  it('breaks ties at the cut by key, whatever order the rows were written in', async () => {
+    await s.createTable({ keyspace: 'ks', name: 'ties', dimension: 2, metric: 'cosine', model: null });
+    // 40 rows of the same text (the same score), written in an order unlike their keys' (ids follow it).
+    const keys = Array.from({ length: 40 }, (_, i) => `t${String((i * 17) % 40).padStart(2, '0')}`);
+    await s.upsertVectors('ks', 'ties', keys.map((key) => ({ key, vector, metadata: {}, text: 'same words here' })));
+    await s.upsertVectors('ks', 'ties', [{ key: 'other', vector, metadata: {}, text: 'unrelated' }]);
+    await untilListsAnswer(s, 'ties', 'same');
+    const { answered } = postingSearches;
+    const found = await s.lexicalSearch('ks', 'ties', { text: 'same', limit: 5 });
+    assert.equal(postingSearches.answered - answered, 1, 'the lists answered');
+    assert.deepEqual(found.map((m) => m.key), [...keys].sort().slice(0, 5));
+  });
+
   /** Rows rewritten twice (longer texts first) and a fresh table of their final texts; compares their lexical answers. */
   async function rewrittenAgainstFresh(st: EmbeddedStorage, listed: boolean): Promise<void> {
     const r = mulberry32(5);

@@ -121,14 +121,10 @@ function search(table: number, terms: string[], stats: Bm25Stats, limit: number)
   if (seeds.length === 0) return columns([]);
   // The terms that bring no rows still add to a row's score: at most idf (k1 + 1) each.
   const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * (BM25_K1 + 1) : s), 0);
-  const found = index.topK(terms, phrases.map((p) => p.idf), seeds, stats, limit, slack);
-  found.sort((a, b) => b.score - a.score);
-  // The rows past the k-th and not tied with it are out; ties are broken by key.
-  let to = Math.min(limit, found.length);
-  while (to < found.length && found[to].score === found[limit - 1].score) to++;
-  const keyed = found.slice(0, to).map((r) => ({ ...r, key: index.keyOf(r.rowId)! }));
-  keyed.sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key));
-  return columns(keyed.slice(0, limit));
+  // Each row comes with its key (this thread sets every row's with its tokens): ties are broken by it.
+  const found = index.topK(terms, phrases.map((p) => p.idf), seeds, stats, limit, slack) as PostingRow[];
+  found.sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key));
+  return columns(found.slice(0, limit));
 }
 
 function columns(rows: PostingRow[]): PostingColumns {

@@ -211,12 +211,6 @@ export class PostingIndex {
     this.freezeStep();
   }
 
-  /** The key given with a live row's tokens. */
-  keyOf(rowId: number): string | undefined {
-    const doc = this.#docOf.get(rowId);
-    return doc === undefined ? undefined : this.#keyOf[doc];
-  }
-
   /** How many live rows hold the term (recounted only after rows died). */
   documentFrequency(term: string): number {
     const p = this.#terms.get(term);
@@ -234,7 +228,8 @@ export class PostingIndex {
    * Every live row holding one of the terms `seeds`, with its BM25 over the terms `terms` (indexes
    * into `idfs`, summed in that order, each term's share computed as FTS5 computes it), or rather
    * those of the best `limit` and every row within `slack` of the k-th: `score` is exact, the
-   * caller breaks ties. Rows holding only other terms are not matches (prune.ts's seeding rule).
+   * caller breaks ties (by `key`, the one given with the row's tokens). Rows holding only other
+   * terms are not matches (prune.ts's seeding rule).
    *
    * The seeds' postings are summed term at a time, rarest first, as MaxScore does it (Lucene's
    * MaxScoreBulkScorer): once the k-th sum so far beats what the terms left could give a row not yet
@@ -245,7 +240,7 @@ export class PostingIndex {
    * (`shortest`), about half of the bound idf (k1 + 1) on short texts. The sums are approximate
    * (float32, another order), so the rows near the k-th are scored again exactly.
    */
-  topK(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number): { rowId: number; score: number }[] {
+  topK(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number): { rowId: number; score: number; key: string | undefined }[] {
     if (this.#acc.length < this.#docs) (this.#acc = new Float32Array(this.#length.length)), (this.#reached = new Int32Array(this.#length.length));
     const acc = this.#acc;
     const reached = this.#reached;
@@ -329,7 +324,7 @@ export class PostingIndex {
       for (; r < n; r++) acc[reached[r]] = 0;
     }
     const scores = this.#exact(found, terms, idfs, stats);
-    return found.map((d, i) => ({ rowId: this.#rowOf[d], score: scores[i] }));
+    return found.map((d, i) => ({ rowId: this.#rowOf[d], score: scores[i], key: this.#keyOf[d] }));
   }
 
   /**
