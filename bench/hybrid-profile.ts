@@ -122,7 +122,8 @@ traced.search = (ks, t, q) => timed('semantic search', () => storage.search(ks, 
 for (const mode of ['semantic', 'lexical', 'hybrid'] as const) {
   if (args.only !== undefined && !`${mode} timeline`.includes(args.only)) continue;
   const all: Marks[] = [];
-  let sched = schedstat();
+  // From the second turn's start, as the timeline.
+  let sched = new Map<string, [number, number]>();
   for (let turn = 0; turn < 2; turn++) {
     if (turn === 1) sched = schedstat();
     for (let i = 0; i < Q; i++) {
