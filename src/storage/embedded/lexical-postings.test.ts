@@ -11,7 +11,8 @@ import path from 'node:path';
 import { mulberry32 } from '../contract-random.case.ts';
 import type { EmbeddedStorage } from './embedded-storage.ts';
 import { openEmbeddedStorage } from './embedded-storage.ts';
-import { postingSearches } from './lexical-postings.ts';
+import Database from 'better-sqlite3';
+import { postingSearches, PostingsThread } from './lexical-postings.ts';
 
 const index = { saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows: 0 };
 const vector = Float32Array.of(1, 0);
@@ -32,8 +33,9 @@ describe('lexical posting lists thread', () => {
   let s: EmbeddedStorage;
   before(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-postings-'));
-    // Lists for tables of any size, so that small tables exercise them.
-    s = await openEmbeddedStorage({ dataDir: dir, index, postingListsFromRows: 0 });
+    // Lists for tables of any size, so that small tables exercise them; every search a step at a
+    // time (a list a step), taking turns with the searches sent after it.
+    s = await openEmbeddedStorage({ dataDir: dir, index, postingListsFromRows: 0, postingSliceMs: 0 });
     await s.createKeyspace({ name: 'ks', owner: null });
   });
   after(async () => {
@@ -108,6 +110,72 @@ describe('lexical posting lists thread', () => {
     assert.equal(postingSearches.answered - answered, 1, 'the lists answered');
     assert.deepEqual(found.map((m) => m.key), [...keys].sort().slice(0, 5));
   });
+
+  it('answers a short search sent after a long one first: the long one waits its turns, a list at a time', async () => {
+    await s.createTable({ keyspace: 'ks', name: 'turns', dimension: 2, metric: 'cosine', model: null });
+    await s.createTable({ keyspace: 'ks', name: 'busy', dimension: 2, metric: 'cosine', model: null });
+    // Eight words each in about a third of the rows (eight lists to read), and one word in four rows.
+    const mids = Array.from({ length: 8 }, (_, w) => `mid${w}`);
+    const text = (i: number) => [...mids.filter((_, w) => Math.imul(i + 1, 2654435761 + 40503 * w) >>> 0 < 2 ** 32 / 3), `own${i}`, ...(i % 500 === 0 ? ['rare'] : [])].join(' ');
+    await s.upsertVectors('ks', 'turns', Array.from({ length: 2000 }, (_, i) => ({ key: `t${i}`, vector, metadata: {}, text: text(i) })));
+    // A table whose lists take a while to build: the thread reads its first slice of rows while both searches are sent.
+    await s.upsertVectors('ks', 'busy', Array.from({ length: 6000 }, (_, i) => ({ key: `b${i}`, vector, metadata: {}, text: `${mids.join(' ')} ${'filler words here '.repeat(20)}${i}` })));
+    await withThread(async (thread, tableOf) => {
+      const turns = tableOf('turns');
+      const stats = { rows: 2000, tokens: 8000 };
+      const long = () => thread.search(turns, 'porter', mids, stats, 10);
+      const short = () => thread.search(turns, 'porter', ['rare'], stats, 10);
+      await listsBuilt(long);
+      const alone = { long: await long(), short: await short() };
+      assert.equal(thread.search(tableOf('busy'), 'porter', ['mid0'], stats, 10), null, 'the busy table\'s lists begin');
+      const order: string[] = [];
+      const both = await Promise.all([long()!.then((r) => (order.push('long'), r)), short()!.then((r) => (order.push('short'), r))]);
+      assert.deepEqual(order, ['short', 'long']);
+      assert.deepEqual({ long: both[0], short: both[1] }, alone);
+    });
+  });
+
+  it('ends the searches waiting their turn before it reads a write sent after them: each answers the lists as they were when it was sent', async () => {
+    await s.createTable({ keyspace: 'ks', name: 'barrier', dimension: 2, metric: 'cosine', model: null });
+    const mids = Array.from({ length: 6 }, (_, w) => `mid${w}`);
+    await s.upsertVectors('ks', 'barrier', Array.from({ length: 1000 }, (_, i) => ({ key: `b${i}`, vector, metadata: {}, text: `${mids.filter((_, w) => (i + w) % 2 === 0).join(' ')} own${i}` })));
+    await withThread(async (thread, tableOf, db) => {
+      const tableId = tableOf('barrier');
+      const search = () => thread.search(tableId, 'porter', mids, { rows: 1001, tokens: 4000 }, 5);
+      await listsBuilt(search);
+      // Three messages in one turn: a search of six lists, the id of a row written since (holding
+      // every word: the best row once read), the same search again.
+      await s.upsertVectors('ks', 'barrier', [{ key: 'best', vector, metadata: {}, text: mids.join(' ') }]);
+      const { id } = db.prepare("SELECT id FROM vectors WHERE table_id = ? AND key = 'best'").get(tableId) as { id: number };
+      const before = search();
+      thread.touched(tableId, [id]);
+      const after = search();
+      const [sent, next] = await Promise.all([before, after]);
+      assert.ok(sent !== null && next !== null, 'the thread answered both');
+      assert.ok(!sent.some((r) => r.rowId === id), 'the search sent before the row');
+      assert.equal(next[0].rowId, id, 'the search sent after it');
+    });
+  });
+
+  /** A posting-lists thread of the test's own on the database (a search a step at a time), so that its messages can be sent in one turn. */
+  async function withThread(test: (thread: PostingsThread, tableOf: (name: string) => number, db: Database.Database) => Promise<void>): Promise<void> {
+    const thread = new PostingsThread(path.join(dir, 'vss.db'), 0, 0);
+    const db = new Database(path.join(dir, 'vss.db'), { readonly: true });
+    try {
+      await test(thread, (name) => s.indexStatus().find((t) => t.table === name)!.tableId, db);
+    } finally {
+      db.close();
+      await thread.close();
+    }
+  }
+
+  /** Searches until the thread's lists answer (the first search starts their build). */
+  async function listsBuilt(search: () => Promise<unknown> | null): Promise<void> {
+    for (let i = 0; (await search()) === null; i++) {
+      assert.ok(i < 2000, 'the posting lists were never built');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
 
   /** Rows rewritten twice (longer texts first) and a fresh table of their final texts; compares their lexical answers. */
   async function rewrittenAgainstFresh(st: EmbeddedStorage, listed: boolean): Promise<void> {

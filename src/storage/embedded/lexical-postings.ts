@@ -52,6 +52,7 @@ const clock = (): number => performance.timeOrigin + performance.now();
 export class PostingsThread {
   readonly #file: string;
   readonly #fromRows: number;
+  readonly #sliceMs: number;
   #worker: Worker | null = null;
   /** Set when the thread failed: searches use FTS5 from then on. */
   #failed = false;
@@ -62,9 +63,10 @@ export class PostingsThread {
   /** Searches sent, each settled with the thread's answer, or null when it could not answer. */
   readonly #waiting = new Map<number, { settle: (m: Answer | null) => void; after: number }>();
 
-  constructor(file: string, fromRows: number) {
+  constructor(file: string, fromRows: number, sliceMs: number) {
     this.#file = file;
     this.#fromRows = fromRows;
+    this.#sliceMs = sliceMs;
   }
 
   #send(m: Unnumbered<ToPostings>): number {
@@ -76,7 +78,7 @@ export class PostingsThread {
   #thread(): Worker | null {
     if (this.#failed || this.#closed) return null;
     if (this.#worker !== null) return this.#worker;
-    const worker = startWorker('storage/embedded/lexical-postings.worker', { workerData: { file: this.#file } satisfies PostingsData });
+    const worker = startWorker('storage/embedded/lexical-postings.worker', { workerData: { file: this.#file, sliceMs: this.#sliceMs } satisfies PostingsData });
     worker.unref();
     worker.on('message', (m: FromPostings) => {
       if (m.type === 'built') {
@@ -174,9 +176,15 @@ const rowsOf = (c: PostingColumns): PostingRow[] => c.keys.map((key, i) => ({ ro
 
 const threads = new WeakMap<Sqlite, PostingsThread>();
 
+/**
+ * How long the thread runs a search before the searches sent after it get a turn: a search of the
+ * commonest words takes ~0.1 s at 1,000,000 rows, the bench's queries ~1 ms (PERFORMANCE.md).
+ */
+export const SEARCH_SLICE_MS = 2;
+
 /** Gives the database (its file) a posting-lists thread; close it with the store. */
-export function attachPostings(db: Sqlite, dataDir: string, fromRows: number): PostingsThread {
-  const t = new PostingsThread(path.join(dataDir, 'vss.db'), fromRows);
+export function attachPostings(db: Sqlite, dataDir: string, fromRows: number, sliceMs = SEARCH_SLICE_MS): PostingsThread {
+  const t = new PostingsThread(path.join(dataDir, 'vss.db'), fromRows, sliceMs);
   threads.set(db, t);
   return t;
 }

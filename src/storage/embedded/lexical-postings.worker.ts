@@ -15,6 +15,8 @@ import { tokenize } from '../lexical/tokenize.ts';
 
 export interface PostingsData {
   file: string;
+  /** How long a search runs before the searches that came after it get a turn (see `turns`). */
+  sliceMs: number;
 }
 
 export type PostingRow = { rowId: number; score: number; key: string };
@@ -83,6 +85,7 @@ function build(table: number, l: Lists): void {
 /** Packs the lists into one typed array (PostingIndex.freezeStep), a slice per turn. */
 function freeze(table: number, l: Lists): void {
   if (tables.get(table) !== l) return; // forgotten or rebuilt meanwhile
+  turns.finish(table);
   if (!l.index.freezeStep(FREEZE_SLICE)) setImmediate(() => freeze(table, l));
 }
 
@@ -108,11 +111,12 @@ function apply(table: number, ids: number[]): void {
 
 /**
  * The best `limit` rows for the terms (one token per query word, in query order) by BM25 with the
- * totals `stats`, ties by key, under prune.ts's seeding rule; null while the lists are not built.
- * The keys are the lists' own (read with the rows' texts): a row deleted since the search was sent
- * may be listed, and the caller's read of the rows drops it, as it drops any row gone since.
+ * totals `stats`, ties by key, under prune.ts's seeding rule, in steps (see `turns`); null while the
+ * lists are not built. The keys are the lists' own (read with the rows' texts): a row deleted since
+ * the search was sent may be listed, and the caller's read of the rows drops it, as it drops any
+ * row gone since.
  */
-function search(table: number, terms: string[], stats: Bm25Stats, limit: number): PostingColumns | null {
+function* search(table: number, terms: string[], stats: Bm25Stats, limit: number): Generator<void, PostingColumns | null, void> {
   const l = tables.get(table);
   if (l === undefined || l.cursor !== null) return null;
   const index = l.index;
@@ -121,10 +125,99 @@ function search(table: number, terms: string[], stats: Bm25Stats, limit: number)
   if (seeds.length === 0) return columns([]);
   // The terms that bring no rows still add to a row's score: at most idf (k1 + 1) each.
   const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * (BM25_K1 + 1) : s), 0);
+  const found = yield* index.topKSteps(terms, phrases.map((p) => p.idf), seeds, stats, limit, slack);
   // Each row comes with its key (this thread sets every row's with its tokens): ties are broken by it.
-  const found = index.topK(terms, phrases.map((p) => p.idf), seeds, stats, limit, slack) as PostingRow[];
-  found.sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key));
-  return columns(found.slice(0, limit));
+  const rows = found as PostingRow[];
+  rows.sort((a, b) => b.score - a.score || compareCodePoints(a.key, b.key));
+  return columns(rows.slice(0, limit));
+}
+
+/** Searches that may wait their turns at once (see `turns`). */
+const MAX_WAITING = 8;
+
+/** A search under way: its steps, and what its answer says. */
+interface Turn {
+  seq: number;
+  table: number;
+  /** The last message handled before the search began: every change sent before it. */
+  applied: number;
+  began: number;
+  steps: Generator<void, PostingColumns | null, void>;
+}
+
+/**
+ * The searches under way, so that a long search (a query of the commonest words reads most of the
+ * table's postings: ~0.15 s at 1,000,000 rows) does not hold up the searches sent after it, which
+ * may be other tenants'. A search runs for up to `sliceMs` when it comes; if it is not done, it
+ * waits its turn, and the searches waiting take turns of `sliceMs` each (at least a step of
+ * topKSteps: a list, or ~1 ms of a long one), the messages that came meanwhile handled between
+ * turns. Nothing changes a table's lists while a search of it waits (finish before each change),
+ * so every answer is of the lists as they were when its search began.
+ */
+const turns = {
+  waiting: [] as Turn[],
+  scheduled: false,
+  sliceMs: (workerData as PostingsData).sliceMs,
+
+  start(seq: number, table: number, terms: string[], stats: Bm25Stats, limit: number): void {
+    const turn: Turn = { seq, table, applied, began: clock(), steps: search(table, terms, stats, limit) };
+    // Each waiting search holds scratch arrays of 8 bytes a row: past MAX_WAITING, one runs to its end.
+    if (!this.run(turn, this.waiting.length < MAX_WAITING ? this.sliceMs : Infinity)) this.wait(turn);
+  },
+
+  /** Runs the search for up to `ms` (at least a step); answers whether it is done (and answered). */
+  run(turn: Turn, ms: number): boolean {
+    const until = performance.now() + ms;
+    let rows: PostingColumns | null;
+    try {
+      for (;;) {
+        const r = turn.steps.next();
+        if (r.done === true) {
+          rows = r.value;
+          break;
+        }
+        if (performance.now() >= until) return false;
+      }
+    } catch (e) {
+      answer({ type: 'answer', seq: turn.seq, applied: turn.applied, rows: null, error: String(e), took: [turn.began, clock()] });
+      return true;
+    }
+    answer({ type: 'answer', seq: turn.seq, applied: turn.applied, rows, took: [turn.began, clock()] });
+    return true;
+  },
+
+  wait(turn: Turn): void {
+    this.waiting.push(turn);
+    this.schedule();
+  },
+
+  schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.next());
+  },
+
+  /** A slice of the search first in line, which goes to the back if not done (the messages that came meanwhile were handled first). */
+  next(): void {
+    this.scheduled = false;
+    const turn = this.waiting.shift();
+    if (turn !== undefined && !this.run(turn, this.sliceMs)) this.waiting.push(turn);
+    if (this.waiting.length > 0) this.schedule();
+  },
+
+  /** Ends the table's waiting searches now: before anything changes its lists. */
+  finish(table: number): void {
+    const ending = this.waiting.filter((t) => t.table === table);
+    if (ending.length === 0) return;
+    this.waiting = this.waiting.filter((t) => t.table !== table);
+    for (const turn of ending) this.run(turn, Infinity);
+  },
+};
+
+const clock = (): number => performance.timeOrigin + performance.now();
+
+function answer(m: Extract<FromPostings, { type: 'answer' }>): void {
+  port.postMessage(m, m.rows === null ? [] : [m.rows.rowIds.buffer as ArrayBuffer, m.rows.scores.buffer as ArrayBuffer]);
 }
 
 function columns(rows: PostingRow[]): PostingColumns {
@@ -138,17 +231,10 @@ function columns(rows: PostingRow[]): PostingColumns {
 }
 
 port.on('message', (m: ToPostings) => {
+  if (m.type !== 'search') turns.finish(m.table);
   applied = m.seq;
   if (m.type === 'build') return start(m.table, m.tokenizer, m.generation);
   if (m.type === 'apply') return apply(m.table, m.ids);
   if (m.type === 'forget') return void tables.delete(m.table);
-  const began = performance.timeOrigin + performance.now();
-  let answer: FromPostings;
-  try {
-    const rows = search(m.table, m.terms, m.stats, m.limit);
-    answer = { type: 'answer', seq: m.seq, applied, rows, took: [began, performance.timeOrigin + performance.now()] };
-  } catch (e) {
-    answer = { type: 'answer', seq: m.seq, applied, rows: null, error: String(e), took: [began, performance.timeOrigin + performance.now()] };
-  }
-  port.postMessage(answer, answer.rows === null ? [] : [answer.rows.rowIds.buffer as ArrayBuffer, answer.rows.scores.buffer as ArrayBuffer]);
+  turns.start(m.seq, m.table, m.terms, m.stats, m.limit);
 });

@@ -17,6 +17,14 @@ function bruteForce(rows: Map<number, string[]>, terms: string[], seeds: number[
   return { stats, idfs, scored };
 }
 
+/** Runs a search in steps to its end: its answer. */
+function untilDone<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
 /**
  * Random writes to ids 1..ids, to the rows and the index alike: a new text (share `rewrites`),
  * an empty one (half the rest), or a delete.
@@ -70,7 +78,10 @@ function zipfAgainstBruteForce(o: { seed: number; rows: number; length: (r: () =
       assert.deepEqual(idfs, phrases.map((p) => p.idf));
       const slack = phrases.reduce((s, p, i) => (p.df > 0 && !seeds.includes(i) ? s + p.idf * 2.2 : s), 0);
       const limit = [1, 10, 100, 1000][q % 4];
-      const got = index.topK(terms, idfs, seeds, stats, limit, slack).sort((a, b) => b.score - a.score || a.rowId - b.rowId);
+      const whole = index.topK(terms, idfs, seeds, stats, limit, slack);
+      // In steps of a few postings (or rows) each, as the postings thread takes turns: the same answer.
+      assert.deepEqual(untilDone(index.topKSteps(terms, idfs, seeds, stats, limit, slack, 1 + (q % 50))), whole, `round ${round}, ${terms.join(' ')}: in steps`);
+      const got = whole.sort((a, b) => b.score - a.score || a.rowId - b.rowId);
       const want = scored.slice(0, limit);
       assert.ok(got.length >= want.length, `${terms.join(' ')}: ${got.length} rows, ${want.length} expected`);
       // The k-th's score, and every row above it, exactly; ties at the k-th may be any of the tied rows.
@@ -223,6 +234,39 @@ describe('PostingIndex', () => {
     assert.equal(index.documentFrequency('a'), 99);
     assert.equal(index.documentFrequency('b'), 80);
   });
+  it('answers searches whose steps interleave as it answers each alone (each has scratch of its own)', () => {
+    const r = mulberry32(21);
+    const index = new PostingIndex();
+    const word = () => `w${Math.floor(r() ** 3 * 300)}`;
+    for (let id = 1; id <= 3000; id++) index.set(id, Array.from({ length: 5 + Math.floor(r() * 20) }, word), `k${id}`);
+    index.freeze();
+    const stats = { rows: 3000, tokens: 3000 * 15 };
+    const queries = [['w0', 'w1', 'w2', 'w3', 'w5', 'w8'], ['w1', 'w40'], ['w2', 'w7', 'w30', 'w90']];
+    const search = (terms: string[]) => [terms, terms.map((_, i) => 1 + i / 10), terms.map((_, i) => i), stats, 10, 0] as const;
+    const alone = queries.map((q) => index.topK(...search(q)));
+    const [a, b] = [index.topKSteps(...search(queries[0]), 50), index.topKSteps(...search(queries[1]), 50)];
+    // The first a few steps into its lists, the second begun, the third run whole, then the other two to their ends.
+    for (let i = 0; i < 3; i++) assert.equal(a.next().done, false);
+    assert.equal(b.next().done, false);
+    assert.deepEqual(index.topK(...search(queries[2])), alone[2]);
+    assert.deepEqual(untilDone(a), alone[0]);
+    assert.deepEqual(untilDone(b), alone[1]);
+    // And the scratch they gave back is clean: the same answers again.
+    assert.deepEqual(queries.map((q) => index.topK(...search(q))), alone);
+  });
+
+  it('ends a search in steps whose lists changed between its steps with an error, and gives its scratch back clean', () => {
+    const index = new PostingIndex();
+    for (let id = 1; id <= 50; id++) index.set(id, ['a', 'b', `c${id % 5}`], `k${id}`);
+    const stats = { rows: 50, tokens: 150 };
+    const steps = index.topKSteps(['a', 'b', 'c1'], [1, 1, 1], [0, 1, 2], stats, 5, 0);
+    assert.equal(steps.next().done, false);
+    index.set(51, ['a'], 'k51');
+    assert.throws(() => steps.next(), /changed during a search/);
+    const again = index.topK(['c1'], [1], [0], { rows: 51, tokens: 151 }, 100, 0);
+    assert.deepEqual(again.map((x) => x.rowId).sort((x, y) => x - y), [1, 6, 11, 16, 21, 26, 31, 36, 41, 46]);
+  });
+
   it('ranks a Zipf corpus of 24,000 rows as an exhaustive BM25 does, common-word queries included, through rewrites and deletes', () => {
     const { compared, commonOnly } = zipfAgainstBruteForce({ seed: 11, rows: 24_000, length: (r) => 5 + Math.floor(r() * 36), queries: 40 });
     assert.ok(compared > 10_000, `compared ${compared}`);

@@ -40,6 +40,9 @@ interface Postings {
   shortest: number[];
 }
 
+/** A row of a search's answer: its row id, its exact BM25 and the key given with its tokens. */
+export type TopKRow = { rowId: number; score: number; key: string | undefined };
+
 const TF_MAX = 127;
 /**
  * The relative margin on the pruning bounds of a query of `terms` lists: its sums are kept in
@@ -59,6 +62,10 @@ const BLOCK = 64;
 /** Posting `j` of the term: the frozen ones first. */
 const at = (p: Postings, j: number): number => (j < p.f.length ? p.f[j] : p.e[j - p.f.length]);
 const count = (p: Postings): number => p.f.length + p.e.length;
+/** Scratch arrays an index keeps between searches (more are made while more searches wait their turns). */
+const SPARE_SCRATCH = 2;
+/** Postings (or rows looked up) a step of topKSteps reads at most: ~1 ms of a long list's reading. */
+const STEP_READS = 1 << 17;
 /** Freeze again once the postings added since the last freeze are this share of the frozen ones. */
 const REFREEZE_SHARE = 1 / 8;
 
@@ -84,9 +91,14 @@ export class PostingIndex {
   /** The freeze under way (see freezeStep). */
   #freezing: { arena: Int32Array; skips: Int32Array; s: number; terms: { term: string; p: Postings; size: number }[]; next: number; n: number; read: number; dead: boolean } | null = null;
   readonly #docOf = new Map<number, number>();
-  /** Scratch for a query: each document's score so far (0: not reached), and the documents reached. */
-  #acc = new Float32Array(0);
-  #reached = new Int32Array(0);
+  /**
+   * Scratch for searches: each document's score so far (0: not reached), and the documents
+   * reached. A search takes one for its steps and gives it back clean, so searches whose steps
+   * interleave (topKSteps) each have their own.
+   */
+  #spare: { acc: Float32Array; reached: Int32Array }[] = [];
+  /** Counts the changes to the lists (set, freezeStep): a search checks it between its steps. */
+  #version = 0;
 
   /** Live documents (rows with text). */
   get size(): number {
@@ -103,6 +115,7 @@ export class PostingIndex {
    * a row, as in FTS5), and its key: kept so that a search's answer needs no read of the rows.
    */
   set(rowId: number, tokens: readonly string[] | null, key?: string): void {
+    this.#version++;
     const old = this.#docOf.get(rowId);
     if (old !== undefined) {
       this.#length[old] = -1;
@@ -132,7 +145,7 @@ export class PostingIndex {
       // The document is new: its postings so far are all in `e`.
       const last = p.e.length - 1;
       if (last >= 0 && p.e[last] >> 7 === doc) {
-        const tf = this.#tf(p, p.f.length + last) + 1;
+        const tf = tfAt(p, p.f.length + last) + 1;
         if (tf >= TF_MAX) (p.big ??= new Map()).set(doc, tf);
         p.e[last] = doc * 128 + Math.min(tf, TF_MAX);
         noteShortest(p, tf, tokens.length);
@@ -160,6 +173,7 @@ export class PostingIndex {
    * began stay in its plain array).
    */
   freezeStep(budget = Infinity): boolean {
+    this.#version++;
     let f = this.#freezing;
     if (f === null) {
       const terms = [...this.#terms].map(([term, p]) => ({ term, p, size: count(p) }));
@@ -240,12 +254,67 @@ export class PostingIndex {
    * (`shortest`), about half of the bound idf (k1 + 1) on short texts. The sums are approximate
    * (float32, another order), so the rows near the k-th are scored again exactly.
    */
-  topK(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number): { rowId: number; score: number; key: string | undefined }[] {
-    if (this.#acc.length < this.#docs) (this.#acc = new Float32Array(this.#length.length)), (this.#reached = new Int32Array(this.#length.length));
-    const acc = this.#acc;
-    const reached = this.#reached;
-    const length = this.#length;
-    let n = 0;
+  topK(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number): TopKRow[] {
+    const q = this.#begin(terms, idfs, seeds, stats, limit, slack);
+    try {
+      for (let i = 0; i < q.lists.length; i++) {
+        this.#startList(q, i);
+        this.#readList(q, Infinity);
+        this.#endList(q);
+      }
+      // Every row that could, with the other terms' shares (at most `slack`), reach the k-th.
+      if (q.n >= limit && Number.isNaN(q.kth)) q.kth = q.top.kth(q.s.reached, q.n, q.s.acc);
+      return this.#scored(q, this.#found(q, q.n));
+    } finally {
+      this.#end(q);
+    }
+  }
+
+  /**
+   * topK in steps of at most about `stepReads` postings (or rows) read, so that a caller can answer
+   * other searches between the steps of a long one (lexical-postings.worker.ts): the same answer.
+   * The lists must not change between steps (set, freezeStep): a step after a change throws. Each
+   * search has scratch of its own, given back when it ends (or is ended early with `return()`).
+   * The steps' work is in plain methods: in the generator's own body it took 1.04× the time.
+   */
+  *topKSteps(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number, stepReads = STEP_READS): Generator<void, TopKRow[], void> {
+    const q = this.#begin(terms, idfs, seeds, stats, limit, slack);
+    try {
+      for (let i = 0; i < q.lists.length; i++) {
+        this.#startList(q, i);
+        while (!this.#readList(q, stepReads)) yield* this.#pause(q);
+        this.#endList(q);
+        yield* this.#pause(q);
+      }
+      const { n, top, s } = q;
+      if (n >= limit && Number.isNaN(q.kth)) {
+        top.clear();
+        for (let r = 0; r < n; r += stepReads) {
+          top.offerAll(s.reached, r, Math.min(n, r + stepReads), s.acc);
+          yield* this.#pause(q);
+        }
+        q.kth = top.least;
+      }
+      const found: number[] = [];
+      while (q.cleared < n) {
+        this.#found(q, Math.min(n, q.cleared + stepReads), found);
+        if (q.cleared < n) yield* this.#pause(q);
+      }
+      return this.#scored(q, found);
+    } finally {
+      this.#end(q);
+    }
+  }
+
+  *#pause(q: TopKSearch): Generator<void, void, void> {
+    yield;
+    if (this.#version !== q.version) throw new Error('the posting lists changed during a search');
+  }
+
+  /** A search's lists, rarest first, its bounds and its scratch (see topK). */
+  #begin(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number): TopKSearch {
+    let scratch = this.#spare.pop();
+    if (scratch === undefined || scratch.acc.length < this.#docs) scratch = { acc: new Float32Array(this.#length.length), reached: new Int32Array(this.#length.length) };
     // A term given more than once (words that stem alike) is read once, its weight counted as often:
     // each copy adds the same share to a row.
     const lists: { p: Postings; idf: number }[] = [];
@@ -261,70 +330,140 @@ export class PostingIndex {
     const c2 = (BM25_K1 * BM25_B * stats.rows) / stats.tokens;
     // What the lists not yet read can add to a row.
     const most = lists.map(({ p, idf }) => idf * (BM25_K1 + 1) * bestShare(p, c1, c2));
-    let left = most.reduce((sum, m) => sum + m, 0);
-    const margin = marginFor(lists.length);
-    let open = true;
-    // Whether `reached` is in document order (the first list read alone is), and the k-th sum
-    // when known since the sums last changed (NaN: not known).
-    let sorted = true;
-    let kth = NaN;
-    const top = new TopScores(limit);
-    // Integer arithmetic on the packed postings (doc << 7 | tf: small integers), every scratch a
-    // typed array: a query of common words only reads most of the table's postings.
-    const s: Scratch = { acc, reached, short: this.#short, length, c1, c2 };
-    for (let i = 0; i < lists.length; i++) {
-      const { p, idf } = lists[i];
-      const w = idf * (BM25_K1 + 1);
-      const postings = count(p);
-      left -= most[i];
-      kth = NaN;
-      if (open) {
-        const before = n;
-        n = addAll(p.f, p.big, w, s, n);
-        n = addAll(p.e, p.big, w, s, n);
-        if (before > 0 && n > before) sorted = false;
-        // Closed when no row outside `reached` can reach the k-th with what the terms left give.
-        if (left > 0 && n >= limit) open = (kth = top.kth(reached, n, acc)) * (1 - margin) <= (left + slack) * (1 + margin);
-      } else if (n * Math.log2(postings + 1) < postings) {
-        if (!sorted) reached.subarray(0, n).sort(), (sorted = true);
-        const cursor = new Cursor(p);
-        top.clear();
-        for (let r = 0; r < n; r++) {
-          const d = reached[r];
-          const j = cursor.seek(d);
-          if (j >= 0) {
-            const tf = this.#tf(p, j);
-            acc[d] += (w * tf) / (tf + c1 + c2 * lengthOf(s, d));
-          }
-          top.offer(acc[d]);
-        }
-        if (n >= limit) kth = top.least;
-      } else {
-        addReached(p.f, p.big, w, s);
-        addReached(p.e, p.big, w, s);
-      }
-      // Closed: the rows that cannot reach the k-th with what the terms left give are dropped (their
-      // sums back to 0); the k-th stays what it was, every row dropped being below it.
-      if (!open && left > 0 && n >= limit) {
-        if (Number.isNaN(kth)) kth = top.kth(reached, n, acc);
-        n = dropHopeless(kth * (1 - margin) - (left + slack) * (1 + margin), s, n);
-      }
+    return {
+      terms,
+      idfs,
+      stats,
+      limit,
+      slack,
+      lists,
+      most,
+      left: most.reduce((sum, m) => sum + m, 0),
+      margin: marginFor(lists.length),
+      open: true,
+      sorted: true,
+      kth: NaN,
+      n: 0,
+      cleared: 0,
+      top: new TopScores(limit),
+      // Integer arithmetic on the packed postings (doc << 7 | tf: small integers), every scratch a
+      // typed array: a query of common words only reads most of the table's postings.
+      s: { acc: scratch.acc, reached: scratch.reached, short: this.#short, length: this.#length, c1, c2 },
+      version: this.#version,
+      list: lists[0]?.p,
+      w: 0,
+      how: 'all',
+      read: 0,
+      before: 0,
+      cursor: null,
+    };
+  }
+
+  /**
+   * Begins the search's `i`-th list (see topK): while a row not reached yet can still reach the
+   * k-th, every posting is added; after, only to the rows reached: each looked up in the list when
+   * they are few against it, else the list read through.
+   */
+  #startList(q: TopKSearch, i: number): void {
+    const { p, idf } = q.lists[i];
+    const postings = count(p);
+    q.list = p;
+    q.w = idf * (BM25_K1 + 1);
+    q.left -= q.most[i];
+    q.kth = NaN;
+    q.read = 0;
+    q.before = q.n;
+    q.how = q.open ? 'all' : q.n * Math.log2(postings + 1) < postings ? 'sought' : 'reached';
+    if (q.how === 'sought') {
+      if (!q.sorted) q.s.reached.subarray(0, q.n).sort(), (q.sorted = true);
+      q.cursor = new Cursor(p);
+      q.top.clear();
     }
-    const found: number[] = [];
-    let r = 0;
-    try {
-      // Every row that could, with the other terms' shares (at most `slack`), reach the k-th.
-      const floor = n < limit ? 0 : (Number.isNaN(kth) ? top.kth(reached, n, acc) : kth) * (1 - margin) - slack;
-      for (; r < n; r++) {
+  }
+
+  /** Reads on in the list begun, at most `budget` postings (or rows looked up); answers whether it is read through. */
+  #readList(q: TopKSearch, budget: number): boolean {
+    const { s, w } = q;
+    const p = q.list!;
+    if (q.how === 'sought') {
+      const { acc, reached, c1, c2 } = s;
+      const cursor = q.cursor!;
+      const top = q.top;
+      const end = Math.min(q.n, q.read + budget);
+      for (let r = q.read; r < end; r++) {
         const d = reached[r];
-        if (floor <= 0 || acc[d] >= floor) found.push(d);
-        acc[d] = 0;
+        const j = cursor.seek(d);
+        if (j >= 0) {
+          const tf = tfAt(p, j);
+          acc[d] += (w * tf) / (tf + c1 + c2 * lengthOf(s, d));
+        }
+        top.offer(acc[d]);
       }
-    } finally {
-      for (; r < n; r++) acc[reached[r]] = 0;
+      q.read = end;
+      return end === q.n;
     }
-    const scores = this.#exact(found, terms, idfs, stats);
+    // The frozen postings, then those added since, as one run.
+    const f = p.f.length;
+    const total = f + p.e.length;
+    const from = q.read;
+    const to = Math.min(total, from + budget);
+    if (q.how === 'all') {
+      if (from < f) q.n = addAll(p.f, from, Math.min(to, f), p.big, w, s, q.n);
+      if (to > f) q.n = addAll(p.e, Math.max(0, from - f), to - f, p.big, w, s, q.n);
+    } else {
+      if (from < f) addReached(p.f, from, Math.min(to, f), p.big, w, s);
+      if (to > f) addReached(p.e, Math.max(0, from - f), to - f, p.big, w, s);
+    }
+    q.read = to;
+    return to === total;
+  }
+
+  /** Ends the list read: whether a row not reached can still reach the k-th, and the rows that can no longer dropped. */
+  #endList(q: TopKSearch): void {
+    const { s, top, margin, slack, limit } = q;
+    if (q.how === 'all') {
+      if (q.before > 0 && q.n > q.before) q.sorted = false;
+      // Closed when no row outside `reached` can reach the k-th with what the terms left give.
+      if (q.left > 0 && q.n >= limit) q.open = (q.kth = top.kth(s.reached, q.n, s.acc)) * (1 - margin) <= (q.left + slack) * (1 + margin);
+    } else if (q.how === 'sought' && q.n >= limit) q.kth = top.least;
+    q.cursor = null;
+    // Closed: the rows that cannot reach the k-th with what the terms left give are dropped (their
+    // sums back to 0); the k-th stays what it was, every row dropped being below it.
+    if (!q.open && q.left > 0 && q.n >= limit) {
+      if (Number.isNaN(q.kth)) q.kth = top.kth(s.reached, q.n, s.acc);
+      q.n = dropHopeless(q.kth * (1 - margin) - (q.left + slack) * (1 + margin), s, q.n);
+    }
+  }
+
+  /**
+   * The rows reached up to the `to`-th, from the first not taken yet, that could reach the k-th
+   * with the other terms' shares (at most `slack`): every one while fewer than `limit` were
+   * reached. Their sums go back to 0. Answers `found`, with them added.
+   */
+  #found(q: TopKSearch, to: number, found: number[] = []): number[] {
+    const floor = q.n < q.limit ? 0 : q.kth * (1 - q.margin) - q.slack;
+    const { acc, reached } = q.s;
+    for (let r = q.cleared; r < to; r++) {
+      const d = reached[r];
+      if (floor <= 0 || acc[d] >= floor) found.push(d);
+      acc[d] = 0;
+    }
+    q.cleared = to;
+    return found;
+  }
+
+  /** The rows found, each with its exact score and key. */
+  #scored(q: TopKSearch, found: number[]): TopKRow[] {
+    const scores = this.#exact(found, q.terms, q.idfs, q.stats);
     return found.map((d, i) => ({ rowId: this.#rowOf[d], score: scores[i], key: this.#keyOf[d] }));
+  }
+
+  /** Gives the search's scratch back clean, whether it ended, failed or was ended early. */
+  #end(q: TopKSearch): void {
+    const { acc, reached } = q.s;
+    for (let r = q.cleared; r < q.n; r++) acc[reached[r]] = 0;
+    // A few are kept for the next searches: 8 bytes a document each (8 MB at 1,000,000 rows).
+    if (this.#spare.length < SPARE_SCRATCH) this.#spare.push({ acc, reached });
   }
 
   /**
@@ -346,7 +485,7 @@ export class PostingIndex {
       const cursor = new Cursor(p);
       for (const k of order) {
         const j = cursor.seek(docs[k]);
-        if (j >= 0) tfs[k * terms.length + i] = this.#tf(p, j);
+        if (j >= 0) tfs[k * terms.length + i] = tfAt(p, j);
       }
     }
     const scores = new Float64Array(docs.length);
@@ -361,11 +500,13 @@ export class PostingIndex {
     return scores;
   }
 
-  #tf(p: Postings, j: number): number {
-    const v = at(p, j);
-    const tf = v & 127;
-    return tf === TF_MAX ? p.big!.get(v >> 7)! : tf;
-  }
+}
+
+/** The term frequency of posting `j`. */
+function tfAt(p: Postings, j: number): number {
+  const v = at(p, j);
+  const tf = v & 127;
+  return tf === TF_MAX ? p.big!.get(v >> 7)! : tf;
 }
 
 /** Notes that the term occurs `tf` times in a document of `length` tokens. */
@@ -403,6 +544,40 @@ function grow<T extends TypedArray>(a: T, make: new (n: number) => T): T {
   return b;
 }
 
+/** A search under way (PostingIndex.topK): its query, its lists and what reading them found so far. */
+interface TopKSearch {
+  terms: readonly string[];
+  idfs: readonly number[];
+  stats: Bm25Stats;
+  limit: number;
+  slack: number;
+  lists: { p: Postings; idf: number }[];
+  /** What each list can add to a row, and what the lists not yet read can. */
+  most: number[];
+  left: number;
+  margin: number;
+  /** Whether a row not reached yet can still reach the k-th. */
+  open: boolean;
+  /** Whether `reached` is in document order (the first list read alone is). */
+  sorted: boolean;
+  /** The k-th sum when known since the sums last changed (NaN: not known). */
+  kth: number;
+  /** Documents reached, and how many of them have their sums back to 0. */
+  n: number;
+  cleared: number;
+  top: TopScores;
+  s: Scratch;
+  /** The index's version when the search began. */
+  version: number;
+  /** The list being read, its weight, how (see startList), how far, and the rows reached before it. */
+  list: Postings | undefined;
+  w: number;
+  how: 'all' | 'sought' | 'reached';
+  read: number;
+  before: number;
+  cursor: Cursor | null;
+}
+
 /** A query's scratch arrays and BM25's length terms (tf / (tf + c1 + c2 length)). */
 interface Scratch {
   acc: Float32Array;
@@ -413,10 +588,10 @@ interface Scratch {
   c2: number;
 }
 
-/** Adds postings' shares to their live documents' sums, noting the documents reached first here; answers the new count reached. */
-function addAll(e: ArrayLike<number>, big: Map<number, number> | undefined, w: number, s: Scratch, n: number): number {
+/** Adds postings `from` to `to`'s shares to their live documents' sums, noting the documents reached first here; answers the new count reached. */
+function addAll(e: ArrayLike<number>, from: number, to: number, big: Map<number, number> | undefined, w: number, s: Scratch, n: number): number {
   const { acc, reached, short, length, c1, c2 } = s;
-  for (let j = 0; j < e.length; j++) {
+  for (let j = from; j < to; j++) {
     const v = e[j];
     const d = v >> 7;
     const code = short[d];
@@ -430,10 +605,10 @@ function addAll(e: ArrayLike<number>, big: Map<number, number> | undefined, w: n
   return n;
 }
 
-/** Adds postings' shares to the documents already reached only. */
-function addReached(e: ArrayLike<number>, big: Map<number, number> | undefined, w: number, s: Scratch): void {
+/** Adds postings `from` to `to`'s shares to the documents already reached only. */
+function addReached(e: ArrayLike<number>, from: number, to: number, big: Map<number, number> | undefined, w: number, s: Scratch): void {
   const { acc, c1, c2 } = s;
-  for (let j = 0; j < e.length; j++) {
+  for (let j = from; j < to; j++) {
     const v = e[j];
     const d = v >> 7;
     if (acc[d] === 0) continue;
@@ -541,6 +716,11 @@ class TopScores {
   /** Starts a new set of offers (offer, least). */
   clear(): void {
     this.#size = 0;
+  }
+
+  /** Offers the `acc` of `docs` from `from` to `to`. */
+  offerAll(docs: Int32Array, from: number, to: number, acc: Float32Array): void {
+    for (let i = from; i < to; i++) this.offer(acc[docs[i]]);
   }
 
   /** Offers one score. */
