@@ -178,7 +178,8 @@ const threads = new WeakMap<Sqlite, PostingsThread>();
 
 /**
  * How long the thread runs a search before the searches sent after it get a turn: a search of the
- * commonest words takes ~0.1 s at 1,000,000 rows, the bench's queries ~1 ms (PERFORMANCE.md).
+ * commonest words takes ~0.15 s at 1,000,000 rows, most of the bench's queries under 1 ms
+ * (PERFORMANCE.md).
  */
 export const SEARCH_SLICE_MS = 2;
 

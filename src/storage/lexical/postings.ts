@@ -306,6 +306,7 @@ export class PostingIndex {
     }
   }
 
+  /** Between two steps: the one after throws if the lists changed meanwhile. */
   *#pause(q: TopKSearch): Generator<void, void, void> {
     yield;
     if (this.#version !== q.version) throw new Error('the posting lists changed during a search');
