@@ -27,7 +27,7 @@ import { Db, mapStorageError } from './sql.ts';
 import { scanVectors } from './scan.ts';
 import { snapshotInto } from './snapshot.ts';
 import { DbWarmer, type WarmPass } from './db-warmer.ts';
-import { attachPostings } from './lexical-postings.ts';
+import { attachPostings, type PostingsSlice } from './lexical-postings.ts';
 import { PRUNE_FROM_ROWS } from '../lexical/prune.ts';
 import { ExpirySweep, type SweepSettings } from './expiry-sweep.ts';
 import { YieldSignal } from '../../platform/yield-signal.ts';
@@ -45,8 +45,8 @@ export interface EmbeddedOptions {
    * to rank from FTS5 on the event loop and start no thread.
    */
   postingListsFromRows?: number;
-  /** How long the posting lists' thread runs a search before the searches after it get a turn (tests set 0: a step each). */
-  postingSliceMs?: number;
+  /** How long, and after how many postings read, the posting lists' thread runs a search before the searches after it get a turn (tests set 0 and 0: a step each). */
+  postingSlice?: PostingsSlice;
   /** Bytes of vectors that small tables may also keep in memory (scans then copy nothing); default 256 MiB. */
   vectorMemoryBytes?: number;
   /**
@@ -141,7 +141,7 @@ export async function openEmbeddedStorage(opts: EmbeddedOptions): Promise<Embedd
   sweep.start();
   const warmer = new DbWarmer(path.join(dataDir, 'vss.db'), mmapBytes, searches, opts.log);
   // The large tables' posting lists, in a thread of their own (lexical-postings.ts).
-  const postings = attachPostings(raw, dataDir, opts.postingListsFromRows ?? PRUNE_FROM_ROWS, opts.postingSliceMs);
+  const postings = attachPostings(raw, dataDir, opts.postingListsFromRows ?? PRUNE_FROM_ROWS, opts.postingSlice);
 
   let closing: Promise<void> | null = null;
   /** Snapshots under way: close() lets them finish, since the database cannot close under a backup. */

@@ -35,7 +35,7 @@ describe('lexical posting lists thread', () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'vss-postings-'));
     // Lists for tables of any size, so that small tables exercise them; every search a step at a
     // time (a list a step), taking turns with the searches sent after it.
-    s = await openEmbeddedStorage({ dataDir: dir, index, postingListsFromRows: 0, postingSliceMs: 0 });
+    s = await openEmbeddedStorage({ dataDir: dir, index, postingListsFromRows: 0, postingSlice: { ms: 0, reads: 0 } });
     await s.createKeyspace({ name: 'ks', owner: null });
   });
   after(async () => {
@@ -159,7 +159,7 @@ describe('lexical posting lists thread', () => {
 
   /** A posting-lists thread of the test's own on the database (a search a step at a time), so that its messages can be sent in one turn. */
   async function withThread(test: (thread: PostingsThread, tableOf: (name: string) => number, db: Database.Database) => Promise<void>): Promise<void> {
-    const thread = new PostingsThread(path.join(dir, 'vss.db'), 0, 0);
+    const thread = new PostingsThread(path.join(dir, 'vss.db'), 0, { ms: 0, reads: 0 });
     const db = new Database(path.join(dir, 'vss.db'), { readonly: true });
     try {
       await test(thread, (name) => s.indexStatus().find((t) => t.table === name)!.tableId, db);

@@ -18,8 +18,10 @@ import type { Worker } from 'node:worker_threads';
 import type { LexicalTokenizer } from '../api.ts';
 import type { Bm25Stats } from '../lexical/bm25.ts';
 import { startWorker } from '../../platform/worker-url.ts';
-import type { FromPostings, PostingColumns, PostingRow, PostingsData, ToPostings } from './lexical-postings.worker.ts';
+import type { FromPostings, PostingColumns, PostingRow, PostingsData, PostingsSlice, ToPostings } from './lexical-postings.worker.ts';
 import type { Db, Sqlite } from './sql.ts';
+
+export type { PostingsSlice };
 
 /** The thread's answer to a request. */
 type Answer = Exclude<FromPostings, { type: 'built' }>;
@@ -52,7 +54,7 @@ const clock = (): number => performance.timeOrigin + performance.now();
 export class PostingsThread {
   readonly #file: string;
   readonly #fromRows: number;
-  readonly #sliceMs: number;
+  readonly #slice: PostingsSlice;
   #worker: Worker | null = null;
   /** Set when the thread failed: searches use FTS5 from then on. */
   #failed = false;
@@ -63,10 +65,10 @@ export class PostingsThread {
   /** Searches sent, each settled with the thread's answer, or null when it could not answer. */
   readonly #waiting = new Map<number, { settle: (m: Answer | null) => void; after: number }>();
 
-  constructor(file: string, fromRows: number, sliceMs: number) {
+  constructor(file: string, fromRows: number, slice: PostingsSlice) {
     this.#file = file;
     this.#fromRows = fromRows;
-    this.#sliceMs = sliceMs;
+    this.#slice = slice;
   }
 
   #send(m: Unnumbered<ToPostings>): number {
@@ -78,7 +80,7 @@ export class PostingsThread {
   #thread(): Worker | null {
     if (this.#failed || this.#closed) return null;
     if (this.#worker !== null) return this.#worker;
-    const worker = startWorker('storage/embedded/lexical-postings.worker', { workerData: { file: this.#file, sliceMs: this.#sliceMs } satisfies PostingsData });
+    const worker = startWorker('storage/embedded/lexical-postings.worker', { workerData: { file: this.#file, slice: this.#slice } satisfies PostingsData });
     worker.unref();
     worker.on('message', (m: FromPostings) => {
       if (m.type === 'built') {
@@ -177,15 +179,15 @@ const rowsOf = (c: PostingColumns): PostingRow[] => c.keys.map((key, i) => ({ ro
 const threads = new WeakMap<Sqlite, PostingsThread>();
 
 /**
- * How long the thread runs a search before the searches sent after it get a turn: a search of the
- * commonest words takes ~0.15 s at 1,000,000 rows, most of the bench's queries under 1 ms
- * (PERFORMANCE.md).
+ * How long the thread runs a search before the searches sent after it get a turn (once it has read
+ * 65,536 postings or rows, ~0.5 ms of work): a search of the commonest words takes ~0.15 s at
+ * 1,000,000 rows, most of the bench's queries under 1 ms (PERFORMANCE.md).
  */
-export const SEARCH_SLICE_MS = 2;
+export const SEARCH_SLICE: PostingsSlice = { ms: 2, reads: 1 << 16 };
 
 /** Gives the database (its file) a posting-lists thread; close it with the store. */
-export function attachPostings(db: Sqlite, dataDir: string, fromRows: number, sliceMs = SEARCH_SLICE_MS): PostingsThread {
-  const t = new PostingsThread(path.join(dataDir, 'vss.db'), fromRows, sliceMs);
+export function attachPostings(db: Sqlite, dataDir: string, fromRows: number, slice = SEARCH_SLICE): PostingsThread {
+  const t = new PostingsThread(path.join(dataDir, 'vss.db'), fromRows, slice);
   threads.set(db, t);
   return t;
 }

@@ -13,10 +13,13 @@ import { PostingIndex } from '../lexical/postings.ts';
 import { seedPhrases, weigh } from '../lexical/prune.ts';
 import { tokenize } from '../lexical/tokenize.ts';
 
+/** A search's turn on the postings thread: `ms` long, once it has read at least `reads` postings (or rows). */
+export type PostingsSlice = { ms: number; reads: number };
+
 export interface PostingsData {
   file: string;
-  /** How long a search runs before the searches that came after it get a turn (see `turns`). */
-  sliceMs: number;
+  /** How long a search runs, and how much it reads at least, before the searches that came after it get a turn (see `turns`). */
+  slice: PostingsSlice;
 }
 
 export type PostingRow = { rowId: number; score: number; key: string };
@@ -116,7 +119,7 @@ function apply(table: number, ids: number[]): void {
  * the search was sent may be listed, and the caller's read of the rows drops it, as it drops any
  * row gone since.
  */
-function* search(table: number, terms: string[], stats: Bm25Stats, limit: number): Generator<void, PostingColumns | null, void> {
+function* search(table: number, terms: string[], stats: Bm25Stats, limit: number): Generator<number, PostingColumns | null, void> {
   const l = tables.get(table);
   if (l === undefined || l.cursor !== null) return null;
   const index = l.index;
@@ -142,32 +145,36 @@ interface Turn {
   /** The last message handled before the search began: every change sent before it. */
   applied: number;
   began: number;
-  steps: Generator<void, PostingColumns | null, void>;
+  steps: Generator<number, PostingColumns | null, void>;
+  /** Postings and rows it has read. */
+  read: number;
 }
 
 /**
  * The searches under way, so that a long search (a query of the commonest words reads most of the
  * table's postings: ~0.15 s at 1,000,000 rows) does not hold up the searches sent after it, which
- * may be other tenants'. A search runs for up to `sliceMs` when it comes; if it is not done, it
- * waits its turn, and the searches waiting take turns of `sliceMs` each (at least a step of
- * topKSteps: a list, or ~1 ms of a long one), the messages that came meanwhile handled between
- * turns. Nothing changes a table's lists while a search of it waits (finish before each change),
+ * may be other tenants'. A search runs for `slice.ms` when it comes; if it is not done, it waits
+ * its turn, and the searches waiting take turns of as long (at least a step of topKSteps: a list,
+ * or ~1 ms of a long one), the messages that came meanwhile handled between turns. A search that
+ * has read fewer than `slice.reads` postings is not stopped: on two busy cores its wall time may
+ * pass the slice while it waits for a core, and stopping it then cost hybrid searches CPU. Nothing changes a table's lists while a search of it waits (finish before each change),
  * so every answer is of the lists as they were when its search began.
  */
 const turns = {
   waiting: [] as Turn[],
   scheduled: false,
-  sliceMs: (workerData as PostingsData).sliceMs,
+  slice: (workerData as PostingsData).slice,
 
   start(seq: number, table: number, terms: string[], stats: Bm25Stats, limit: number): void {
-    const turn: Turn = { seq, table, applied, began: clock(), steps: search(table, terms, stats, limit) };
+    const turn: Turn = { seq, table, applied, began: clock(), steps: search(table, terms, stats, limit), read: 0 };
     // Each waiting search holds scratch arrays of 8 bytes a row: past MAX_WAITING, one runs to its end.
-    if (!this.run(turn, this.waiting.length < MAX_WAITING ? this.sliceMs : Infinity)) this.wait(turn);
+    if (!this.run(turn, this.waiting.length < MAX_WAITING ? this.slice.ms : Infinity)) this.wait(turn);
   },
 
-  /** Runs the search for up to `ms` (at least a step); answers whether it is done (and answered). */
+  /** Runs the search for up to `ms` (at least a step, and `slice.reads`); answers whether it is done (and answered). */
   run(turn: Turn, ms: number): boolean {
     const until = performance.now() + ms;
+    const least = turn.read + this.slice.reads;
     let rows: PostingColumns | null;
     try {
       for (;;) {
@@ -176,7 +183,8 @@ const turns = {
           rows = r.value;
           break;
         }
-        if (performance.now() >= until) return false;
+        turn.read = r.value;
+        if (turn.read >= least && performance.now() >= until) return false;
       }
     } catch (e) {
       answer({ type: 'answer', seq: turn.seq, applied: turn.applied, rows: null, error: String(e), took: [turn.began, clock()] });
@@ -201,7 +209,7 @@ const turns = {
   next(): void {
     this.scheduled = false;
     const turn = this.waiting.shift();
-    if (turn !== undefined && !this.run(turn, this.sliceMs)) this.waiting.push(turn);
+    if (turn !== undefined && !this.run(turn, this.slice.ms)) this.waiting.push(turn);
     if (this.waiting.length > 0) this.schedule();
   },
 

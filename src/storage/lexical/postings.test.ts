@@ -17,11 +17,13 @@ function bruteForce(rows: Map<number, string[]>, terms: string[], seeds: number[
   return { stats, idfs, scored };
 }
 
-/** Runs a search in steps to its end: its answer. */
-function untilDone<T>(steps: Generator<void, T>): T {
-  for (;;) {
+/** Runs a search in steps to its end: its answer (the work each step says was done so far never goes down). */
+function untilDone<T>(steps: Generator<number, T>): T {
+  for (let work = 0; ; ) {
     const step = steps.next();
     if (step.done === true) return step.value;
+    assert.ok(step.value >= work, `work ${step.value} after ${work}`);
+    work = step.value;
   }
 }
 

@@ -62,9 +62,18 @@ const BLOCK = 64;
 /** Posting `j` of the term: the frozen ones first. */
 const at = (p: Postings, j: number): number => (j < p.f.length ? p.f[j] : p.e[j - p.f.length]);
 const count = (p: Postings): number => p.f.length + p.e.length;
-/** Scratch arrays an index keeps between searches (more are made while more searches wait their turns). */
-const SPARE_SCRATCH = 2;
-/** Postings (or rows looked up) a step of topKSteps reads at most: ~1 ms of a long list's reading. */
+/**
+ * Scratch arrays an index keeps between searches: as many as searches may wait their turns at once,
+ * and one (lexical-postings.worker.ts). Made afresh for each, zeroed 8 MB at 1,000,000 rows, they
+ * cost hybrid searches at c16 0.8 ms more CPU each when kept 2.
+ */
+const SPARE_SCRATCH = 9;
+/**
+ * What looking a row up in a long list costs, in postings read in order (a gallop through its
+ * skips and a block): an estimate, for the work topKSteps yields.
+ */
+const SEEK_WORK = 16;
+/** Postings a step of topKSteps reads at most (rows looked up count SEEK_WORK each): ~1 ms of a long list's reading. */
 const STEP_READS = 1 << 17;
 /** Freeze again once the postings added since the last freeze are this share of the frozen ones. */
 const REFREEZE_SHARE = 1 / 8;
@@ -273,11 +282,12 @@ export class PostingIndex {
   /**
    * topK in steps of at most about `stepReads` postings (or rows) read, so that a caller can answer
    * other searches between the steps of a long one (lexical-postings.worker.ts): the same answer.
+   * Each step yields the postings and rows read so far (what the caller budgets a turn by).
    * The lists must not change between steps (set, freezeStep): a step after a change throws. Each
    * search has scratch of its own, given back when it ends (or is ended early with `return()`).
    * The steps' work is in plain methods: in the generator's own body it took 1.04× the time.
    */
-  *topKSteps(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number, stepReads = STEP_READS): Generator<void, TopKRow[], void> {
+  *topKSteps(terms: readonly string[], idfs: readonly number[], seeds: readonly number[], stats: Bm25Stats, limit: number, slack: number, stepReads = STEP_READS): Generator<number, TopKRow[], void> {
     const q = this.#begin(terms, idfs, seeds, stats, limit, slack);
     try {
       for (let i = 0; i < q.lists.length; i++) {
@@ -291,13 +301,16 @@ export class PostingIndex {
         top.clear();
         for (let r = 0; r < n; r += stepReads) {
           top.offerAll(s.reached, r, Math.min(n, r + stepReads), s.acc);
+          q.work += Math.min(n, r + stepReads) - r;
           yield* this.#pause(q);
         }
         q.kth = top.least;
       }
       const found: number[] = [];
       while (q.cleared < n) {
-        this.#found(q, Math.min(n, q.cleared + stepReads), found);
+        const from = q.cleared;
+        this.#found(q, Math.min(n, from + stepReads), found);
+        q.work += q.cleared - from;
         if (q.cleared < n) yield* this.#pause(q);
       }
       return this.#scored(q, found);
@@ -307,8 +320,8 @@ export class PostingIndex {
   }
 
   /** Between two steps: the one after throws if the lists changed meanwhile. */
-  *#pause(q: TopKSearch): Generator<void, void, void> {
-    yield;
+  *#pause(q: TopKSearch): Generator<number, void, void> {
+    yield q.work;
     if (this.#version !== q.version) throw new Error('the posting lists changed during a search');
   }
 
@@ -357,6 +370,7 @@ export class PostingIndex {
       read: 0,
       before: 0,
       cursor: null,
+      work: 0,
     };
   }
 
@@ -390,7 +404,7 @@ export class PostingIndex {
       const { acc, reached, c1, c2 } = s;
       const cursor = q.cursor!;
       const top = q.top;
-      const end = Math.min(q.n, q.read + budget);
+      const end = Math.min(q.n, q.read + Math.ceil(budget / SEEK_WORK));
       for (let r = q.read; r < end; r++) {
         const d = reached[r];
         const j = cursor.seek(d);
@@ -400,6 +414,7 @@ export class PostingIndex {
         }
         top.offer(acc[d]);
       }
+      q.work += (end - q.read) * SEEK_WORK;
       q.read = end;
       return end === q.n;
     }
@@ -415,6 +430,7 @@ export class PostingIndex {
       if (from < f) addReached(p.f, from, Math.min(to, f), p.big, w, s);
       if (to > f) addReached(p.e, Math.max(0, from - f), to - f, p.big, w, s);
     }
+    q.work += to - from;
     q.read = to;
     return to === total;
   }
@@ -577,6 +593,8 @@ interface TopKSearch {
   read: number;
   before: number;
   cursor: Cursor | null;
+  /** Postings and rows read so far, by every step. */
+  work: number;
 }
 
 /** A query's scratch arrays and BM25's length terms (tf / (tf + c1 + c2 length)). */
