@@ -157,8 +157,9 @@ interface Turn {
  * its turn, and the searches waiting take turns of as long (at least a step of topKSteps: a list,
  * or ~1 ms of a long one), the messages that came meanwhile handled between turns. A search that
  * has read fewer than `slice.reads` postings is not stopped: on two busy cores its wall time may
- * pass the slice while it waits for a core, and stopping it then cost hybrid searches CPU. Nothing changes a table's lists while a search of it waits (finish before each change),
- * so every answer is of the lists as they were when its search began.
+ * pass the slice while it waits for a core, and stopping it then cost hybrid searches CPU. Nothing
+ * changes a table's lists while a search of it waits (finish before each change), so every answer
+ * is of the lists as they were when its search began.
  */
 const turns = {
   waiting: [] as Turn[],
