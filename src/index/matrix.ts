@@ -34,6 +34,8 @@ export interface VectorMatrix {
    * the matrix does not hold its rows in memory (a file-backed table past the memory budget).
    */
   residentView?(rowId: number): Float32Array | undefined | null;
+  /** Whether the rows are held in memory (residentView answers them). */
+  readonly inMemory: boolean;
   set(rowId: number, vector: ArrayLike<number>): void;
   /** set() for many rows at once (a file-backed matrix writes new rows in one call). */
   setMany(rowIds: ArrayLike<number>, vectors: ArrayLike<ArrayLike<number>>): void;
@@ -80,6 +82,10 @@ export class SegmentedMatrix implements VectorMatrix {
 
   residentView(rowId: number): Float32Array | undefined {
     return this.get(rowId);
+  }
+
+  get inMemory(): boolean {
+    return true;
   }
 
   /** Inserts the row, or overwrites its vector in place. */

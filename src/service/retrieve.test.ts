@@ -104,4 +104,41 @@ describe('retrieve: refs first, then the rows kept', () => {
     assert.ok(!matches.some((m) => m.key === gone));
     assert.ok(matches.every((m) => m.vector === undefined && typeof m.text === 'string'));
   });
+
+  it("asks for a hybrid search's lexical list where the semantic search leaves room for it, after it at the latest, and at once while the query is embedded", async () => {
+    const want = (await retrieve(storage, ask())).matches.map((m) => [m.key, m.score]);
+    /** The store, logging when each list is asked for and answered; `beside` says when searchRefs calls startBeside. */
+    const logged = (beside: 'at once' | 'never') => {
+      const log: string[] = [];
+      const s: Storage = {
+        ...storage,
+        searchRefs: async (ks, t, q) => {
+          log.push('semantic asked');
+          if (beside === 'at once') q.startBeside?.();
+          const found = await storage.searchRefs(ks, t, { ...q, startBeside: undefined });
+          log.push('semantic answered');
+          return found;
+        },
+        lexicalSearchRefs: (ks, t, q) => (log.push('lexical asked'), storage.lexicalSearchRefs(ks, t, q)),
+      };
+      return { s, log };
+    };
+    const run = async (beside: 'at once' | 'never', over: Partial<Retrieval> = {}) => {
+      const { s, log } = logged(beside);
+      const got = (await retrieve(s, ask(over))).matches.map((m) => [m.key, m.score]);
+      assert.deepEqual(got, want);
+      return log;
+    };
+    assert.deepEqual(await run('at once'), ['semantic asked', 'lexical asked', 'semantic answered']);
+    assert.deepEqual(await run('never'), ['semantic asked', 'semantic answered', 'lexical asked']);
+    // The model's promise of the vector: the lexical list is asked for before the vector is awaited.
+    let embedded!: (v: Float32Array) => void;
+    const { s, log } = logged('at once');
+    const pending = retrieve(s, ask({ vector: new Promise<Float32Array>((done) => (embedded = done)) }));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(log, ['lexical asked']);
+    embedded(vec(3));
+    assert.deepEqual((await pending).matches.map((m) => [m.key, m.score]), want);
+    assert.deepEqual(log, ['lexical asked', 'semantic asked', 'semantic answered']);
+  });
 });

@@ -77,10 +77,19 @@ export async function retrieve(storage: Storage, r: Retrieval): Promise<Retrieve
   } else if (r.mode === 'lexical') {
     ranked = (await lexical(storage, r, depth)).map((m) => ({ ref: m.ref, score: m.score, scores: { semantic: null, lexical: m.score } }));
   } else {
-    const lexList = lexical(storage, r, depth);
-    lexList.catch(() => undefined); // awaited below; meanwhile the model's failure may come first
-    const sem = await storage.searchRefs(keyspace, table, await semanticQuery(r, depth, false));
-    let fused = fuse(sem, await lexList, r.fusion);
+    // The lexical list is asked for at once while the model embeds the query, else where the
+    // semantic search leaves room for it (SearchQuery.startBeside), at the latest after it.
+    let lexList: Promise<ScoredRef[]> | undefined;
+    const askLexical = (): Promise<ScoredRef[]> => {
+      if (lexList === undefined) {
+        lexList = lexical(storage, r, depth);
+        lexList.catch(() => undefined); // awaited below; meanwhile the other side's failure may come first
+      }
+      return lexList;
+    };
+    if (!(r.vector instanceof Float32Array)) void askLexical();
+    const sem = await storage.searchRefs(keyspace, table, { ...(await semanticQuery(r, depth, false)), startBeside: () => void askLexical() });
+    let fused = fuse(sem, await askLexical(), r.fusion);
     // Ties are broken by key: the tied rows no list gave a key for are read first (RRF ties often),
     // with the pool, which the later stages read anyway: still one read as a rule.
     const keyless = keylessTies(fused, pool);

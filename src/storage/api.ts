@@ -83,6 +83,14 @@ export interface SearchQuery {
    * `limit` and at most `candidates`). A backend without such a knob ignores it.
    */
   ef?: number;
+  /**
+   * Called at most once before the answer, where the backend's search leaves room for the
+   * caller's other work: a hybrid search asks for its lexical list there (service/retrieve.ts).
+   * The embedded backend calls it at once, or, where stage 2 reads the database (a table past the
+   * vector memory budget), once the graph walks are done: the lexical top k then runs beside that
+   * read instead of beside the walks, which it slows through memory. Cassandra calls it at once.
+   */
+  startBeside?: () => void;
   filter?: Filter;
   includeVector?: boolean;
 }

@@ -52,7 +52,9 @@ export function matchesContract(get: () => Storage, clock: TestClock): void {
           const q = { vector, metric: 'cosine' as const, candidates: 10, limit, filter };
           const full = await s.search(KS, 't', q);
           assert.ok(full.length > 0);
-          const refs = await s.searchRefs(KS, 't', { ...q, includeVector: true });
+          let beside = 0;
+          const refs = await s.searchRefs(KS, 't', { ...q, includeVector: true, startBeside: () => void beside++ });
+          assert.equal(beside, 1, "the caller's work beside the search is started once, before the answer");
           assert.deepEqual(await keyed('t', refs), scored(full));
           const lq = { text: 'seal pump', limit, filter };
           const lexFull = await s.lexicalSearch(KS, 't', lq);

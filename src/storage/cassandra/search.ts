@@ -96,6 +96,8 @@ export async function searchRefs(ctx: Ctx, keyspace: string, table: string, q: S
 
 /** As search, also telling which stage 1 ran (for tests and diagnostics); `keysOnly`: matches' rows may be left unread (metadata {}, text null). */
 export async function searchWithPlan(ctx: Ctx, keyspace: string, table: string, q: SearchQuery, keysOnly = false): Promise<{ plan: SearchPlan; matches: StoredMatch[] }> {
+  // The caller's work beside the search (a hybrid search's lexical list) overlaps its round trips.
+  q.startBeside?.();
   const t = await requireTable(ctx, keyspace, table);
   requireQueryDimension(q.vector, t.dimension);
   const limit = Math.min(Math.floor(q.limit), Math.floor(q.candidates));

@@ -716,6 +716,35 @@ describe('embedded storage', () => {
     }
   });
 
+  it("starts the caller's work beside a walked search at once, or once the walks are done where stage 2 reads the database", async () => {
+    const r = mulberry32(12);
+    const point = () => Float32Array.from({ length: 8 }, () => r() - 0.5);
+    const rows = Array.from({ length: 4000 }, (_, i) => ({ key: `b${i}`, vector: point(), metadata: { i }, text: null }));
+    // 0: no memory copy of the vectors, stage 2 reads them from the database.
+    for (const vectorMemoryBytes of [0, 2 ** 26]) {
+      const s = await openEmbeddedStorage({ dataDir: path.join(dir, `beside-${vectorMemoryBytes}`), vectorMemoryBytes, index: indexOpts(0) });
+      try {
+        await s.createKeyspace({ name: 'ks', owner: null });
+        await s.createTable({ keyspace: 'ks', name: 'b', dimension: 8, metric: 'cosine', model: null });
+        await s.upsertVectors('ks', 'b', rows);
+        await s.whenIndexed();
+        const ann = s.searchCounts().ann;
+        for (const filter of [undefined, { i: { $lt: 100 } }]) {
+          let calls = 0;
+          const query = { vector: point(), metric: 'cosine' as const, candidates: 40, limit: 10, filter, startBeside: () => void calls++ };
+          const answer = s.searchRefs('ks', 'b', query);
+          // Where the graphs are walked and stage 2 reads the database, not before the walks.
+          assert.equal(calls, filter === undefined && vectorMemoryBytes === 0 ? 0 : 1, `at once, filter ${JSON.stringify(filter)}, memory ${vectorMemoryBytes}`);
+          assert.equal((await answer).length, 10);
+          assert.equal(calls, 1, 'once, before the answer');
+        }
+        assert.equal(s.searchCounts().ann - ann, 1, 'the unfiltered search walked the graphs');
+      } finally {
+        await s.close();
+      }
+    }
+  });
+
   it('refuses calls after close and maps them to storage_unavailable', async () => {
     const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'closed'), index: indexOpts(0) });
     await s.close();

@@ -267,11 +267,13 @@ export class Vectors {
     const query = q.vector;
     if (!(limit >= 1)) return { best: [] };
     this.#keeper.searched();
+    const startBeside = once(q.startBeside);
 
     if (q.filter === undefined && !isZeroCosine(metric, query) && this.#annUsable(t, q.candidates, metric)) {
-      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.ef);
+      const found = await this.#annSearch(t, query, q.candidates, metric, limit, q.ef, startBeside);
       if (found !== null) return found;
     }
+    startBeside();
     if (q.filter !== undefined) {
       const { sql, params } = this.#liveFilterSql(q.filter);
       const ids = this.#db.raw.prepare(`SELECT id FROM vectors WHERE table_id = ? AND ${sql}`).pluck().all(t.meta.id, ...params) as number[];
@@ -289,7 +291,7 @@ export class Vectors {
    * for that many more (up to the share where a scan wins); null when even that leaves fewer than
    * `limit` live rows: the caller then scans.
    */
-  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, ef: number | undefined): Promise<{ best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } | null> {
+  async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, ef: number | undefined, startBeside: () => void): Promise<{ best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } | null> {
     // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
     const ann = t.ann;
     const expired = this.#expired(t);
@@ -306,7 +308,12 @@ export class Vectors {
     const live = t.matrix.size - expired.size;
     const share = (live + inGraphs) / Math.max(1, live);
     let k = inGraphs === 0 ? candidates : Math.min(candidates + inGraphs, Math.ceil(candidates * share * 1.25), maxK);
+    // A table past the vector memory budget re-scores its candidates from the database: the
+    // caller's work beside this search (a hybrid search's lexical top k) starts once the walks are
+    // done, to run beside that read and not beside the walks, which it slows through memory.
+    if (t.matrix.inMemory) startBeside();
     let fromAnn = await walk(k);
+    startBeside();
     for (;;) {
       const found = this.#rescoreCandidates(t, query, fromAnn.concat(fromPending), metric, limit, expired);
       if (found.best.length >= limit || t.matrix.size - expired.size < limit) return found;
@@ -551,3 +558,12 @@ export function sqlIndexSource(db: Db, seq: SeqCounter): IndexSource {
 
 /** A cosine query without a direction: the graphs cannot rank it (the exact scan answers). */
 const isZeroCosine = (metric: string, query: Float32Array): boolean => metric === 'cosine' && query.every((x) => x === 0);
+
+/** `f` called the first time only (nothing when absent). */
+function once(f: (() => void) | undefined): () => void {
+  return () => {
+    const g = f;
+    f = undefined;
+    g?.();
+  };
+}
