@@ -9,6 +9,11 @@ import { loadConfig } from '../src/config/config.ts';
 import { openStorage } from '../src/storage/factory.ts';
 import { makeVectors } from './workload.ts';
 
+/** The admin key, keyspace and table of the data directory hybrid.bench loads (hybrid-neighbour.bench searches it). */
+export const BENCH_KEY = 'bench-admin-key-0123456789abcdef';
+export const BENCH_KEYSPACE = 'default_keyspace';
+export const BENCH_TABLE = 'hybrid';
+
 export const VOCAB_SIZE = 50_000;
 const SYL = 'ka lo mi ne ra tu ve so pa li an er on in st ch th qu ar el or us is ex'.split(' ');
 export const vocab: string[] = [];
@@ -50,6 +55,12 @@ export function words(i: number, count: number): string {
   return out.join(' ');
 }
 export const rowText = (i: number): string => words(i, 20 + (i % 41));
+
+/** `count` queries over `n` rows: vectors of the rows' clusters, and 2-5 words each, drawn past every row's numbers. */
+export function queriesOver(n: number, count: number, dim: number, centres: Float32Array[]): { vectors: Float32Array[]; texts: string[] } {
+  const vectors = makeVectors(n + 1_000_000, count, dim, centres);
+  return { vectors, texts: vectors.map((_, i) => words(n + 5_000_000 + i, 2 + (i % 4))) };
+}
 
 /**
  * Writes rows 0..n-1 (the same keys, vectors, texts and metadata the HTTP ingest sends) into the

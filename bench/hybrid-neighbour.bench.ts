@@ -15,8 +15,8 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { vocab, words } from './hybrid-data.ts';
-import { makeCentres, makeVectors, pct, runQueries } from './workload.ts';
+import { BENCH_KEY as KEY, BENCH_KEYSPACE as KS, BENCH_TABLE as TABLE, queriesOver, vocab } from './hybrid-data.ts';
+import { makeCentres, pct, runQueries } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -29,14 +29,10 @@ const { values: args } = parseArgs({
 if (args['data-dir'] === undefined) throw new Error('--data-dir DIR: a data directory hybrid.bench loaded');
 const N = Number(args.n);
 const Q = Number(args.queries);
-const KEY = 'bench-admin-key-0123456789abcdef';
-const KS = 'default_keyspace';
-const TABLE = 'hybrid';
 const NEIGHBOURS = 2;
 
 const centres = makeCentres(64, 384);
-const qv = makeVectors(N + 1_000_000, Q, 384, centres);
-const qt = qv.map((_, i) => words(N + 5_000_000 + i, 2 + (i % 4)));
+const { vectors: qv, texts: qt } = queriesOver(N, Q, 384, centres);
 const base = { keyspace: KS, table: TABLE, initial_top_k: 100, final_top_k: 10 };
 const hybrid = qv.map((v, i) => ({ ...base, vector: Array.from(v), query: qt[i], mode: 'hybrid' }));
 const lexical = qt.map((query) => ({ ...base, query, mode: 'lexical' }));

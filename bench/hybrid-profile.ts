@@ -26,8 +26,8 @@ import { DEFAULT_FUSION, fuse } from '../src/service/fusion.ts';
 import { openStorage } from '../src/storage/factory.ts';
 import type { RowRef, ScoredRef, Storage } from '../src/storage/api.ts';
 import { postingSearches, type PostingsTimeline } from '../src/storage/embedded/lexical-postings.ts';
-import { loadInProcess, words } from './hybrid-data.ts';
-import { makeCentres, makeVectors, pct } from './workload.ts';
+import { loadInProcess, queriesOver } from './hybrid-data.ts';
+import { makeCentres, pct } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -61,8 +61,7 @@ const report = setInterval(() => console.error(JSON.stringify(storage.indexStatu
 await (storage as Storage & { whenIndexed(): Promise<void> }).whenIndexed();
 clearInterval(report);
 console.error('indexed');
-const qv = makeVectors(N + 1_000_000, Q, DIM, centres);
-const qt = qv.map((_, i) => words(N + 5_000_000 + i, 2 + (i % 4)));
+const { vectors: qv, texts: qt } = queriesOver(N, Q, DIM, centres);
 // The posting lists are built on the first lexical searches, a slice per event-loop turn.
 for (let i = 0; postingSearches.answered === 0; i++) {
   await storage.lexicalSearch(KS, TABLE, { text: qt[i % Q], limit: 100 });

@@ -40,7 +40,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { loadInProcess, rowText, VOCAB_SIZE, vocab, words } from './hybrid-data.ts';
+import { BENCH_KEY as KEY, BENCH_KEYSPACE as KS, BENCH_TABLE as TABLE, loadInProcess, queriesOver, rowText, VOCAB_SIZE, vocab } from './hybrid-data.ts';
 import { fmt, makeCentres, makeVectors, rssMb, runQueries, vectorField, type Timed } from './workload.ts';
 
 const { values: args } = parseArgs({
@@ -59,9 +59,6 @@ const { values: args } = parseArgs({
 const N = Number(args.n);
 const DIM = Number(args.dim);
 const QUERIES = Number(args.queries);
-const KEY = 'bench-admin-key-0123456789abcdef';
-const KS = 'default_keyspace';
-const TABLE = 'hybrid';
 const BATCH = 1000;
 
 async function ingest(server: RunningServer, table: string, centres: Float32Array[]): Promise<number> {
@@ -226,8 +223,7 @@ async function main() {
     const lex = lexicalBytes(path.join(dataDir, 'vss.db'));
     row('lexical index size', `${(lex / 2 ** 20).toFixed(1)} MiB for ${N.toLocaleString('en')} rows: ${((lex / 2 ** 20) * (1_000_000 / N)).toFixed(0)} MiB per million rows`);
 
-    const qv = makeVectors(N + 1_000_000, QUERIES, DIM, centres);
-    const qt = qv.map((_, i) => words(N + 5_000_000 + i, 2 + (i % 4)));
+    const { vectors: qv, texts: qt } = queriesOver(N, QUERIES, DIM, centres);
     const base = (_i: number) => ({ keyspace: KS, table: TABLE, initial_top_k: 100, final_top_k: 10 });
     // The same queries with words past the 1,000 commonest only: what the common words cost.
     const rare = qv.map((_, i) => Array.from({ length: 2 + (i % 4) }, (_, k) => vocab[1000 + ((i * 7919 + k * 104729) % (VOCAB_SIZE - 1000))]).join(' '));

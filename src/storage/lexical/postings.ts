@@ -516,7 +516,6 @@ export class PostingIndex {
     }
     return scores;
   }
-
 }
 
 /** The term frequency of posting `j`. */
