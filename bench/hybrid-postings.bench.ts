@@ -3,12 +3,15 @@
  * it), in process, against an anchor's, over hybrid.bench's rows and queries: CPU per search, and
  * the lists' memory (heap and array buffers).
  *
- *   node --expose-gc --import tsx bench/hybrid-postings.bench.ts --anchor DIR [--n 100000] [--queries 400] [--limit 100]
+ *   node --expose-gc --import tsx bench/hybrid-postings.bench.ts --anchor DIR [--n 100000] [--queries 400] [--limit 100] [--cold MB]
  *
  * Both indexes take the same rows (tokenized once); the searches alternate between them, and each
  * query's least time over several runs is its cost (a search preempted midway on a shared machine
  * is not), reported as the mean over the queries, with this checkout's over the anchor's. The answers are
  * compared too: the same rows and scores, or the bench fails.
+ * --cold MB writes a buffer of that size before each search (untimed): in the server the other
+ * threads' work evicts the lists and scratch from the caches between two lexical searches, and a
+ * design that wins with warm caches may lose there.
  */
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -19,7 +22,9 @@ import { seedPhrases, weigh } from '../src/storage/lexical/prune.ts';
 import { tokenize } from '../src/storage/lexical/tokenize.ts';
 import { rowText, words } from './hybrid-data.ts';
 
-const { values: args } = parseArgs({ options: { anchor: { type: 'string' }, n: { type: 'string', default: '100000' }, queries: { type: 'string', default: '400' }, limit: { type: 'string', default: '100' } } });
+const { values: args } = parseArgs({
+  options: { anchor: { type: 'string' }, n: { type: 'string', default: '100000' }, queries: { type: 'string', default: '400' }, limit: { type: 'string', default: '100' }, cold: { type: 'string' } },
+});
 const N = Number(args.n);
 const Q = Number(args.queries);
 const LIMIT = Number(args.limit);
@@ -78,10 +83,13 @@ for (const q of queries) {
 // Each query's least time over REPS runs, the sides alternating run by run: on a shared machine a
 // search preempted midway is not its cost. The mean over the queries is reported.
 const REPS = 7;
+const evict = args.cold === undefined ? null : new Int32Array((Number(args.cold) * 2 ** 20) / 4);
 const least = sides.map(() => new Float64Array(Q).fill(Infinity));
 for (let rep = 0; rep < REPS; rep++) {
   queries.forEach((q, i) => {
     sides.forEach((s, k) => {
+      // A write per cache line.
+      if (evict !== null) for (let x = 0; x < evict.length; x += 16) evict[x]++;
       const t0 = performance.now();
       search(s, q);
       least[k][i] = Math.min(least[k][i], performance.now() - t0);
@@ -90,7 +98,7 @@ for (let rep = 0; rep < REPS; rep++) {
 }
 const mean = (xs: Float64Array): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 const p50 = (xs: Float64Array): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-console.log(`${N.toLocaleString('en')} rows, ${Q} queries of 2-5 words, top ${LIMIT}; ${compared} ranked rows compared, equal`);
+console.log(`${N.toLocaleString('en')} rows, ${Q} queries of 2-5 words, top ${LIMIT}; ${compared} ranked rows compared, equal${evict === null ? '' : `; ${args.cold} MB written before each search`}`);
 sides.forEach((s, k) => {
   console.log(`${s.name}: ${mean(least[k]).toFixed(3)} ms per search (mean of each query's least of ${REPS}; p50 ${p50(least[k]).toFixed(3)}); memory ${(s.bytes / 2 ** 20).toFixed(0)} MiB${gc ? '' : ' (run with --expose-gc)'}`);
 });
