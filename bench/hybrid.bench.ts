@@ -13,7 +13,7 @@
  * semantic (initial_top_k 100), hybrid (the same vector plus the words, default fusion) and lexical,
  * each group run in turns so the machine's state weighs on all alike (plus hybrid with words past
  * the 1,000 commonest only: what common words cost FTS5), and hybrid's p50 as a ratio
- * of semantic's; the server's CPU per search at concurrency 16 by thread (/proc); the lexical index's size (SQLite's dbstat over the FTS5 tables), per million rows.
+ * of semantic's; the server's CPU per search at concurrency 16 by thread, and the main thread's time waiting for a core (/proc); the lexical index's size (SQLite's dbstat over the FTS5 tables), per million rows.
  * --baseline DIR: a checkout of the commit before the lexical index (node_modules linked), whose
  * server takes the same writes after this one's, for the write throughput "before".
  * --writes-only (with --baseline): only the write throughput, this checkout and the baseline in
@@ -107,13 +107,25 @@ async function threadCpu(pid: number): Promise<Map<number, number>> {
   return out;
 }
 
-/** CPU per search of a server's threads over some runs: the main thread, its busiest other thread, the rest. */
+/** Time the main thread has spent ready to run while no core was free, in ms (/proc schedstat, ns); 0 where there is none. */
+async function mainWaited(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').catch(() => '0 0');
+  return Number(stat.split(' ')[1]) / 1e6;
+}
+
+/**
+ * CPU per search of a server's threads over some runs: the main thread (and its time waiting for
+ * a core: at c16 it handles every request and is the bound of both modes), its busiest other
+ * thread, the rest.
+ */
 class CpuPerSearch {
   main = 0;
+  mainWait = 0;
   byThread = new Map<number, number>();
   searches = 0;
-  add(pid: number, before: Map<number, number>, after: Map<number, number>, searches: number): void {
+  add(pid: number, before: Map<number, number>, after: Map<number, number>, searches: number, waited: number): void {
     this.searches += searches;
+    this.mainWait += waited;
     for (const [tid, ms] of after) {
       const d = ms - (before.get(tid) ?? 0);
       if (tid === pid) this.main += d;
@@ -124,7 +136,7 @@ class CpuPerSearch {
     const others = [...this.byThread.values()].sort((a, b) => b - a);
     const rest = others.slice(1).reduce((s, x) => s + x, 0);
     const per = (ms: number) => (ms / this.searches).toFixed(2);
-    return `${per(this.main + (others[0] ?? 0) + rest)} ms CPU per search: main thread ${per(this.main)}, busiest other thread ${per(others[0] ?? 0)}, the rest ${per(rest)}`;
+    return `${per(this.main + (others[0] ?? 0) + rest)} ms CPU per search: main thread ${per(this.main)} (and ${per(this.mainWait)} waiting for a core), busiest other thread ${per(others[0] ?? 0)}, the rest ${per(rest)}`;
   }
 }
 
@@ -265,8 +277,9 @@ async function main() {
         for (const [who, s] of turn % 2 === 0 ? servers : [...servers].reverse()) {
           results[who + name].c1.push(await runQueries(s, bodies, 1));
           const before = await threadCpu(s.child.pid!);
+          const waitedBefore = await mainWaited(s.child.pid!);
           results[who + name].c16.push(await runQueries(s, bodies, 16));
-          cpu[who + name].add(s.child.pid!, before, await threadCpu(s.child.pid!), bodies.length);
+          cpu[who + name].add(s.child.pid!, before, await threadCpu(s.child.pid!), bodies.length, (await mainWaited(s.child.pid!)) - waitedBefore);
         }
       }
     }
