@@ -8,10 +8,15 @@
  * - memory latency: a dependent random walk over 64 MiB, twice the L3 here (graph walks);
  * - memory bandwidth: summing 64 MiB in order (the model streams its 42 MB of weights per call);
  * - arithmetic: a register-only integer loop (everything else).
+ *
+ * Run alone, it prints the machine's kind and one check:
+ *
+ *   node --import tsx bench/machine-check.ts
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 
 export interface MachineCheck {
   /** ns per step of the dependent random walk. */
@@ -90,4 +95,9 @@ export function machineKind(): string {
   const vector = flags.has('avx512f') ? `AVX-512${flags.has('avx512_bf16') ? ' with BF16' : ''}` : flags.has('avx2') ? 'AVX2' : 'no AVX2';
   const family = field('cpu family');
   return `${cpus.length} cores (${cpus[0]?.model}${family ? `, family ${family} model ${field('model')}` : ''}, ${vector})`;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(`machine: ${machineKind()}`);
+  console.log(`machine check: ${fmtCheck(new MachineChecker().check())}`);
 }
