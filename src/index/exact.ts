@@ -3,7 +3,7 @@
  * candidate is re-scored in float64 (`exactScore`), so answers match a brute-force scan.
  */
 import { exactSearch, MetricKind } from 'usearch';
-import { compareScores, exactScore, type Metric } from './metric.ts';
+import { compareScores, exactScore, exactScores, type Metric } from './metric.ts';
 import type { VectorBlock, VectorMatrix } from './matrix.ts';
 import { TopK } from './topk.ts';
 import type { RowSet } from './row-bitmap.ts';
@@ -147,14 +147,21 @@ function blockIsCertain(cands: Scored[], metric: Metric, limit: number, cutoff: 
 
 /** Exact float64 scores of the given rows (rows `get` lacks skipped, duplicates once), best `limit` first. */
 export function rescore(query: Float32Array, rowIds: Iterable<number>, rows: Pick<VectorMatrix, 'get'>, metric: Metric, limit: number): Scored[] {
-  const top = new TopK<Scored>(limit, compareScored(metric));
+  const ids: number[] = [];
+  const vectors: Float32Array[] = [];
   const seen = new Set<number>();
   for (const rowId of rowIds) {
     if (seen.has(rowId)) continue;
     seen.add(rowId);
     const v = rows.get(rowId);
-    if (v !== undefined) top.push({ rowId, score: exactScore(metric, query, v) });
+    if (v === undefined) continue;
+    ids.push(rowId);
+    vectors.push(v);
   }
+  const scores = new Float64Array(ids.length);
+  exactScores(metric, query, vectors, scores);
+  const top = new TopK<Scored>(limit, compareScored(metric));
+  for (let i = 0; i < ids.length; i++) top.push({ rowId: ids[i], score: scores[i] });
   return top.sorted();
 }
 
