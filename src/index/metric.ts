@@ -56,7 +56,7 @@ export function exactScore(metric: Metric, a: Float32Array, b: Float32Array): nu
  * row's sums in the same order). Rows are taken four at a time, one pass over the query for the
  * four: one row's three sums each wait for their last addition, and a search's candidates lie
  * scattered in memory, so four rows at once keep four times the additions and the reads from
- * memory going (2.3-2.4x faster over 100 rows of 384 dimensions, warm or cold: bench/rescore.bench.ts).
+ * memory going (2.3x faster over 100 rows of 384 dimensions, warm or cold: bench/rescore.bench.ts).
  */
 export function exactScores(metric: Metric, query: Float32Array, rows: readonly Float32Array[], out: Float64Array): void {
   const four = metric === 'euclidean' ? euclidean4 : metric === 'dot_product' ? dot4 : cosine4;
