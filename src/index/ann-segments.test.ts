@@ -167,6 +167,25 @@ describe('SegmentedAnn', () => {
     assert.deepEqual(await fs.readdir(sub), []);
   });
 
+  it('leaves no graph file behind from a failed save, even one whose write ends after the failure', async (t) => {
+    // A full disk failed the delta's row ids while its graph was still being written; the graph
+    // then landed under its name after the clean-up had run, named by no manifest, for good.
+    const sub = path.join(dir(), 'failed-save');
+    const ann = SegmentedAnn.create(d, 'cosine');
+    ann.add(Array.from({ length: 500 }, (_, i) => i), randomRows(500, 9));
+    t.mock.method(Date, 'now', () => 1_000);
+    // The delta's row ids cannot land: a directory holds their file's name.
+    await fs.mkdir(path.join(sub, `f-${process.pid}-1000-0.delta.usearch.ids`, 'in-the-way'), { recursive: true });
+    // Searches for the first 300 ms: the graph's hash rests meanwhile, so it ends well after the ids failed.
+    const signal = new YieldSignal(5_000);
+    const searching = setInterval(() => signal.searchStarted(), 1);
+    setTimeout(() => clearInterval(searching), 300);
+    await assert.rejects(ann.save(sub, 'f', 1, 'db', { yieldTo: signal }));
+    // Whatever was still under way when the save failed has ended by now.
+    await new Promise((r) => setTimeout(r, 700));
+    assert.deepEqual((await fs.readdir(sub)).filter((f) => f.endsWith('.usearch') || f.endsWith('.json')), []);
+  });
+
   it('gives the same answers with its saved graphs shared with a worker thread', async () => {
     const sub = path.join(dir(), 'worker');
     const { ann, data } = fourSegments(6);

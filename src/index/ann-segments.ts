@@ -380,6 +380,8 @@ export class SegmentedAnn {
     let delta = this.#savedDelta;
     let deltaFile: string | null = null;
     let deltaWrite: Promise<void> | null = null;
+    // The delta's two writes, each awaited on failure: deltaWrite settles at the first rejection.
+    let deltaParts: Promise<FileDigest>[] = [];
     if (this.#deltaDirty) {
       this.#deltaDirty = false;
       if (this.#delta.size === 0) delta = null;
@@ -389,6 +391,7 @@ export class SegmentedAnn {
         const size = this.#delta.size;
         const graph = this.#delta.writeFile(path.join(dir, file), { yieldTo: opts.yieldTo });
         const ids = writeIds(path.join(dir, file), Float64Array.from(this.#deltaKeys));
+        deltaParts = [graph, ids];
         deltaWrite = Promise.all([graph, ids]).then(([digest, idsDigest]) => {
           delta = { file, size, digest, idsDigest };
         });
@@ -426,7 +429,7 @@ export class SegmentedAnn {
       // otherwise add one, holding the space freed for the next. The writes still running finish
       // first (and their rejections are handled here, not left to crash the process).
       this.#deltaDirty ||= deltaWrite !== null;
-      await Promise.allSettled([...writes.flatMap((w) => [w.graph, w.ids]), ...(deltaWrite ? [deltaWrite] : [])]);
+      await Promise.allSettled([...writes.flatMap((w) => [w.graph, w.ids]), ...deltaParts, ...(deltaWrite ? [deltaWrite] : [])]);
       const unnamed = [...writes.filter((w) => w.s.saved?.file !== w.file).map((w) => w.file), ...(deltaFile ? [deltaFile] : [])];
       await Promise.all(unnamed.flatMap((f) => [path.join(dir, f), path.join(dir, idsFile(f))]).map((f) => fsp.rm(f, { force: true })));
       throw e;
