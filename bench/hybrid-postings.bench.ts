@@ -21,6 +21,7 @@ import { PostingIndex } from '../src/storage/lexical/postings.ts';
 import { seedPhrases, weigh } from '../src/storage/lexical/prune.ts';
 import { tokenize } from '../src/storage/lexical/tokenize.ts';
 import { rowText, words } from './hybrid-data.ts';
+import { cacheEvictor } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: { anchor: { type: 'string' }, n: { type: 'string', default: '100000' }, queries: { type: 'string', default: '400' }, limit: { type: 'string', default: '100' }, cold: { type: 'string' } },
@@ -83,13 +84,12 @@ for (const q of queries) {
 // Each query's least time over REPS runs, the sides alternating run by run: on a shared machine a
 // search preempted midway is not its cost. The mean over the queries is reported.
 const REPS = 7;
-const evict = args.cold === undefined ? null : new Int32Array((Number(args.cold) * 2 ** 20) / 4);
+const evict = args.cold === undefined ? null : cacheEvictor(Number(args.cold));
 const least = sides.map(() => new Float64Array(Q).fill(Infinity));
 for (let rep = 0; rep < REPS; rep++) {
   queries.forEach((q, i) => {
     sides.forEach((s, k) => {
-      // A write per cache line.
-      if (evict !== null) for (let x = 0; x < evict.length; x += 16) evict[x]++;
+      evict?.();
       const t0 = performance.now();
       search(s, q);
       least[k][i] = Math.min(least[k][i], performance.now() - t0);

@@ -24,7 +24,7 @@ import { exactScore, exactScores } from '../src/index/metric.ts';
 import { TopK } from '../src/index/topk.ts';
 import { FileMatrix, MemoryBudget } from '../src/index/vector-file.ts';
 import { machineKind } from './machine-check.ts';
-import { makeCentres, makeVectors } from './workload.ts';
+import { cacheEvictor, makeCentres, makeVectors } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: { n: { type: 'string', default: '100000' }, dim: { type: 'string', default: '384' }, candidates: { type: 'string', default: '100' }, searches: { type: 'string', default: '2000' } },
@@ -59,7 +59,7 @@ for (let start = 0; start < N; start += 10_000) {
 const rows = { get: (id: number): Float32Array | undefined => matrix.residentView(id) ?? undefined };
 if (matrix.residentView(0) === null) throw new Error('the matrix kept no memory copy');
 const queries = makeVectors(N, 64, DIM, centres);
-const evict = new Uint8Array(32 << 20);
+const evict = cacheEvictor(32);
 let seed = 42;
 const random = (): number => ((seed = (seed * 16807) % 2147483647) / 2147483647);
 
@@ -67,7 +67,7 @@ const table: string[] = [];
 for (const cold of [false, true]) {
   const spent = { now: 0, before: 0, scoresNow: 0, scoresBefore: 0 };
   const timed = (what: keyof typeof spent, f: () => void): void => {
-    if (cold) for (let i = 0; i < evict.length; i += 64) evict[i]++;
+    if (cold) evict();
     const t0 = performance.now();
     f();
     spent[what] += performance.now() - t0;

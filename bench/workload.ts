@@ -50,6 +50,17 @@ export function makeCentres(k: number, dim: number): Float32Array[] {
   });
 }
 
+/**
+ * Writes a buffer of `mb` MB, a byte per cache line, each time it is called: what the server's
+ * other threads do to the caches between two searches, for a bench timing one search in process.
+ */
+export function cacheEvictor(mb: number): () => void {
+  const buffer = new Uint8Array(mb * 2 ** 20);
+  return () => {
+    for (let i = 0; i < buffer.length; i += 64) buffer[i]++;
+  };
+}
+
 export const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
