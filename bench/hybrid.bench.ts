@@ -1,19 +1,20 @@
 /**
  * Hybrid search against semantic search on the same rows, through the real server and HTTP.
  *
- *   node --import tsx bench/hybrid.bench.ts [--n 100000] [--dim 384] [--queries 1000] [--baseline DIR]
+ *   node --import tsx bench/hybrid.bench.ts [--n 100000] [--dim 384] [--queries 1000] [--block 100] [--baseline DIR]
  *
  * Rows: clustered unit vectors (bench/workload.ts) each with a text of 20-60 words drawn from a
  * 50,000-word vocabulary with Zipf frequencies (a few words in most rows, most words in few), so no
  * model call at ingest. Queries: a vector of the same clusters and 2-5 words of the vocabulary;
- * 1,000 by default, so that a turn at concurrency 16 lasts about a second at 100,000 rows (with
- * 200, a fifth of one, its p50 moved by a fifth from run to run).
+ * 1,000 by default, each searched three times in each group (with 200 in turns of their own, a turn
+ * at concurrency 16 lasted a fifth of a second at 100,000 rows and its p50 moved by a fifth from run to run).
  * Before the runs, lexical searches are sent while the table's posting lists are built in memory.
  * Reports: write throughput with text (rows/s acknowledged); p50/p99 at concurrency 1 and 16 of
- * semantic (initial_top_k 100), hybrid (the same vector plus the words, default fusion) and lexical,
- * each group run in turns so the machine's state weighs on all alike (plus hybrid with words past
- * the 1,000 commonest only: what common words cost FTS5), and hybrid's p50 as a ratio
- * of semantic's; the server's CPU per search at concurrency 16 by thread, and the main thread's time waiting for a core (/proc); the lexical index's size (SQLite's dbstat over the FTS5 tables), per million rows.
+ * semantic (initial_top_k 100), hybrid (the same vector plus the words, default fusion) and lexical
+ * (plus hybrid with words past the 1,000 commonest only: what common words cost FTS5), the groups
+ * taking turns in blocks of --block queries over three passes of the queries, so the machine's
+ * state weighs on all alike, and hybrid's p50 as a ratio of semantic's (also over each half of the
+ * rounds: how far it moves within a run); the server's CPU per search at concurrency 16 by thread, and the main thread's time waiting for a core (/proc); the lexical index's size (SQLite's dbstat over the FTS5 tables), per million rows.
  * --baseline DIR: a checkout of the commit before the lexical index (node_modules linked), whose
  * server takes the same writes after this one's, for the write throughput "before".
  * --writes-only (with --baseline): only the write throughput, this checkout and the baseline in
@@ -41,7 +42,7 @@ import Database from 'better-sqlite3';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
 import { BENCH_KEY as KEY, BENCH_KEYSPACE as KS, BENCH_TABLE as TABLE, loadInProcess, queriesOver, rowText, VOCAB_SIZE, vocab } from './hybrid-data.ts';
-import { fmt, makeCentres, makeVectors, rssMb, runQueries, vectorField, type Timed } from './workload.ts';
+import { fmt, makeCentres, makeVectors, pct, rssMb, runQueries, vectorField, type Timed } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -54,11 +55,13 @@ const { values: args } = parseArgs({
     'data-dir': { type: 'string' },
     'load-only': { type: 'boolean', default: false },
     anchor: { type: 'string' },
+    block: { type: 'string', default: '100' },
   },
 });
 const N = Number(args.n);
 const DIM = Number(args.dim);
 const QUERIES = Number(args.queries);
+const BLOCK = Math.min(QUERIES, Number(args.block));
 const BATCH = 1000;
 
 async function ingest(server: RunningServer, table: string, centres: Float32Array[]): Promise<number> {
@@ -137,6 +140,25 @@ class CpuPerSearch {
     const rest = others.slice(1).reduce((s, x) => s + x, 0);
     const per = (ms: number) => (ms / this.searches).toFixed(2);
     return `${per(this.main + (others[0] ?? 0) + rest)} ms CPU per search: main thread ${per(this.main)} (and ${per(this.mainWait)} waiting for a core), busiest other thread ${per(others[0] ?? 0)}, the rest ${per(rest)}`;
+  }
+}
+
+type Concurrency = 'c1' | 'c16';
+
+/** A group's searches at one concurrency over every block: latencies pooled, by half of the rounds too. */
+class Pooled {
+  readonly #lat: { first: number[]; second: number[] } = { first: [], second: [] };
+  #seconds = 0;
+  add(r: { lat: number[]; seconds: number }, firstHalf: boolean): void {
+    this.#lat[firstHalf ? 'first' : 'second'].push(...r.lat);
+    this.#seconds += r.seconds;
+  }
+  p50Of(firstHalf: boolean): number {
+    return pct(this.#lat[firstHalf ? 'first' : 'second'], 50);
+  }
+  timed(): Timed {
+    const all = [...this.#lat.first, ...this.#lat.second];
+    return { qps: all.length / this.#seconds, p50: pct(all, 50), p99: pct(all, 99) };
   }
 }
 
@@ -265,35 +287,43 @@ async function main() {
       row(`${who}posting lists in memory (the server's anonymous memory grown while they were built)`, `${lists_mb.toFixed(0)} MiB: ${((lists_mb * 1_000_000) / N).toFixed(0)} MiB per million rows`);
     }
     row('machine check before the searches', fmtCheck(machine.check()));
-    const results: Record<string, { c1: Timed[]; c16: Timed[] }> = {};
+    // The groups take turns in blocks of --block queries (each block at concurrency 1, then each at
+    // 16), the group order rotating each round and, with an anchor, the servers' order too, over
+    // three passes of the queries; each group's p50 and p99 are over all its searches. So every
+    // group samples the machine's phases alike: in whole turns of 1,000 queries, minutes apart,
+    // semantic's p50 alone moved 1.17-1.93 ms between runs and two identical servers' ratios differed by 0.3.
+    const pooled: Record<string, Record<Concurrency, Pooled>> = {};
     const cpu: Record<string, CpuPerSearch> = {};
-    for (const [who] of servers) for (const g of Object.keys(groups)) (results[who + g] = { c1: [], c16: [] }), (cpu[who + g] = new CpuPerSearch());
-    // Three turns of each, and the median turn reported. Each turn starts the groups one further on
-    // and, with an anchor, the other server first, so no group or server always follows the same one.
+    for (const [who] of servers) for (const g of Object.keys(groups)) (pooled[who + g] = { c1: new Pooled(), c16: new Pooled() }), (cpu[who + g] = new CpuPerSearch());
     const names = Object.keys(groups);
-    for (let turn = 0; turn < 3; turn++) {
-      for (const name of names.map((_, i) => names[(i + turn) % names.length])) {
-        const bodies = groups[name];
-        for (const [who, s] of turn % 2 === 0 ? servers : [...servers].reverse()) {
-          results[who + name].c1.push(await runQueries(s, bodies, 1));
-          const before = await threadCpu(s.child.pid!);
-          const waitedBefore = await mainWaited(s.child.pid!);
-          results[who + name].c16.push(await runQueries(s, bodies, 16));
-          cpu[who + name].add(s.child.pid!, before, await threadCpu(s.child.pid!), bodies.length, (await mainWaited(s.child.pid!)) - waitedBefore);
+    const rounds = Math.ceil((3 * QUERIES) / BLOCK);
+    for (let round = 0; round < rounds; round++) {
+      const from = (round * BLOCK) % QUERIES;
+      const order = names.map((_, i) => names[(i + round) % names.length]);
+      for (const c of ['c1', 'c16'] as const) {
+        for (const name of order) {
+          const bodies = groups[name].slice(from, from + BLOCK);
+          for (const [who, s] of round % 2 === 0 ? servers : [...servers].reverse()) {
+            const before = c === 'c16' ? await threadCpu(s.child.pid!) : null;
+            const waitedBefore = c === 'c16' ? await mainWaited(s.child.pid!) : 0;
+            pooled[who + name][c].add(await runQueries(s, bodies, c === 'c1' ? 1 : 16), round < rounds / 2);
+            if (before) cpu[who + name].add(s.child.pid!, before, await threadCpu(s.child.pid!), bodies.length, (await mainWaited(s.child.pid!)) - waitedBefore);
+          }
         }
       }
     }
-    const median = (ts: Timed[]): Timed => [...ts].sort((a, b) => a.p50 - b.p50)[1];
     for (const [who] of servers) {
       for (const name of Object.keys(groups)) {
-        row(`${who}${name}, concurrency 1`, fmt(median(results[who + name].c1)));
-        row(`${who}${name}, concurrency 16`, fmt(median(results[who + name].c16)));
-        row(`${who}${name}, concurrency 16, the server's CPU (three turns)`, String(cpu[who + name]));
+        row(`${who}${name}, concurrency 1`, fmt(pooled[who + name].c1.timed()));
+        row(`${who}${name}, concurrency 16`, fmt(pooled[who + name].c16.timed()));
+        row(`${who}${name}, concurrency 16, the server's CPU`, String(cpu[who + name]));
       }
     }
     for (const [who] of servers) {
       for (const c of ['c1', 'c16'] as const) {
-        row(`${who}hybrid p50 / semantic p50, concurrency ${c.slice(1)}`, (median(results[`${who}hybrid`][c]).p50 / median(results[`${who}semantic`][c]).p50).toFixed(2));
+        const [h, s] = [pooled[`${who}hybrid`][c], pooled[`${who}semantic`][c]];
+        const halves = `first half of the rounds ${(h.p50Of(true) / s.p50Of(true)).toFixed(2)}, second ${(h.p50Of(false) / s.p50Of(false)).toFixed(2)}`;
+        row(`${who}hybrid p50 / semantic p50, concurrency ${c.slice(1)}`, `${(h.timed().p50 / s.timed().p50).toFixed(2)} (${halves})`);
       }
     }
   } catch (e) {

@@ -130,7 +130,7 @@ export async function runQueries(server: RunningServer, bodies: object[], concur
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
-  return { qps: bodies.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), results };
+  return { qps: bodies.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), results, lat, seconds };
 }
 
 
