@@ -173,10 +173,13 @@ class RowReader {
       const batch = ranked.slice(next, next + (limit - out.length));
       next += batch.length;
       await this.read(batch.map((m) => m.ref));
-      for (const { ref, ...m } of batch) {
-        if (!this.has(ref)) continue;
-        const { vector, ...row } = this.get(ref);
-        out.push(this.#r.includeVector && vector !== undefined ? { ...m, ...row, vector } : { ...m, ...row });
+      for (const m of batch) {
+        if (!this.has(m.ref)) continue;
+        // Fields named, not spread: object rest and spread took ~3 µs a match on the main thread.
+        const row = this.get(m.ref);
+        const match: RetrievedMatch = { score: m.score, scores: m.scores, key: row.key, metadata: row.metadata, text: row.text };
+        if (this.#r.includeVector && row.vector !== undefined) match.vector = row.vector;
+        out.push(match);
       }
     }
     return out;
