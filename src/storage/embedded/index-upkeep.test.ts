@@ -91,3 +91,54 @@ describe('index upkeep acknowledging writes', () => {
     await keeper.close();
   });
 });
+
+describe('index upkeep while searches come', () => {
+  const dir = tempDirForSuite('vss-upkeep-rest-');
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Marks a search every 20 ms for `ms`. */
+  async function searchFor(keeper: IndexKeeper, ms: number): Promise<void> {
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      keeper.searched();
+      await sleep(20);
+    }
+  }
+  const indexed = (keeper: IndexKeeper) => Promise.race([keeper.whenIndexed(), sleep(10_000).then(() => Promise.reject(new Error('never indexed')))]);
+
+  it('leaves a tail of at most ackRows rows to its scan while searches keep coming, and indexes it once they pause', async () => {
+    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 300, 500);
+    keeper.start();
+    keeper.upserted(t, ids, 1);
+    await searchFor(keeper, 600);
+    assert.equal(t.pendingCount, 300);
+    assert.equal(t.tail?.size, 300);
+    await indexed(keeper);
+    assert.equal(t.ann?.size, 300);
+    await keeper.close();
+  });
+
+  it('indexes a resting tail once tailRestMs has passed, searches or not', async () => {
+    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 300, 500);
+    const resting = new IndexKeeper(
+      { dir: dir(), saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0, segmentRows: 10_000, tag: 'test', ackRows: 500, tailRestMs: 300 },
+      { rowsSince: () => [], currentSeq: () => 1 },
+    );
+    await keeper.close();
+    resting.add(t);
+    resting.start();
+    resting.upserted(t, ids, 1);
+    await searchFor(resting, 1_500);
+    assert.equal(t.pendingCount, 0);
+    await resting.close();
+  });
+
+  it('indexes a tail past ackRows while searches come, down to ackRows', async () => {
+    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 1_200, 500);
+    keeper.start();
+    keeper.upserted(t, ids, 1);
+    await searchFor(keeper, 3_000);
+    assert.ok(t.pendingCount <= 500 && t.pendingCount > 0, `${t.pendingCount} rows waiting`);
+    await indexed(keeper);
+    await keeper.close();
+  });
+});
