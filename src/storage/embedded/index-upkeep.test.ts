@@ -19,12 +19,12 @@ class FlakyMatrix extends SegmentedMatrix {
   }
 }
 
-function setUp(dir: string, matrix: FlakyMatrix, rows = 200, ackRows?: number) {
+function setUp(dir: string, matrix: FlakyMatrix, rows = 200, ackRows?: number, tailRestMs?: number) {
   const meta: TableMeta = { id: 1, keyspace: 'ks', name: 't', dimension: DIM, metric: 'cosine', model: null, lexical: DEFAULT_LEXICAL, createdAt: '' };
   const t = new TableState(meta, matrix);
   const logged: string[] = [];
   const keeper = new IndexKeeper(
-    { dir, saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0, segmentRows: 10_000, tag: 'test', ackRows, log: (m) => logged.push(m) },
+    { dir, saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0, segmentRows: 10_000, tag: 'test', ackRows, tailRestMs, log: (m) => logged.push(m) },
     { rowsSince: () => [], currentSeq: () => 1 },
   );
   keeper.add(t);
@@ -118,18 +118,12 @@ describe('index upkeep while searches come', () => {
   });
 
   it('indexes a resting tail once tailRestMs has passed, searches or not', async () => {
-    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 300, 500);
-    const resting = new IndexKeeper(
-      { dir: dir(), saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0, segmentRows: 10_000, tag: 'test', ackRows: 500, tailRestMs: 300 },
-      { rowsSince: () => [], currentSeq: () => 1 },
-    );
-    await keeper.close();
-    resting.add(t);
-    resting.start();
-    resting.upserted(t, ids, 1);
-    await searchFor(resting, 1_500);
+    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 300, 500, 300);
+    keeper.start();
+    keeper.upserted(t, ids, 1);
+    await searchFor(keeper, 1_500);
     assert.equal(t.pendingCount, 0);
-    await resting.close();
+    await keeper.close();
   });
 
   it('indexes a tail past ackRows while searches come, down to ackRows', async () => {
