@@ -36,7 +36,7 @@ import { SeqCounter, sqlIndexSource, Vectors } from './vectors.ts';
 export interface EmbeddedOptions {
   dataDir: string;
   /** `gapPatienceMs`: how long copies and hashes of saved graphs wait for a gap in the searches (see yield-signal.ts). */
-  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number; keepUpRows?: number; ackRows?: number; gapPatienceMs?: number };
+  index: { saveEveryChanges: number; saveEveryMs: number; exactBelowRows: number; segmentRows?: number; settleDeadlineMs?: number; tailRestMs?: number; keepUpRows?: number; ackRows?: number; gapPatienceMs?: number };
   /** Search half of a table's sealed graphs on a worker thread (default true). */
   searchWorker?: boolean;
   /**

@@ -89,9 +89,10 @@ export const UPKEEP_TIMINGS = Object.freeze({
    * rows the writes left (~0.4 ms a row at 100k rows, ~1 ms at 1M) between the first searches made
    * their p99 at concurrency 1 a slice long (15-17 ms against 5-8 in bench/peers.bench.ts at
    * 100k); scanning those rows costs a search ~40 µs. (Qdrant leaves small segments to a plain
-   * scan alike.)
+   * scan alike.) The same as settleDeadlineMs, the longest a sealed segment waits for a quiet
+   * moment: searches that never pause keep rows out of the graphs for seconds, not longer.
    */
-  tailRestMs: 30_000,
+  tailRestMs: 5_000,
   /**
    * Memory-mapped graphs fault their pages in on first touch, which in a VM costs microseconds a
    * page, and every thread's map of a graph is its own: the first few hundred searches after a
