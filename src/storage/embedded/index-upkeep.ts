@@ -88,9 +88,9 @@ export const UPKEEP_TIMINGS = Object.freeze({
    * searchingWindowMs, or once this has passed. Right after a bulk load, the inserts of the last
    * rows the writes left (~0.4 ms a row at 100k rows, ~1 ms at 1M) between the first searches made
    * their p99 at concurrency 1 a slice long (15-17 ms against 5-8 in bench/peers.bench.ts at
-   * 100k); scanning those rows costs a search ~40 µs. (Qdrant leaves small segments to a plain
-   * scan alike.) The same as settleDeadlineMs, the longest a sealed segment waits for a quiet
-   * moment: searches that never pause keep rows out of the graphs for seconds, not longer.
+   * 100k); scanning those rows reads ~0.4 MB of int8 copies a search. (Qdrant leaves small
+   * segments to a plain scan alike.) The same as settleDeadlineMs, the longest a sealed segment
+   * waits for a quiet moment: searches that never pause keep rows out of the graphs for seconds.
    */
   tailRestMs: 5_000,
   /**
