@@ -8,7 +8,7 @@ describe('GET /metrics', () => {
   before(async () => (t = await startTestApp({ model: 'fake' })));
   after(() => t.close());
 
-  it('reports requests by route and status, embedding batches and storage latencies after traffic', async () => {
+  it('reports requests by route and status, embedding batches, storage latencies and index gauges after traffic', async () => {
     await t.call('POST', '/v1/vector/write', { keyspace: 'default_keyspace', table: 'vector', text: 'hello' });
     await t.call('POST', '/v1/search/', { query: 'hello', keyspace: 'default_keyspace', table: 'vector' });
     await t.call('POST', '/v1/search/', { query: 'hello', keyspace: 'nope', table: 'vector' });
@@ -23,6 +23,7 @@ describe('GET /metrics', () => {
     assert.match(body, /vss_storage_operation_duration_seconds_count\{operation="upsertVectors",outcome="ok"\} 1/);
     assert.match(body, /vss_storage_operation_duration_seconds_count\{operation="search",outcome="ok"\} 1/);
     assert.match(body, /vss_index_rows\{keyspace="default_keyspace",table="vector"\} 1/);
+    assert.match(body, /vss_index_segments_in_memory\{keyspace="default_keyspace",table="vector"\} 0/);
     assert.match(body, /vss_process_/);
   });
 

@@ -12,6 +12,7 @@ export interface IndexStat {
   rows: number;
   indexed: number;
   pending: number;
+  inMemorySegments?: number;
   postingLists?: boolean;
 }
 
@@ -58,30 +59,37 @@ export class Metrics {
       const labelNames = ['keyspace', 'table'] as const;
       const indexed = new client.Gauge({ name: 'vss_index_indexed_rows', help: 'Rows in the ANN index per table', labelNames, registers: [] });
       const pending = new client.Gauge({ name: 'vss_index_pending_rows', help: 'Rows written but not yet in the ANN index (scanned exactly meanwhile)', labelNames, registers: [] });
+      const inMemory = new client.Gauge({
+        name: 'vss_index_segments_in_memory',
+        help: 'Sealed ANN graph segments still searched from memory, by one thread alone, until written to their files and mapped (embedded backend)',
+        labelNames,
+        registers: [],
+      });
       const lists = new client.Gauge({
         name: 'vss_lexical_posting_lists',
         help: "1 when a table's lexical searches are answered from its in-memory posting lists, 0 while FTS5 answers them (embedded backend)",
         labelNames,
         registers: [],
       });
-      // One read of the index status fills all four gauges; the first one collected does it.
+      // One read of the index status fills all five gauges; the first one collected does it.
       const rows = new client.Gauge({
         name: 'vss_index_rows',
         help: 'Rows per table',
         labelNames,
         registers: [],
         collect() {
-          for (const g of [this, indexed, pending, lists]) g.reset();
+          for (const g of [this, indexed, pending, inMemory, lists]) g.reset();
           for (const s of indexStats()) {
             const labels = { keyspace: s.keyspace, table: s.table };
             this.set(labels, s.rows);
             indexed.set(labels, s.indexed);
             pending.set(labels, s.pending);
+            if (s.inMemorySegments !== undefined) inMemory.set(labels, s.inMemorySegments);
             if (s.postingLists !== undefined) lists.set(labels, s.postingLists ? 1 : 0);
           }
         },
       });
-      for (const g of [rows, indexed, pending, lists]) this.registry.registerMetric(g);
+      for (const g of [rows, indexed, pending, inMemory, lists]) this.registry.registerMetric(g);
     }
   }
 

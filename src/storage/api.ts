@@ -326,10 +326,12 @@ export interface Storage extends CatalogStore, VectorStore, MetadataStore, Accou
   /** Cheap liveness probe for the healthcheck. */
   ping(): Promise<boolean>;
   /**
-   * Per-table ANN index progress, where the backend keeps its own index (embedded), and whether
-   * the table's in-memory posting lists answer its lexical searches, where it keeps those.
+   * Per-table ANN index progress, where the backend keeps its own index (embedded): with its graph
+   * segments still searched from memory (`inMemorySegments`: not yet written to files and mapped,
+   * so one thread walks them alone); and whether the table's in-memory posting lists answer its
+   * lexical searches, where it keeps those.
    */
-  indexStatus?(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; postingLists?: boolean }[];
+  indexStatus?(): { keyspace: string; table: string; rows: number; indexed: number; pending: number; inMemorySegments?: number; postingLists?: boolean }[];
   /**
    * Copies a consistent point-in-time image of everything stored into the empty directory `dir`
    * while writes go on (embedded: SQLite's online backup and the stored files it names; derived
