@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { benchArgs } from './lib/args.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { ingest, makeCentres, makeVectors, pct } from './workload.ts';
+import { ingest, makeCentres, makeVectors, pct, pendingRows, searchMsIn, serverMetrics } from './workload.ts';
 
 const args = benchArgs({ n: 100_000, seconds: 60, window: 2, effort: '50:128' });
 const [K, EF] = args.effort.split(':').map(Number);
@@ -45,17 +45,9 @@ interface Window {
 
 /** From the server's metrics: the milliseconds it spent in /v1/search/ so far, and the table's segments still searched from memory. */
 async function serverFigures(server: RunningServer): Promise<{ searchMs: number; inMemory: number }> {
-  const res = await fetch(`${server.url}/metrics`, { headers: { 'x-api-key': KEY } });
-  const text = await res.text();
-  const sum = text.match(/^vss_http_request_duration_seconds_sum\{[^}]*route="\/v1\/search\/"[^}]*\} (\S+)$/m);
+  const text = await serverMetrics(server, KEY);
   const inMemory = text.match(new RegExp(`^vss_index_segments_in_memory\\{[^}]*table="${TABLE}"[^}]*\\} (\\S+)$`, 'm'));
-  return { searchMs: sum ? Number(sum[1]) * 1000 : 0, inMemory: inMemory ? Number(inMemory[1]) : 0 };
-}
-
-async function pendingRows(server: RunningServer): Promise<number> {
-  const list = await server.call('GET', '/v1/keyspaces/list');
-  const t = list.body.keyspaces.find((k: { keyspace: string }) => k.keyspace === KS).tables.find((x: { table: string }) => x.table === TABLE);
-  return t.pending_rows ?? 0;
+  return { searchMs: searchMsIn(text), inMemory: inMemory ? Number(inMemory[1]) : 0 };
 }
 
 /** CPU seconds the process has used, all its threads (/proc/<pid>/stat's utime + stime). */
@@ -98,7 +90,7 @@ async function main() {
     }
     const qps = lat.length / ((performance.now() - t0) / 1000);
     const after = await serverFigures(server);
-    return { at, qps, p50: pct(lat, 50), p99: pct(lat, 99), ownMs: (after.searchMs - before) / lat.length, pending: await pendingRows(server), inMemory: after.inMemory };
+    return { at, qps, p50: pct(lat, 50), p99: pct(lat, 99), ownMs: (after.searchMs - before) / lat.length, pending: await pendingRows(server, KS, TABLE), inMemory: after.inMemory };
   };
   try {
     const created = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
@@ -107,7 +99,7 @@ async function main() {
     const series: Window[] = [];
     const t0 = performance.now();
     while (performance.now() - t0 < args.seconds * 1000) series.push(await window(args.window, (performance.now() - t0) / 1000));
-    while ((await pendingRows(server)) > 0) await new Promise((r) => setTimeout(r, 200));
+    while ((await pendingRows(server, KS, TABLE)) > 0) await new Promise((r) => setTimeout(r, 200));
     const waited = await quiet(server.child.pid!, 180);
     const settled = [];
     for (let i = 0; i < 3; i++) settled.push(await window(args.window, 0));

@@ -48,7 +48,7 @@ import { parseArgs } from 'node:util';
 import { exactSearch, MetricKind } from 'usearch';
 import { jsonCaller, startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { fmt, inBatches, ingest, makeCentres, makeVectors, pct, rssMb, writeVector, type Timed } from './workload.ts';
+import { fmt, inBatches, ingest, makeCentres, makeVectors, pct, pendingRows, rssMb, searchMsIn, serverMetrics, writeVector, type Timed } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -178,19 +178,11 @@ async function startService(centres: Float32Array[]): Promise<Peer> {
   const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000, undefined, prof);
   const res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  const pending = async (): Promise<number> => {
-    const list = await server.call('GET', '/v1/keyspaces/list');
-    const t = list.body.keyspaces.find((k: { keyspace: string }) => k.keyspace === KS).tables.find((x: { table: string }) => x.table === TABLE);
-    return t.pending_rows ?? 0;
-  };
+  const pending = () => pendingRows(server, KS, TABLE);
   return measured({
     name: 'service',
     pid: server.child.pid!,
-    async searchMs() {
-      const res = await fetch(`${server.url}/metrics`, { headers: { 'x-api-key': KEY } });
-      const sum = (await res.text()).match(/^vss_http_request_duration_seconds_sum\{[^}]*route="\/v1\/search\/"[^}]*\} (\S+)$/m);
-      return sum ? Number(sum[1]) * 1000 : 0;
-    },
+    searchMs: async () => searchMsIn(await serverMetrics(server, KEY)),
     search: serviceSearch(server.call),
     curveSearch: (initialTopK, ef) => serviceSearch(server.call, { initial_top_k: initialTopK, ef }),
     async load() {

@@ -112,6 +112,24 @@ export async function ingest(server: RunningServer, w: Workload, centres: Float3
   return { ackSeconds: (performance.now() - t0) / 1000, t0 };
 }
 
+/** Rows of `keyspace`.`table` still waiting for the ANN index, from the keyspace listing. */
+export async function pendingRows(server: RunningServer, keyspace: string, table: string): Promise<number> {
+  const list = await server.call('GET', '/v1/keyspaces/list');
+  const t = list.body.keyspaces.find((k: { keyspace: string }) => k.keyspace === keyspace).tables.find((x: { table: string }) => x.table === table);
+  return t.pending_rows ?? 0;
+}
+
+/** The server's Prometheus text (`key` may read /metrics). */
+export async function serverMetrics(server: RunningServer, key: string): Promise<string> {
+  return (await fetch(`${server.url}/metrics`, { headers: { 'x-api-key': key } })).text();
+}
+
+/** The milliseconds the server spent in /v1/search/ so far, from its metrics text. */
+export function searchMsIn(metrics: string): number {
+  const sum = metrics.match(/^vss_http_request_duration_seconds_sum\{[^}]*route="\/v1\/search\/"[^}]*\} (\S+)$/m);
+  return sum ? Number(sum[1]) * 1000 : 0;
+}
+
 export async function runQueries(server: RunningServer, bodies: object[], concurrency: number) {
   const lat: number[] = [];
   const results: any[] = new Array(bodies.length);
