@@ -15,14 +15,14 @@
  * seconds running (the work it defers while searches come, such as copying a new graph file, then
  * done), three windows of the same searches; each window's QPS is reported over their median.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { benchArgs } from './lib/args.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { ingest, makeCentres, makeVectors, pct, pendingRows, searchMsIn, serverMetrics } from './workload.ts';
+import { ingest, makeCentres, makeVectors, pct, pendingRows, quiet, searchMsIn, serverMetrics } from './workload.ts';
 
 const args = benchArgs({ n: 100_000, seconds: 60, window: 2, effort: '50:128' });
 const [K, EF] = args.effort.split(':').map(Number);
@@ -48,25 +48,6 @@ async function serverFigures(server: RunningServer): Promise<{ searchMs: number;
   const text = await serverMetrics(server, KEY);
   const inMemory = text.match(new RegExp(`^vss_index_segments_in_memory\\{[^}]*table="${TABLE}"[^}]*\\} (\\S+)$`, 'm'));
   return { searchMs: searchMsIn(text), inMemory: inMemory ? Number(inMemory[1]) : 0 };
-}
-
-/** CPU seconds the process has used, all its threads (/proc/<pid>/stat's utime + stime). */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** Waits until `pid` used under 2% of a core in each of two seconds running (at most `maxSeconds`); the seconds waited. */
-async function quiet(pid: number, maxSeconds: number): Promise<number> {
-  const t0 = performance.now();
-  let calm = 0;
-  while (calm < 2 && performance.now() - t0 < maxSeconds * 1000) {
-    const before = await cpuSeconds(pid);
-    await new Promise((r) => setTimeout(r, 1_000));
-    calm = (await cpuSeconds(pid)) - before < 0.02 ? calm + 1 : 0;
-  }
-  return (performance.now() - t0) / 1000;
 }
 
 async function main() {

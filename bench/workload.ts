@@ -198,3 +198,25 @@ export async function restart(server: RunningServer, env: Record<string, string>
   const searches = await runQueries(next, bodies, 1);
   return { server: next, readySeconds, rssAnon, searches };
 }
+
+/**
+ * CPU seconds a process has used (/proc/<pid>/stat's utime + stime): all its threads, or only
+ * thread `tid` (a Node process's main thread has the process's id).
+ */
+export async function cpuSeconds(pid: number, tid?: number): Promise<number> {
+  const stat = await readFile(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Waits until `pid` used under 2% of a core in each of two seconds running (at most `maxSeconds`); the seconds waited. */
+export async function quiet(pid: number, maxSeconds: number): Promise<number> {
+  const t0 = performance.now();
+  let calm = 0;
+  while (calm < 2 && performance.now() - t0 < maxSeconds * 1000) {
+    const before = await cpuSeconds(pid);
+    await new Promise((r) => setTimeout(r, 1_000));
+    calm = (await cpuSeconds(pid)) - before < 0.02 ? calm + 1 : 0;
+  }
+  return (performance.now() - t0) / 1000;
+}

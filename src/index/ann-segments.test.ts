@@ -222,18 +222,19 @@ describe('SegmentedAnn', () => {
     }
   });
 
-  it('leaves a table\'s lone delta graph to the worker once saved, and walks it here again from its next change', async () => {
+  it('leaves a table\'s lone delta graph to the worker once saved, and its changes since to a scan here while they are few', async () => {
     const sub = path.join(dir(), 'delta');
     const ann = SegmentedAnn.create(d, 'cosine');
     const data = randomRows(3000, 9);
     ann.add(Array.from({ length: 3000 }, (_, i) => i), data);
     const worker = new GraphWorker();
-    const settle = async () => {
-      ann.shareWith(worker);
+    const settle = async (index = ann) => {
+      index.shareWith(worker);
       while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
     };
+    const row = (id: number) => data.subarray(id * d, id * d + d);
     try {
-      const qs = Array.from({ length: 10 }, (_, i) => data.subarray(i * 277 * d, i * 277 * d + d));
+      const qs = Array.from({ length: 10 }, (_, i) => row(i * 277));
       await settle();
       for (const q of qs) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
       assert.equal(worker.searches, 0, 'an unsaved delta is walked here');
@@ -242,24 +243,72 @@ describe('SegmentedAnn', () => {
       // The worker walks the saved file: the same graph, so the same answers.
       for (const q of qs) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
       assert.equal(worker.walked, qs.length, 'every walk on the worker');
-      // A change makes the file stale: the delta is walked here, and finds the new row.
+      assert.equal(ann.deltaBehind, 0);
+
+      // Changes since the save: the worker still walks the file, and the answers are the delta's as it is now.
       const fresh = Float32Array.from(qs[0], (x) => -x);
-      ann.add([5000], fresh);
-      const got = await ann.searchAsync(fresh, 5, worker);
-      assert.equal(got[0], 5000);
-      assert.equal(worker.walked, qs.length);
-      // Saved again, the worker walks the new file (and sees the new row).
-      await ann.save(sub, '1', 2, 'db');
+      ann.add([5000], fresh); // new
+      ann.add([277], Float32Array.from(qs[1], (x) => -x)); // row 277 (qs[1]) gets another vector
+      ann.remove([554]); // qs[2]
+      assert.equal(ann.deltaBehind, 4, 'two rows written since (one of them also stale in the file), one removed');
+      assert.equal((await ann.searchAsync(fresh, 5, worker))[0], 5000, 'a row the file lacks');
+      assert.ok(!(await ann.searchAsync(qs[1], 30, worker)).includes(277), "a row's old vector in the file is skipped");
+      assert.equal((await ann.searchAsync(Float32Array.from(qs[1], (x) => -x), 5, worker))[0], 277, 'its new vector is found');
+      assert.ok(!(await ann.searchAsync(qs[2], 30, worker)).includes(554), 'a removed row is skipped');
+      for (const q of qs.slice(3)) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
+      assert.equal(worker.walked, qs.length + 4 + qs.length - 3, 'every walk still on the worker');
+
+      // Too many changes since: the delta is walked here again.
+      const many = randomRows(4100, 12);
+      ann.add(Array.from({ length: 4100 }, (_, i) => 10_000 + i), many);
+      assert.equal(ann.deltaBehind, 0, 'no file shared any more');
+      const walked = worker.walked;
+      assert.equal((await ann.searchAsync(many.subarray(7 * d, 8 * d), 5, worker))[0], 10_007);
+      assert.equal(worker.walked, walked, 'walked here');
+
+      // Saved again, the worker walks the new file; a change during the save is tracked against that file too.
+      // (Searches hold the save's hash back: once it rests for them, the file's contents are fixed.)
+      const signal = new YieldSignal(10_000);
+      const searching = setInterval(() => signal.searchStarted(), 2);
+      const saving = ann.save(sub, '1', 2, 'db', { yieldTo: signal });
+      try {
+        while (signal.rests === 0) await new Promise((r) => setTimeout(r, 2));
+        ann.add([6000], Float32Array.from(qs[3], (x) => -x));
+      } finally {
+        clearInterval(searching);
+      }
+      await saving;
       await settle();
+      assert.equal(ann.deltaBehind, 1);
       assert.equal((await ann.searchAsync(fresh, 5, worker))[0], 5000);
-      assert.equal(worker.walked, qs.length + 1);
-      // Reopened from its files, the delta is shared at once.
+      assert.equal((await ann.searchAsync(Float32Array.from(qs[3], (x) => -x), 5, worker))[0], 6000);
+      assert.equal(worker.walked, walked + 2);
+      // Reopened from its files, the delta is shared at once (without row 6000: not saved).
       const opened = await SegmentedAnn.open(sub, '1', { dimension: d, metric: 'cosine', tag: 'db' });
       assert.ok(opened);
-      opened.ann.shareWith(worker);
+      await settle(opened.ann);
+      assert.deepEqual(await opened.ann.searchAsync(qs[4], 30, worker), opened.ann.search(qs[4], 30));
+      assert.equal(worker.walked, walked + 3);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it("walks an Euclidean table's delta here from its first change since the save (no common int8 scale to scan its changes at)", async () => {
+    const ann = SegmentedAnn.create(d, 'euclidean');
+    const data = randomRows(2000, 13);
+    ann.add(Array.from({ length: 2000 }, (_, i) => i), data);
+    await ann.save(path.join(dir(), 'delta-l2'), '1', 1, 'db');
+    const worker = new GraphWorker();
+    try {
+      ann.shareWith(worker);
       while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
-      assert.deepEqual(await opened.ann.searchAsync(qs[1], 30, worker), ann.search(qs[1], 30));
-      assert.equal(worker.walked, qs.length + 2);
+      const q = data.subarray(5 * d, 6 * d);
+      assert.deepEqual(await ann.searchAsync(q, 20, worker), ann.search(q, 20));
+      assert.equal(worker.walked, 1);
+      ann.add([9000], q);
+      assert.ok((await ann.searchAsync(q, 20, worker)).includes(9000));
+      assert.equal(worker.walked, 1, 'walked here');
     } finally {
       await worker.close();
     }

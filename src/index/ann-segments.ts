@@ -23,6 +23,7 @@ import { DIR_MODE } from '../platform/private-dir.ts';
 import { digestBytes, digestFiles, type FileDigest } from '../platform/file-digest.ts';
 import type { YieldSignal } from '../platform/yield-signal.ts';
 import { AnnIndex } from './ann.ts';
+import { DeltaSince } from './delta-since.ts';
 import { ANN_PARAMS } from './graph-params.ts';
 import { claimGraph, newGraphClaims, type GraphClaims } from './graph-claims.ts';
 import type { GraphWorker, WorkerAnswer } from './graph-worker.ts';
@@ -39,6 +40,12 @@ let nextUid = 1;
 const DEFAULT_EFFORT = 128;
 /** Rows removed from the delta before it may be retired (below, a walk passes few removed nodes). */
 const MIN_DELTA_RETIRE = 1_024;
+/**
+ * The most rows a delta's saved file may lack or hold stale and still be walked by the worker for
+ * it, the rest scanned here (DeltaSince: ~1.5 MB of int8 copies at 384-d). A delta past that many
+ * changes since its save wants saving again anyway (settleDeltaChanges, index-upkeep.ts).
+ */
+const MAX_DELTA_SINCE = 4_096;
 /** The most a search may ask each graph to explore (`ef`): ~40 ms a walk at 250k rows. */
 export const MAX_SEARCH_EFFORT = 4_096;
 
@@ -98,10 +105,13 @@ export class SegmentedAnn {
   #deltaDirty = false;
   #savedDelta: { file: string; size: number; digest: FileDigest; idsDigest: FileDigest } | null = null;
   /**
-   * The delta's saved file while it holds exactly the delta (no change since the save), which a
-   * worker may then walk in its place; null from the next change on (#deltaChanged).
+   * The delta's saved file, which a worker may walk in its place: with what changed since
+   * (`since`, cosine tables) while that stays within MAX_DELTA_SINCE, else only while nothing
+   * changed (`since` null); null from then on (#deltaChanged).
    */
-  #deltaShare: { uid: number; path: string } | null = null;
+  #deltaShare: { uid: number; path: string; since: DeltaSince | null } | null = null;
+  /** What changed in the delta since the snapshot a save in progress is writing (cosine tables), for sharing that file once written. */
+  #savingSince: DeltaSince | null = null;
   #generation = 0;
 
   private constructor(dimension: number, metric: Metric) {
@@ -130,22 +140,42 @@ export class SegmentedAnn {
     return this.#delta.size > 0 && this.#deltaShare === null;
   }
 
+  /** How many rows the delta's shared file lacks or holds stale (scanned and skipped beside the worker's walk of it); 0 when none is shared. */
+  get deltaBehind(): number {
+    return this.#deltaShare?.since?.changes ?? 0;
+  }
+
   stats(): SegmentedAnnStats {
     let deadRows = 0;
     for (const s of this.#sealed) deadRows += s.dead.size;
     return { segments: this.#sealed.length, deltaRows: this.#delta.size, deadRows };
   }
 
-  /** The delta differs from its saved file from now on: it must be saved again, and a worker may no longer walk that file for it. */
+  /**
+   * The delta differs from its saved file from now on (the trackers have recorded how): it must be
+   * saved again, and a worker may walk that file for it only while the changes stay few.
+   */
   #deltaChanged(): void {
     this.#deltaDirty = true;
+    const share = this.#deltaShare;
+    if (share !== null && (share.since === null || share.since.changes > MAX_DELTA_SINCE)) this.#deltaShare = null;
+    if (this.#savingSince !== null && this.#savingSince.changes > MAX_DELTA_SINCE) this.#savingSince = null;
+  }
+
+  /** A new delta graph took the old one's place (sealed or dropped): no file is a snapshot of it. */
+  #deltaReplaced(): void {
+    this.#deltaDirty = true;
     this.#deltaShare = null;
+    this.#savingSince = null;
   }
 
   /** Inserts or replaces rows (into the delta; older copies in sealed segments die). */
   add(rowIds: ArrayLike<number>, vectors: Float32Array): void {
     if (rowIds.length === 0) return;
     this.#markDead(rowIds);
+    const inDelta = (id: number) => this.#deltaKeys.has(id);
+    this.#deltaShare?.since?.added(rowIds, vectors, inDelta);
+    this.#savingSince?.added(rowIds, vectors, inDelta);
     this.#delta.add(rowIds, vectors);
     const before = this.#deltaKeys.size;
     for (let i = 0; i < rowIds.length; i++) this.#deltaKeys.add(rowIds[i]);
@@ -159,6 +189,8 @@ export class SegmentedAnn {
     const inDelta: number[] = [];
     for (let i = 0; i < rowIds.length; i++) if (this.#deltaKeys.delete(rowIds[i])) inDelta.push(rowIds[i]);
     if (inDelta.length > 0) {
+      this.#deltaShare?.since?.removed(inDelta);
+      this.#savingSince?.removed(inDelta);
       this.#delta.remove(inDelta);
       this.#deltaRemoved += inDelta.length;
       this.#deltaChanged();
@@ -181,7 +213,8 @@ export class SegmentedAnn {
    * The same, on both cores: the sealed graphs the worker has open are shared with it, and each
    * thread walks the next one nobody has started (graph-worker.ts). Graphs the worker has not
    * opened yet are walked here first, and so is the delta unless it is unchanged since its save
-   * (the worker then walks that file in its place). While the worker has other searches queued
+   * or, in a cosine table, changed by a few rows since, which this thread then scans (DeltaSince):
+   * the worker walks that file in its place. While the worker has other searches queued
    * (concurrent queries), this thread takes at most half of the shared graphs: it also does all
    * the HTTP, SQL and re-scoring work, so taking the worker's share as well lowered throughput
    * (1M rows, concurrency 16: 139 against 201 QPS in bench/vectors.bench.ts). A table with one
@@ -199,7 +232,7 @@ export class SegmentedAnn {
     if (!worker.syncing && worker.alive) {
       for (const s of this.#sealed) if (!s.retired && s.path !== null && s.graph.viewed && worker.isReady(s.uid)) shared.push(s);
       const d = this.#deltaShare;
-      if (d !== null && worker.isReady(d.uid)) shared.push({ uid: d.uid, graph: this.#delta, dead: null, isDelta: true });
+      if (d !== null && worker.isReady(d.uid)) shared.push({ uid: d.uid, graph: this.#delta, dead: d.since?.stale ?? null, isDelta: true, since: d.since });
     }
     if (shared.length === 0) return this.search(query, k, ef);
     if (alone && worker.pending === 0 && shared.length === 1 && this.#onlyGraph(shared[0])) return this.search(query, k, ef);
@@ -212,8 +245,10 @@ export class SegmentedAnn {
   async #walkShared(query: Float32Array, effort: number, k: number, shared: SharedGraph[], claims: GraphClaims, pending: Promise<WorkerAnswer[]>, worker: GraphWorker): Promise<number[]> {
     const found: Found[] = [];
     for (const s of this.#sealed) if (!s.retired && !shared.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
-    const deltaShared = shared.some((s) => s.isDelta === true);
+    const deltaShared = shared.find((s) => s.isDelta === true);
     if (!deltaShared) collect(found, this.#delta.searchScored(query, effort), null);
+    // The rows the delta's file lacks or holds stale (its answers skip those) are scanned here.
+    if (deltaShared?.since) collect(found, deltaShared.since.search(query, k), null);
     const walked = new Array<boolean>(shared.length).fill(false);
     // A lone graph is the worker's unless its queue runs long (then it is the slower side): this
     // thread cannot tell a lone search from one of many (it handles them one after another), and
@@ -222,18 +257,19 @@ export class SegmentedAnn {
     for (let mine = 0; mine < most; mine++) {
       const i = claimGraph(claims, shared.length);
       if (i < 0) break;
-      collect(found, shared[i].graph.searchScored(query, effort), shared[i].dead);
+      // The delta walked here is the live graph, not its file: none of its rows is stale.
+      collect(found, shared[i].graph.searchScored(query, effort), shared[i].isDelta === true ? null : shared[i].dead);
       walked[i] = true;
     }
     for (const a of await pending) {
       if ('missing' in a) continue;
-      // The segment may have been dropped, or the delta changed, while the worker searched: its rows are elsewhere now.
+      // The segment may have been dropped, or the delta's file given up, while the worker searched: its rows are elsewhere now.
       if (!this.#stillShared(shared[a.index])) continue;
       walked[a.index] = true;
       collect(found, a, shared[a.index].dead);
     }
-    // Graphs the worker took but could not open, or took and died on, and a delta that changed
-    // meanwhile: walked here as they are now (a delta sealed meanwhile, and the new delta too).
+    // Graphs the worker took but could not open, or took and died on, and a delta whose file was
+    // given up meanwhile: walked here as they are now (a delta sealed meanwhile, and the new delta too).
     shared.forEach((s, i) => {
       if (walked[i]) return;
       if (s.isDelta !== true) {
@@ -297,7 +333,7 @@ export class SegmentedAnn {
     this.#delta = AnnIndex.create(this.dimension, this.metric);
     this.#deltaKeys = new Set();
     this.#deltaRemoved = 0;
-    this.#deltaChanged();
+    this.#deltaReplaced();
   }
 
   /**
@@ -313,7 +349,7 @@ export class SegmentedAnn {
     if (removed >= MIN_DELTA_RETIRE && removed >= (this.#delta.size + removed) * share) {
       if (this.#delta.size === 0) {
         this.#delta = AnnIndex.create(this.dimension, this.metric);
-        this.#deltaChanged();
+        this.#deltaReplaced();
       } else {
         this.seal();
         const s = this.#sealed[this.#sealed.length - 1];
@@ -382,10 +418,13 @@ export class SegmentedAnn {
     let deltaWrite: Promise<void> | null = null;
     // The delta's two writes, each awaited on failure: deltaWrite settles at the first rejection.
     let deltaParts: Promise<FileDigest>[] = [];
+    let since: DeltaSince | null = null;
     if (this.#deltaDirty) {
       this.#deltaDirty = false;
       if (this.#delta.size === 0) delta = null;
       else {
+        // The file is the delta as of now (usearch writes it before this call returns): what changes from here on is tracked.
+        since = this.#savingSince = this.metric === 'cosine' ? new DeltaSince(this.dimension) : null;
         const file = `${name}-${process.pid}-${Date.now()}-${this.#generation++}.delta.usearch`;
         deltaFile = file;
         const size = this.#delta.size;
@@ -429,14 +468,19 @@ export class SegmentedAnn {
       // otherwise add one, holding the space freed for the next. The writes still running finish
       // first (and their rejections are handled here, not left to crash the process).
       this.#deltaDirty ||= deltaWrite !== null;
+      if (this.#savingSince === since) this.#savingSince = null;
       await Promise.allSettled([...writes.flatMap((w) => [w.graph, w.ids]), ...deltaParts, ...(deltaWrite ? [deltaWrite] : [])]);
       const unnamed = [...writes.filter((w) => w.s.saved?.file !== w.file).map((w) => w.file), ...(deltaFile ? [deltaFile] : [])];
       await Promise.all(unnamed.flatMap((f) => [path.join(dir, f), path.join(dir, idsFile(f))]).map((f) => fsp.rm(f, { force: true })));
       throw e;
     }
     this.#savedDelta = delta;
-    // Unchanged while it was written: the file is the delta, and a worker may walk it instead.
-    if (deltaFile !== null && delta?.file === deltaFile && !this.#deltaDirty) this.#deltaShare = { uid: nextUid++, path: path.join(dir, deltaFile) };
+    // The file is the delta, or is behind it by changes tracked since: a worker may walk it instead.
+    if (deltaFile !== null && delta?.file === deltaFile) {
+      if (since !== null && this.#savingSince === since) this.#deltaShare = { uid: nextUid++, path: path.join(dir, deltaFile), since };
+      else if (!this.#deltaDirty) this.#deltaShare = { uid: nextUid++, path: path.join(dir, deltaFile), since: null };
+      if (this.#savingSince === since) this.#savingSince = null;
+    }
     await removeUnnamed(dir, name, manifest);
   }
 
@@ -538,7 +582,7 @@ export class SegmentedAnn {
         ann.#delta = graph;
         ann.#deltaKeys = new Set(ids);
         ann.#savedDelta = m.delta;
-        ann.#deltaShare = { uid: nextUid++, path: path.join(dir, m.delta.file) };
+        ann.#deltaShare = { uid: nextUid++, path: path.join(dir, m.delta.file), since: expect.metric === 'cosine' ? new DeltaSince(expect.dimension) : null };
       }
     } catch {
       return null;
@@ -572,7 +616,7 @@ export class SegmentedAnn {
 }
 
 /** A graph a search shares with the worker: a sealed segment, or the delta (walked there from its saved file). */
-type SharedGraph = Pick<Segment, 'uid' | 'graph'> & { dead: Set<number> | null; isDelta?: true };
+type SharedGraph = Pick<Segment, 'uid' | 'graph'> & { dead: Set<number> | null; isDelta?: true; since?: DeltaSince | null };
 
 /** Searches queued on the worker past which this thread walks a lone graph itself. */
 const MAX_WORKER_QUEUE = 8;

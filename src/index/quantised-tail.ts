@@ -85,19 +85,26 @@ export class QuantisedTail {
    * re-score them before trusting the order).
    */
   search(query: Float32Array, k: number): number[] {
+    return this.searchScored(query, k).keys;
+  }
+
+  /** The same with their int8 cosine distances (as a cosine graph over int8 copies reckons them). */
+  searchScored(query: Float32Array, k: number): { keys: number[]; distances: number[] } {
     const n = this.#size;
     const want = Math.min(k, n);
-    if (want <= 0) return [];
+    const out = { keys: [] as number[], distances: [] as number[] };
+    if (want <= 0) return out;
     const d = this.dimension;
     const q = new Int8Array(d);
     quantise(query, q, 0);
     // One thread: a 16k-row tail is ~6 MB, and usearch's threads per call (0: all cores) cost more
     // than they save while the other core indexes or walks graphs (1.1 against 2.5 ms at 16k rows).
     const found = exactSearch(new Int8Array(this.#codes.buffer, 0, n * d), q, d, want, MetricKind.Cos, 1);
-    const out: number[] = [];
     for (let j = 0; j < want; j++) {
       const slot = Number(found.keys[j]);
-      if (slot < n) out.push(this.#rowIds[slot]);
+      if (slot >= n) continue;
+      out.keys.push(this.#rowIds[slot]);
+      out.distances.push(found.distances[j]);
     }
     return out;
   }

@@ -538,6 +538,37 @@ describe('embedded storage', () => {
     }
   });
 
+  it("saves a delta graph again once 1,024 of its rows changed since its file, though the worker may still walk that file for it", async () => {
+    const d = 16;
+    const rows = rowsOf(clustered(3200, d, 11, 30));
+    const s = await openEmbeddedStorage({ dataDir: path.join(dir, 'delta-behind'), index: { ...indexOpts(100), settleDeadlineMs: 200 } });
+    try {
+      await s.createKeyspace({ name: 'ks', owner: null });
+      await s.createTable({ keyspace: 'ks', name: 't', dimension: d, metric: 'cosine', model: null });
+      const savedSeq = () => s.indexStatus()[0].savedSeq;
+      const savedAfter = async (seq: number) => {
+        const t0 = Date.now();
+        while (savedSeq() <= seq) {
+          assert.ok(Date.now() - t0 < 10_000, `no save after seq ${seq}: ${JSON.stringify(s.indexStatus()[0])}`);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        return savedSeq();
+      };
+      // A bulk load's delta is saved at its end (no timed save for an hour here).
+      await ingest(s, 'ks', 't', rows.slice(0, 2000));
+      await s.whenIndexed();
+      const first = await savedAfter(0);
+      // 1,200 rows more: few enough for the worker to go on walking the file, enough to write it again.
+      await ingest(s, 'ks', 't', rows.slice(2000), 100);
+      await s.whenIndexed();
+      await savedAfter(first);
+      const q = rows[3100].vector as Float32Array;
+      assert.equal((await s.search('ks', 't', { vector: q, metric: 'cosine', candidates: 50, limit: 1 }))[0].key, rows[3100].key);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('keeps the segment sealed at the end of a bulk load in memory while searches come, and saves and maps it once they pause or its deadline passes', async () => {
     const d = 16;
     const rows = rowsOf(clustered(3000, d, 9, 30));

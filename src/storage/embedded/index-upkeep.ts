@@ -126,8 +126,9 @@ export const UPKEEP_TIMINGS = Object.freeze({
    * A delta graph changed by at least this many rows since its last save, with none left to index
    * (a bulk load's end), is saved the same way (quiet moment or settleDeadlineMs), so that the
    * worker walks its file for searches instead of this thread (SegmentedAnn.searchAsync) without
-   * waiting for the timed save. Fewer changes wait for that: a trickle of writes must not rewrite
-   * a big delta at every pause.
+   * waiting for the timed save, and this thread scans no more than a few rows beside it. Fewer
+   * changes wait for that: a trickle of writes must not rewrite a big delta at every pause (a
+   * cosine table's file stays walkable meanwhile, see DeltaSince).
    */
   settleDeltaChanges: 1_024,
   /**
@@ -709,7 +710,7 @@ export class IndexKeeper {
 
   /** Whether `t`'s delta should be saved for the worker to walk (see settleDeltaChanges). */
   #deltaWantsSave(t: TableState): boolean {
-    return this.#opts.worker != null && t.ann !== null && t.changes >= T.settleDeltaChanges && t.ann.deltaUnshared;
+    return this.#opts.worker != null && t.ann !== null && t.changes >= T.settleDeltaChanges && (t.ann.deltaUnshared || t.ann.deltaBehind > 0);
   }
 
   /**
