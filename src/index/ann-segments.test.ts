@@ -294,6 +294,47 @@ describe('SegmentedAnn', () => {
     }
   });
 
+  it('answers as the delta is now through random writes, rewrites, removals and saves while the worker walks its file', async () => {
+    const sub = path.join(dir(), 'delta-churn');
+    const r = rng(21);
+    const ann = SegmentedAnn.create(d, 'cosine');
+    const live = new Map<number, Float32Array>();
+    const gone = new Map<number, Float32Array>();
+    const write = (ids: number[]) => {
+      const vs = randomRows(ids.length, Math.floor(r() * 1e9));
+      ann.add(ids, vs);
+      ids.forEach((id, i) => {
+        gone.delete(id);
+        live.set(id, vs.subarray(i * d, i * d + d));
+      });
+    };
+    const pick = (n: number) => [...live.keys()].sort(() => r() - 0.5).slice(0, n);
+    write(Array.from({ length: 2000 }, (_, i) => i));
+    await ann.save(sub, '1', 0, 'db');
+    const worker = new GraphWorker();
+    let nextId = 2000;
+    try {
+      for (let step = 1; step <= 30; step++) {
+        write(Array.from({ length: 20 }, () => nextId++));
+        write(pick(10)); // new vectors for rows the file may hold
+        const removed = pick(10);
+        ann.remove(removed);
+        for (const id of removed) {
+          gone.set(id, live.get(id)!);
+          live.delete(id);
+        }
+        if (step % 7 === 0) await ann.save(sub, '1', step, 'db');
+        ann.shareWith(worker);
+        while (worker.syncing) await new Promise((res) => setTimeout(res, 5));
+        for (const id of pick(8)) assert.equal((await ann.searchAsync(live.get(id)!, 10, worker))[0], id, `step ${step}: row ${id} by its vector`);
+        for (const [id, v] of [...gone].slice(-5)) assert.ok(!(await ann.searchAsync(v, 10, worker)).includes(id), `step ${step}: removed row ${id}`);
+      }
+      assert.ok(worker.walked >= 30 * 13 * 0.9, `the worker walked the file for most searches: ${worker.walked}`);
+    } finally {
+      await worker.close();
+    }
+  });
+
   it("walks an Euclidean table's delta here from its first change since the save (no common int8 scale to scan its changes at)", async () => {
     const ann = SegmentedAnn.create(d, 'euclidean');
     const data = randomRows(2000, 13);
