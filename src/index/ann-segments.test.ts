@@ -335,6 +335,33 @@ describe('SegmentedAnn', () => {
     }
   });
 
+  it('gives up the file of a delta emptied and saved again (the save removes it)', async () => {
+    const sub = path.join(dir(), 'delta-emptied');
+    const ann = SegmentedAnn.create(d, 'cosine');
+    const data = randomRows(1500, 14);
+    const ids = Array.from({ length: 1500 }, (_, i) => i);
+    ann.add(ids, data);
+    await ann.save(sub, '1', 1, 'db');
+    const worker = new GraphWorker();
+    try {
+      ann.shareWith(worker);
+      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      const q = data.subarray(0, d);
+      assert.equal((await ann.searchAsync(q, 10, worker))[0], 0);
+      assert.equal(worker.walked, 1);
+      ann.remove(ids);
+      assert.equal(ann.deltaBehind, 1500, 'still the file, every row of it stale');
+      assert.deepEqual(await ann.searchAsync(q, 10, worker), []);
+      await ann.save(sub, '1', 2, 'db');
+      assert.equal(ann.deltaBehind, 0);
+      assert.ok(!(await fs.readdir(sub)).some((f) => f.endsWith('.delta.usearch')), 'no delta file left');
+      assert.deepEqual(await ann.searchAsync(q, 10, worker), []);
+      assert.equal(worker.walked, 2, 'the emptied delta is not walked there');
+    } finally {
+      await worker.close();
+    }
+  });
+
   it("walks an Euclidean table's delta here from its first change since the save (no common int8 scale to scan its changes at)", async () => {
     const ann = SegmentedAnn.create(d, 'euclidean');
     const data = randomRows(2000, 13);

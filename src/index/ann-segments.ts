@@ -421,8 +421,11 @@ export class SegmentedAnn {
     let since: DeltaSince | null = null;
     if (this.#deltaDirty) {
       this.#deltaDirty = false;
-      if (this.#delta.size === 0) delta = null;
-      else {
+      if (this.#delta.size === 0) {
+        delta = null;
+        // Its last file goes once this save is named (removeUnnamed): nothing left for a worker to walk.
+        this.#deltaShare = null;
+      } else {
         // The file is the delta as of now (usearch writes it before this call returns): what changes from here on is tracked.
         since = this.#savingSince = this.metric === 'cosine' ? new DeltaSince(this.dimension) : null;
         const file = `${name}-${process.pid}-${Date.now()}-${this.#generation++}.delta.usearch`;
