@@ -40,6 +40,17 @@ function fourSegments(seed: number): { ann: SegmentedAnn; data: Float32Array } {
   return { ann, data };
 }
 
+/** Waits until the worker has opened what it was told to. */
+async function synced(worker: GraphWorker): Promise<void> {
+  while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+}
+
+/** Tells the worker about each index's files and waits until it has them open. */
+async function shared(worker: GraphWorker, ...anns: SegmentedAnn[]): Promise<void> {
+  for (const ann of anns) ann.shareWith(worker);
+  await synced(worker);
+}
+
 describe('SegmentedAnn', () => {
   const dir = tempDirForSuite('vss-annseg-');
 
@@ -199,14 +210,14 @@ describe('SegmentedAnn', () => {
       // Saved but still in memory: nothing to share yet.
       for (const q of qs.slice(0, 3)) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
       assert.equal(worker.searches, 0);
-      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      await synced(worker);
       assert.equal(ann.viewSaved(), 4);
       ann.shareWith(worker);
       // Until the worker has read the new graphs through, searches stay here (they would queue behind that).
       assert.equal(worker.syncing, true);
       assert.deepEqual(await ann.searchAsync(qs[0], 30, worker), ann.search(qs[0], 30));
       assert.equal(worker.searches, 0);
-      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      await synced(worker);
       ann.remove([151, 1208, 3020]); // dead in segments 1, 2 and 4: the worker's answers are filtered too
       for (const q of qs) {
         const got = await ann.searchAsync(q, 30, worker);
@@ -228,18 +239,14 @@ describe('SegmentedAnn', () => {
     const data = randomRows(3000, 9);
     ann.add(Array.from({ length: 3000 }, (_, i) => i), data);
     const worker = new GraphWorker();
-    const settle = async (index = ann) => {
-      index.shareWith(worker);
-      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
-    };
     const row = (id: number) => data.subarray(id * d, id * d + d);
     try {
       const qs = Array.from({ length: 10 }, (_, i) => row(i * 277));
-      await settle();
+      await shared(worker, ann);
       for (const q of qs) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
       assert.equal(worker.searches, 0, 'an unsaved delta is walked here');
       await ann.save(sub, '1', 1, 'db');
-      await settle();
+      await shared(worker, ann);
       // The worker walks the saved file: the same graph, so the same answers.
       for (const q of qs) assert.deepEqual(await ann.searchAsync(q, 30, worker), ann.search(q, 30));
       assert.equal(worker.walked, qs.length, 'every walk on the worker');
@@ -278,7 +285,7 @@ describe('SegmentedAnn', () => {
         clearInterval(searching);
       }
       await saving;
-      await settle();
+      await shared(worker, ann);
       assert.equal(ann.deltaBehind, 1);
       assert.equal((await ann.searchAsync(fresh, 5, worker))[0], 5000);
       assert.equal((await ann.searchAsync(Float32Array.from(qs[3], (x) => -x), 5, worker))[0], 6000);
@@ -286,7 +293,7 @@ describe('SegmentedAnn', () => {
       // Reopened from its files, the delta is shared at once (without row 6000: not saved).
       const opened = await SegmentedAnn.open(sub, '1', { dimension: d, metric: 'cosine', tag: 'db' });
       assert.ok(opened);
-      await settle(opened.ann);
+      await shared(worker, opened.ann);
       assert.deepEqual(await opened.ann.searchAsync(qs[4], 30, worker), opened.ann.search(qs[4], 30));
       assert.equal(worker.walked, walked + 3);
     } finally {
@@ -324,8 +331,7 @@ describe('SegmentedAnn', () => {
           live.delete(id);
         }
         if (step % 7 === 0) await ann.save(sub, '1', step, 'db');
-        ann.shareWith(worker);
-        while (worker.syncing) await new Promise((res) => setTimeout(res, 5));
+        await shared(worker, ann);
         for (const id of pick(8)) assert.equal((await ann.searchAsync(live.get(id)!, 10, worker))[0], id, `step ${step}: row ${id} by its vector`);
         for (const [id, v] of [...gone].slice(-5)) assert.ok(!(await ann.searchAsync(v, 10, worker)).includes(id), `step ${step}: removed row ${id}`);
       }
@@ -344,8 +350,7 @@ describe('SegmentedAnn', () => {
     await ann.save(sub, '1', 1, 'db');
     const worker = new GraphWorker();
     try {
-      ann.shareWith(worker);
-      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      await shared(worker, ann);
       const q = data.subarray(0, d);
       assert.equal((await ann.searchAsync(q, 10, worker))[0], 0);
       assert.equal(worker.walked, 1);
@@ -369,8 +374,7 @@ describe('SegmentedAnn', () => {
     await ann.save(path.join(dir(), 'delta-l2'), '1', 1, 'db');
     const worker = new GraphWorker();
     try {
-      ann.shareWith(worker);
-      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      await shared(worker, ann);
       const q = data.subarray(5 * d, 6 * d);
       assert.deepEqual(await ann.searchAsync(q, 20, worker), ann.search(q, 20));
       assert.equal(worker.walked, 1);
@@ -392,8 +396,7 @@ describe('SegmentedAnn', () => {
     four.ann.viewSaved();
     const worker = new GraphWorker();
     try {
-      for (const ann of [lone, four.ann]) ann.shareWith(worker);
-      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      await shared(worker, lone, four.ann);
       const q = data.subarray(5 * d, 6 * d);
       assert.deepEqual(await lone.searchAsync(q, 30, worker, undefined, true), lone.search(q, 30));
       assert.equal(worker.searches, 0, 'alone: the lone graph walked here');
@@ -418,7 +421,7 @@ describe('SegmentedAnn', () => {
       // Another table's graph (one of the same files, under an id of its own) to keep the worker busy.
       const file = path.join(sub, (await fs.readdir(sub)).find((f) => f.endsWith('.seg.usearch'))!);
       worker.sync({}, [{ id: 1e9, file, dimension: d, metric: 'cosine' }]);
-      while (worker.syncing) await new Promise((r) => setTimeout(r, 5));
+      await synced(worker);
       const q = data.subarray(77 * d, 78 * d);
       const busy = worker.search(Array(200).fill(1e9), q, 100, newGraphClaims());
       const got = ann.searchAsync(q, 30, worker);
