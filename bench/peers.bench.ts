@@ -1,7 +1,7 @@
 /**
  * The service against Chroma's own server on the same vectors, in one run.
  *
- *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--after-effort 50:128] [--skip-chroma] [--server-prof DIR]
+ *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--after-effort 50:128] [--warm-up 0] [--skip-chroma] [--server-prof DIR]
  *
  * Chroma: chromadb from PyPI (pinned below) in a venv under .bench-data/ that this script creates
  * on first use, started as `chroma run` with a cosine collection and its HNSW defaults, called
@@ -18,6 +18,15 @@
  * `--rounds` settled rounds alternate the two servers query set by query set (c1 of both, then
  * c16 of both, the first server alternating), and the settled figures are the rounds' medians.
  * Each phase records the 1-minute load average and the client's machine check (bench/machine-check.ts).
+ *
+ * Before each load, every server is left to go quiet (Chroma persists for a while after its writes
+ * return), and the CPU each server used from the load to the end of its right-after searches is
+ * printed: the other server should be idle meanwhile.
+ *
+ * `--warm-up N`: before its load, each server writes 12,000 rows to a collection of their own and
+ * answers N searches of it, as a server that has served before would have. Without it the
+ * right-after searches are also the process's first, which the service runs before V8 has
+ * compiled its search path.
  *
  * Right after its load the service is searched first at `--after-effort` (initial_top_k:ef; the
  * cheapest curve point that reached Chroma's recall in earlier runs, its recall printed beside
@@ -48,7 +57,7 @@ import { parseArgs } from 'node:util';
 import { exactSearch, MetricKind } from 'usearch';
 import { jsonCaller, startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { fmt, inBatches, ingest, makeCentres, makeVectors, pct, pendingRows, rssMb, searchMsIn, serverMetrics, writeVector, type Timed } from './workload.ts';
+import { cpuSeconds, fmt, inBatches, ingest, makeCentres, makeVectors, pct, pendingRows, quiet, rssMb, searchMsIn, serverMetrics, writeVector, type Timed } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -59,6 +68,7 @@ const { values: args } = parseArgs({
     curve: { type: 'string', default: '10:16,10:32,20:32,10:64,20:64,20:128,50:64,50:128,100:128,100:256,100:512' },
     'after-effort': { type: 'string', default: '50:128' },
     'skip-chroma': { type: 'boolean', default: false },
+    'warm-up': { type: 'string', default: '0' },
     'server-prof': { type: 'string' },
   },
 });
@@ -69,6 +79,10 @@ const ROUNDS = Math.max(1, Number(args.rounds));
 /** The recall-latency curve's points: initial_top_k and ef (none with --curve ''). */
 const CURVE = args.curve === '' ? [] : args.curve.split(',').map((p) => p.split(':').map(Number) as [number, number]);
 const [AFTER_K, AFTER_EF] = args['after-effort']!.split(':').map(Number);
+/** Searches each server answers on a collection of its own before its load (0: none, the load's searches are the process's first). */
+const WARM_UP = Number(args['warm-up']);
+/** That collection's rows: past the service's exact-scan threshold (VSS_EXACT_BELOW_ROWS, 10,000), so its searches walk a graph. */
+const WARM_ROWS = 12_000;
 const BATCH = 1_000;
 const WRITERS = 2;
 const CHROMA_VERSION = '1.5.9';
@@ -77,6 +91,7 @@ const VENV = path.join(ROOT, '.bench-data', 'chroma-venv');
 const KEY = 'bench-admin-key-0123456789abcdef';
 const KS = 'default_keyspace';
 const TABLE = 'peers';
+const WARM_TABLE = 'warm';
 const CHROMA_BASE = '/api/v2/tenants/default_tenant/databases/default_database/collections';
 
 type Call = RunningServer['call'];
@@ -101,6 +116,8 @@ interface PeerServer {
   load(): Promise<{ ackSeconds: number; pendingAtAck: number | null; t0: number }>;
   /** Resolves once every row is searchable at graph speed. */
   indexed(): Promise<void>;
+  /** Writes WARM_ROWS rows to a collection of their own and searches it once per query, one after another (--warm-up). */
+  warmUp(queries: Float32Array[]): Promise<void>;
   stop(): Promise<void>;
 }
 /** A server under test with what it measured. */
@@ -116,9 +133,13 @@ interface Peer extends PeerServer {
   settled1: Run[];
   settled16: Run[];
   rssMb: number;
+  /** Seconds waited, before this server's load, for each server to go quiet. */
+  waitedForQuiet: Record<string, number>;
+  /** CPU seconds each server used from the start of this server's load to the end of its right-after searches. */
+  cpuDuring: Record<string, number>;
 }
 
-const measured = (server: PeerServer): Peer => ({ ...server, ackSeconds: 0, searchableSeconds: 0, pendingAtAck: null, settled1: [], settled16: [], rssMb: 0 });
+const measured = (server: PeerServer): Peer => ({ ...server, ackSeconds: 0, searchableSeconds: 0, pendingAtAck: null, settled1: [], settled16: [], rssMb: 0, waitedForQuiet: {}, cpuDuring: {} });
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -192,6 +213,14 @@ async function startService(centres: Float32Array[]): Promise<Peer> {
     async indexed() {
       while ((await pending()) > 0) await sleep(200);
     },
+    async warmUp(queries) {
+      const made = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: WARM_TABLE, dimension: DIM, metric: 'cosine' });
+      if (made.status !== 200) throw new Error(JSON.stringify(made.body));
+      await ingest(server, { n: WARM_ROWS, dim: DIM, batch: BATCH, keyspace: KS, table: WARM_TABLE, encoding: 'base64' }, centres);
+      while ((await pendingRows(server, KS, WARM_TABLE)) > 0) await sleep(200);
+      const search = serviceSearch(server.call, { initial_top_k: 100 }, WARM_TABLE)(queries);
+      for (let i = 0; i < queries.length; i++) await search(i);
+    },
     async stop() {
       await server.kill('SIGTERM');
       await rm(dataDir, { recursive: true, force: true });
@@ -199,9 +228,9 @@ async function startService(centres: Float32Array[]): Promise<Peer> {
   });
 }
 
-function serviceSearch(call: Call, extra: object = { initial_top_k: 100 }): Search {
+function serviceSearch(call: Call, extra: object = { initial_top_k: 100 }, table = TABLE): Search {
   return (qs) => async (i) => {
-    const r = await call('POST', '/v1/search/', { keyspace: KS, table: TABLE, vector: Array.from(qs[i]), final_top_k: 10, ...extra });
+    const r = await call('POST', '/v1/search/', { keyspace: KS, table, vector: Array.from(qs[i]), final_top_k: 10, ...extra });
     if (r.status !== 200) throw new Error(`search: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
     return r.body.matches.map((m: { key: string }) => m.key);
   };
@@ -236,29 +265,41 @@ async function startChroma(centres: Float32Array[]): Promise<Peer> {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`chroma did not start:\n${err}`);
     await sleep(100);
   }
-  const created = await call('POST', CHROMA_BASE, { name: 'peers', configuration: { hnsw: { space: 'cosine' } } });
-  if (created.status !== 200) throw new Error(JSON.stringify(created.body));
-  const id = created.body.id as string;
+  const collection = async (name: string) => {
+    const created = await call('POST', CHROMA_BASE, { name, configuration: { hnsw: { space: 'cosine' } } });
+    if (created.status !== 200) throw new Error(JSON.stringify(created.body));
+    return created.body.id as string;
+  };
+  const search = (id: string): Search => (qs) => async (i) => {
+    const r = await call('POST', `${CHROMA_BASE}/${id}/query`, { query_embeddings: [Array.from(qs[i])], n_results: 10, include: ['distances'] });
+    if (r.status !== 200) throw new Error(`chroma query: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    return r.body.ids[0] as string[];
+  };
+  const add = (id: string, n: number) =>
+    inBatches(n, BATCH, WRITERS, async (start, count) => {
+      const vs = makeVectors(start, count, DIM, centres);
+      const body = { ids: vs.map((_, i) => `v${start + i}`), embeddings: vs.map((v) => Array.from(v)), metadatas: vs.map((_, i) => ({ i: start + i })) };
+      const r = await call('POST', `${CHROMA_BASE}/${id}/add`, body);
+      if (r.status !== 200 && r.status !== 201) throw new Error(`chroma add at ${start}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    });
+  const id = await collection('peers');
   return measured({
     name: 'Chroma',
     pid: child.pid!,
-    search: (qs) => async (i) => {
-      const r = await call('POST', `${CHROMA_BASE}/${id}/query`, { query_embeddings: [Array.from(qs[i])], n_results: 10, include: ['distances'] });
-      if (r.status !== 200) throw new Error(`chroma query: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
-      return r.body.ids[0] as string[];
-    },
+    search: search(id),
     async load() {
       const t0 = performance.now();
-      await inBatches(N, BATCH, WRITERS, async (start, count) => {
-        const vs = makeVectors(start, count, DIM, centres);
-        const body = { ids: vs.map((_, i) => `v${start + i}`), embeddings: vs.map((v) => Array.from(v)), metadatas: vs.map((_, i) => ({ i: start + i })) };
-        const r = await call('POST', `${CHROMA_BASE}/${id}/add`, body);
-        if (r.status !== 200 && r.status !== 201) throw new Error(`chroma add at ${start}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
-      });
+      await add(id, N);
       return { ackSeconds: (performance.now() - t0) / 1000, pendingAtAck: null, t0 };
     },
     // Chroma indexes as it writes: what it acknowledged is in its graph (or its brute-force buffer).
     indexed: async () => {},
+    async warmUp(queries) {
+      const warm = await collection(WARM_TABLE);
+      await add(warm, WARM_ROWS);
+      const run = search(warm)(queries);
+      for (let i = 0; i < queries.length; i++) await run(i);
+    },
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
@@ -285,6 +326,7 @@ async function main() {
   const all = new Float32Array(N * DIM);
   for (let i = 0; i < N; i++) writeVector(i, centres, all, i * DIM);
   const after = querySet(all, centres, N + 1_000_000, QUERIES);
+  const warmQueries = makeVectors(N + 5_000_000, WARM_UP, DIM, centres);
   const settled = Array.from({ length: ROUNDS }, (_, r) => querySet(all, centres, N + 3_000_000 + r * QUERIES, QUERIES));
 
   const peers: Peer[] = [];
@@ -293,7 +335,12 @@ async function main() {
     peers.push(await startService(centres));
     // Loads one at a time, each searched right after its last write is acknowledged.
     for (const p of peers) {
+      if (WARM_UP > 0) await p.warmUp(warmQueries);
+      // The other server may still be at work on its own load (Chroma persists after its writes
+      // return): each load and its right-after searches start with every server quiet.
+      for (const o of peers) p.waitedForQuiet[o.name] = await quiet(o.pid, 300);
       phase(`before ${p.name}'s load`);
+      const cpuBefore = await Promise.all(peers.map((o) => cpuSeconds(o.pid)));
       const { ackSeconds, pendingAtAck, t0 } = await p.load();
       Object.assign(p, { ackSeconds, pendingAtAck });
       const indexedAt = p.indexed().then(() => performance.now());
@@ -306,6 +353,8 @@ async function main() {
       if (args['server-prof']) phase(`${p.name}'s right-after searches at concurrency 1 done`);
       p.after16 = await timed(after, 16, p.search);
       p.searchableSeconds = ((await indexedAt) - t0) / 1000;
+      const cpuAfter = await Promise.all(peers.map((o) => cpuSeconds(o.pid)));
+      peers.forEach((o, i) => (p.cpuDuring[o.name] = cpuAfter[i] - cpuBefore[i]));
       phase(`after ${p.name}'s load and its right-after searches`);
     }
     await sleep(5_000);
@@ -340,6 +389,9 @@ async function main() {
         row(`${p.name}: its own time per search at concurrency 1, right after the load / settled`, `${at} / ${s1.server.toFixed(2)} ms`);
       }
       row(`${p.name}: server VmRSS after the searches`, `${p.rssMb.toFixed(0)} MB`);
+      const each = (r: Record<string, number>, unit: string) => Object.entries(r).map(([name, v]) => `${name} ${v.toFixed(1)} ${unit}`).join(', ');
+      row(`${p.name}: before its load, waited for each server to go quiet`, each(p.waitedForQuiet, 's'));
+      row(`${p.name}: CPU each server used from its load to the end of its right-after searches`, each(p.cpuDuring, 'CPU-s'));
     }
     if (chroma) {
       const ratio = (a: number, b: number) => (a / b).toFixed(2);
