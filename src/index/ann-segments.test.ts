@@ -270,7 +270,8 @@ describe('SegmentedAnn', () => {
       ann.add(Array.from({ length: 4100 }, (_, i) => 10_000 + i), many);
       assert.equal(ann.deltaBehind, 0, 'no file shared any more');
       const walked = worker.walked;
-      assert.equal((await ann.searchAsync(many.subarray(7 * d, 8 * d), 5, worker))[0], 10_007);
+      // Found by a graph walk (not certain to come first: see the churn test below), so among the best five.
+      assert.ok((await ann.searchAsync(many.subarray(7 * d, 8 * d), 5, worker)).includes(10_007));
       assert.equal(worker.walked, walked, 'walked here');
 
       // Saved again, the worker walks the new file; a change during the save is tracked against that file too.
@@ -372,7 +373,7 @@ describe('SegmentedAnn', () => {
     try {
       await shared(worker, ann);
       const q = data.subarray(0, d);
-      assert.equal((await ann.searchAsync(q, 10, worker))[0], 0);
+      assert.ok((await ann.searchAsync(q, 10, worker)).includes(0));
       assert.equal(worker.walked, 1);
       ann.remove(ids);
       assert.equal(ann.deltaBehind, 1500, 'still the file, every row of it stale');
