@@ -3,7 +3,7 @@
  * acknowledged write to full speed under a stream of searches that never pauses (which is when
  * the service defers its own background work the longest).
  *
- *   node --import tsx bench/after-load.bench.ts [--n 100000] [--seconds 60] [--window 2] [--effort 50:128]
+ *   node --import tsx bench/after-load.bench.ts [--n 100000] [--seconds 60] [--window 2] [--effort 50:128] [--server-prof DIR]
  *
  * Starts the service on a fresh data directory, writes `--n` clustered 384-d rows through the API
  * (bench/workload.ts, as bench/peers.bench.ts does), then from the last acknowledgement searches
@@ -14,6 +14,8 @@
  * same run: once no row waits and the server's threads have used under 2% of a core for two
  * seconds running (the work it defers while searches come, such as copying a new graph file, then
  * done), three windows of the same searches; each window's QPS is reported over their median.
+ * `--server-prof DIR` has the server write V8 CPU profiles there and prints a mark at each window's
+ * start, for bench/lib/profile-phases.ts to split them by.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -24,7 +26,7 @@ import { benchArgs } from './lib/args.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
 import { ingest, makeCentres, makeVectors, pct, pendingRows, quiet, searchMsIn, serverMetrics } from './workload.ts';
 
-const args = benchArgs({ n: 100_000, seconds: 60, window: 2, effort: '50:128' });
+const args = benchArgs({ n: 100_000, seconds: 60, window: 2, effort: '50:128', 'server-prof': undefined });
 const [K, EF] = args.effort.split(':').map(Number);
 if (!(K > 0 && EF > 0)) throw new Error('--effort takes initial_top_k:ef, e.g. 50:128');
 const DIM = 384;
@@ -56,10 +58,14 @@ async function main() {
   const machine = new MachineChecker();
   console.error(`start: ${fmtCheck(machine.check())}`);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-after-load-'));
-  const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY }, 120_000);
+  const prof = args['server-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['server-prof'])}`] : [];
+  const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY }, 120_000, undefined, prof);
+  // The profiler's clock is the monotonic one process.hrtime reads.
+  const mark = (what: string) => args['server-prof'] && console.error(`mark ${JSON.stringify(what)} ${process.hrtime.bigint() / 1000n}`);
   let next = 0;
   /** Searches one after another for `seconds`. */
-  const window = async (seconds: number, at: number): Promise<Window> => {
+  const window = async (seconds: number, at: number, name = `window at ${at.toFixed(1)} s`): Promise<Window> => {
+    mark(name);
     const before = (await serverFigures(server)).searchMs;
     const lat: number[] = [];
     const t0 = performance.now();
@@ -83,7 +89,8 @@ async function main() {
     while ((await pendingRows(server, KS, TABLE)) > 0) await new Promise((r) => setTimeout(r, 200));
     const waited = await quiet(server.child.pid!, 180);
     const settled = [];
-    for (let i = 0; i < 3; i++) settled.push(await window(args.window, 0));
+    for (let i = 0; i < 3; i++) settled.push(await window(args.window, 0, `settled window ${i + 1}`));
+    mark('end');
     const anchor = pct(settled.map((w) => w.qps), 50);
     console.error(`end: ${fmtCheck(machine.check())}`);
 
