@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { DbWarmer } from './db-warmer.ts';
@@ -20,9 +20,41 @@ function mappedResidentBytes(file: string): number {
   return total;
 }
 
+/**
+ * Bytes of `file` that some mapping in this process has resident, each page counted once however
+ * many connections map it: the pages present in /proc/self/pagemap over each of the file's maps.
+ */
+function distinctMappedBytes(file: string): number {
+  const pages = new Set<number>();
+  const pagemap = openSync('/proc/self/pagemap', 'r');
+  try {
+    for (const line of readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+      const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) \S+ \S+\s+(.*)$/.exec(line);
+      if (!m || m[4] !== file) continue;
+      const start = parseInt(m[1], 16) / 4096;
+      const count = parseInt(m[2], 16) / 4096 - start;
+      const first = parseInt(m[3], 16) / 4096;
+      const entries = Buffer.alloc(count * 8);
+      readSync(pagemap, entries, 0, entries.length, start * 8);
+      // Bit 63 of an entry: the page is present.
+      for (let i = 0; i < count; i++) if (entries.readBigUInt64LE(i * 8) >> 63n === 1n) pages.add(first + i);
+    }
+  } finally {
+    closeSync(pagemap);
+  }
+  return pages.size * 4096;
+}
+
 /** The nice value of a thread, from its stat file (field 19). */
 const niceOf = (stat: string): number => Number(readFileSync(stat, 'utf8').split(') ')[1].split(' ')[16]);
 const threadNices = (): number[] => readdirSync('/proc/self/task').map((t) => niceOf(`/proc/self/task/${t}/stat`));
+
+/** Moves the rows from the WAL into the file (only the file is mapped), through a connection of its own. */
+function checkpoint(file: string): void {
+  const other = new Database(file);
+  other.pragma('wal_checkpoint(TRUNCATE)');
+  other.close();
+}
 
 async function filled(dataDir: string, mmapBytes: number): Promise<EmbeddedStorage> {
   const s = await openEmbeddedStorage({ dataDir, mmapBytes, index: { saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0 } });
@@ -80,6 +112,66 @@ describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /
       assert.ok(quiet.ms * 3 < busy.ms, `quiet pass took ${quiet.ms} ms, busy ${busy.ms} ms`);
     } finally {
       await warmer.close();
+    }
+  });
+
+  it('reads the rows written since its last pass, and those of that pass again', async () => {
+    const dataDir = path.join(dir(), 'new-rows');
+    // Written through a connection of its own that maps nothing: only the warmer maps the file.
+    const s = await filled(dataDir, 0);
+    const file = path.join(dataDir, 'vss.db');
+    const warmer = new DbWarmer(file, 2 ** 31, new YieldSignal());
+    try {
+      await s.close();
+      checkpoint(file);
+      assert.equal((await warmer.warm()).rows, 6_000);
+      const reopened = await openEmbeddedStorage({ dataDir, mmapBytes: 0, index: { saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0 } });
+      const more = Array.from({ length: 3_000 }, (_, i) => ({ key: `n${i}`, vector: Float32Array.from({ length: 64 }, (_, d) => Math.cos(i * 64 + d)), metadata: { i }, text: `new row ${i}` }));
+      for (let i = 0; i < more.length; i += 500) await reopened.upsertVectors('ks', 't', more.slice(i, i + 500));
+      await reopened.close();
+      checkpoint(file);
+      const before = distinctMappedBytes(file);
+      const fresh = await warmer.warm('new');
+      assert.equal(fresh.error, undefined);
+      // The 3,000 new rows of vector_payloads and of vectors, not the 3,000 old ones.
+      assert.equal(fresh.rows, 6_000);
+      const dbBytes = (await fs.stat(file)).size;
+      assert.ok(before < 0.7 * dbBytes, `mapped ${before} of ${dbBytes} bytes before`);
+      assert.ok(distinctMappedBytes(file) >= 0.9 * dbBytes, `mapped ${distinctMappedBytes(file)} of ${dbBytes} bytes`);
+      // The next reads them again (they may have been in the WAL), and then nothing more.
+      assert.equal((await warmer.warm('new')).rows, 6_000);
+      assert.equal((await warmer.warm('new')).rows, 0);
+    } finally {
+      await warmer.close();
+    }
+  });
+
+  it('follows a file that keeps growing, without waiting for it to stop', async () => {
+    const dataDir = path.join(dir(), 'growing');
+    const s = await filled(dataDir, 0);
+    const file = path.join(dataDir, 'vss.db');
+    const warmer = new DbWarmer(file, 2 ** 31, new YieldSignal(), undefined, { checkMs: 100, newPassMs: 300, growthShare: Infinity });
+    try {
+      // A batch every 150 ms (no pass over every row is ever due here: growthShare), until the
+      // file as it was six batches ago is mapped: at most 30 s, for the warmer's thread runs at
+      // the lowest priority and a busy machine may keep it waiting.
+      const sizes: number[] = [];
+      let mapped = 0;
+      let b = 0;
+      for (; b < 200; b++) {
+        const rows = Array.from({ length: 300 }, (_, i) => ({ key: `g${b}-${i}`, vector: Float32Array.from({ length: 64 }, (_, d) => Math.sin(b * 1e4 + i * 64 + d)), metadata: { b }, text: `growing ${b} ${i}` }));
+        await s.upsertVectors('ks', 't', rows);
+        // The storage's own checkpoints come every ~4 MB of changes: more than this test writes.
+        checkpoint(file);
+        sizes.push((await fs.stat(file)).size);
+        await new Promise((r) => setTimeout(r, 150));
+        mapped = distinctMappedBytes(file);
+        if (b >= 10 && mapped >= 0.9 * sizes[b - 6]) break;
+      }
+      assert.ok(b < 200, `mapped ${mapped} bytes of the ${sizes[b - 7]} the file held six batches before the last, while writes went on`);
+    } finally {
+      await warmer.close();
+      await s.close();
     }
   });
 

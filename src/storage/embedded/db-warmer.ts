@@ -9,20 +9,24 @@
  * again, and a search that re-scores 100 random rows waited ~10 ms. Touching every page once
  * through a map (like the graphs' prefault) keeps them.
  *
- * The walk runs on a worker thread with its own read-only connection (its own map of the file),
- * which stays open so the pages stay mapped. Nothing blocks the event loop, and the pass rests as
+ * The walk runs on a worker thread with its own read-only connections (each its own map of the
+ * file), which stay open so the pages stay mapped (SQLite drops a connection's map when it begins
+ * a read after another connection wrote: db-warmer.worker.ts). Nothing blocks the event loop, and the pass rests as
  * long as it works, so it never takes more than half a core. While searches are being served
  * (the search count moved since its last slice) it reads one slice per BUSY_REST_MS, a few per cent of a
  * core: on two cores a search walks its graphs on both, and any third thread makes it wait.
  * A pass runs after start and again when the file has grown by a tenth and then stopped growing
- * (a bulk load finished). Only the first `mmapBytes` of the file can be mapped (SQLite caps its
+ * (a bulk load finished). While the file grows, a pass over the rows written since the last one
+ * runs every NEW_PASS_MS: a bulk load of a million rows takes minutes, and without it the rows
+ * written first sat unmapped long enough to be paged out before the load's searches began (each
+ * then read its candidates from disk). Only the first `mmapBytes` of the file can be mapped (SQLite caps its
  * map at 2 GiB); pages past that are read as before, and so are pages still in the WAL.
  */
 import fs from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../../platform/worker-url.ts';
 import type { YieldSignal } from '../../platform/yield-signal.ts';
-import type { WarmerData, WarmPass } from './db-warmer.worker.ts';
+import type { WarmerData, WarmPass, WarmScope } from './db-warmer.worker.ts';
 
 export type { WarmPass };
 
@@ -32,7 +36,13 @@ const SLICE_ROWS = 2_000;
 const BUSY_REST_MS = 100;
 /** How often the file size is looked at. */
 const CHECK_MS = 5_000;
-/** A pass is due when the file grew by this share since the last one (and then held still for CHECK_MS). */
+/**
+ * While the file grows, the least time between passes over the rows written since: well under the
+ * ~60 s that an unmapped page sat idle before the VMs' DAMON scheme paged it out. Each such pass
+ * keeps a connection open (db-warmer.worker.ts), so not every CHECK_MS.
+ */
+const NEW_PASS_MS = 20_000;
+/** A pass over every row is due when the file grew by this share since the last such pass (and then held still for CHECK_MS). */
 const GROWTH_SHARE = 0.1;
 
 export class DbWarmer {
@@ -44,13 +54,19 @@ export class DbWarmer {
   #pending = 0;
   #warmedSize = 0;
   #lastSize = -1;
+  #lastNewPass = 0;
+  readonly #newPassMs: number;
+  readonly #growthShare: number;
   /**
    * Starts warming `file` (a no-op when mmapBytes is 0: nothing would stay mapped). A pass under
    * way slows down to a slice per BUSY_REST_MS while `searches` moves. `tuning` is for tests: rows
-   * per slice, and the rest between slices while searches run.
+   * per slice, the rest between slices while searches run, how often the file size is looked at,
+   * NEW_PASS_MS and GROWTH_SHARE.
    */
-  constructor(file: string, mmapBytes: number, searches: YieldSignal, log?: (msg: string, err?: unknown) => void, tuning: { sliceRows?: number; busyRestMs?: number } = {}) {
+  constructor(file: string, mmapBytes: number, searches: YieldSignal, log?: (msg: string, err?: unknown) => void, tuning: { sliceRows?: number; busyRestMs?: number; checkMs?: number; newPassMs?: number; growthShare?: number } = {}) {
     this.#file = file;
+    this.#newPassMs = tuning.newPassMs ?? NEW_PASS_MS;
+    this.#growthShare = tuning.growthShare ?? GROWTH_SHARE;
     if (mmapBytes <= 0) return;
     try {
       const workerData: WarmerData = { file, mmapBytes, sliceRows: tuning.sliceRows ?? SLICE_ROWS, busyRestMs: tuning.busyRestMs ?? BUSY_REST_MS, searches: searches.shared };
@@ -67,20 +83,23 @@ export class DbWarmer {
       log?.('database warm-up thread could not start', e);
       return;
     }
-    this.#timer = setInterval(() => this.#check(), CHECK_MS);
+    this.#timer = setInterval(() => this.#check(), tuning.checkMs ?? CHECK_MS);
     this.#timer.unref();
     void this.warm();
   }
 
-  /** A pass over the searched tables that starts after any pass under way; resolves when it is done. */
-  warm(): Promise<WarmPass> {
-    const pass = this.#tail.then(() => this.#pass());
+  /**
+   * A pass over the searched tables that starts after any pass under way; resolves when it is
+   * done. `scope` 'new': only the rows written since the last pass (and that pass's own).
+   */
+  warm(scope: WarmScope = 'all'): Promise<WarmPass> {
+    const pass = this.#tail.then(() => this.#pass(scope));
     this.#tail = pass;
     this.#pending++;
     return pass.finally(() => this.#pending--);
   }
 
-  #pass(): Promise<WarmPass> {
+  #pass(scope: WarmScope): Promise<WarmPass> {
     const w = this.#worker;
     if (!w) return Promise.resolve({ rows: 0, ms: 0, error: 'no warm-up thread' });
     const size = this.#size();
@@ -89,18 +108,24 @@ export class DbWarmer {
       w.once('exit', onExit);
       w.once('message', (m: WarmPass) => {
         w.off('exit', onExit);
-        this.#warmedSize = size;
+        if (scope === 'all') this.#warmedSize = size;
         resolve(m);
       });
-      w.postMessage('warm');
+      w.postMessage(scope);
     });
   }
 
   #check(): void {
+    if (this.#pending > 0) return;
     const size = this.#size();
-    const settled = size === this.#lastSize;
+    const grew = this.#lastSize >= 0 && size > this.#lastSize;
     this.#lastSize = size;
-    if (settled && this.#pending === 0 && size > this.#warmedSize * (1 + GROWTH_SHARE)) void this.warm();
+    if (!grew) {
+      if (size > this.#warmedSize * (1 + this.#growthShare)) void this.warm();
+    } else if (Date.now() - this.#lastNewPass >= this.#newPassMs) {
+      this.#lastNewPass = Date.now();
+      void this.warm('new');
+    }
   }
 
   #size(): number {

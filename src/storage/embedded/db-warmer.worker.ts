@@ -1,5 +1,6 @@
 // The warm-up thread of db-warmer.ts: holds its own read-only connection (and so its own map of
-// the file) and, on each message, reads every row the search path reads, in slices with rests.
+// the file) and, on each message, reads the rows the search path reads, in slices with rests:
+// every row ('all'), or only those past the highest id it has read so far ('new').
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { lowerThisThreadPriority } from '../../platform/thread-priority.ts';
@@ -13,6 +14,9 @@ export interface WarmerData {
   /** A YieldSignal's shared counters. */
   searches: Int32Array;
 }
+
+/** What a pass reads: every row, or the rows written since the last pass (ids above any it read). */
+export type WarmScope = 'all' | 'new';
 
 export interface WarmPass {
   rows: number;
@@ -28,29 +32,77 @@ const TABLES = [
 
 const data = workerData as WarmerData;
 lowerThisThreadPriority();
-const db = new Database(data.file, { readonly: true, fileMustExist: true });
-db.pragma(`mmap_size = ${data.mmapBytes}`);
+const open = (): Database.Database => {
+  const c = new Database(data.file, { readonly: true, fileMustExist: true });
+  c.pragma(`mmap_size = ${data.mmapBytes}`);
+  return c;
+};
+const db = open();
 const searches = new YieldSignal(data.searches);
 const pause = new Int32Array(new SharedArrayBuffer(4));
 let seen = searches.searches;
+/**
+ * Per table, where the next 'new' pass starts and the highest id read so far. After a 'new' pass
+ * the next starts where it did: the rows it read may have been in the WAL (read from there, not
+ * through the map) until a checkpoint moved them into the file. An 'all' pass runs once writes
+ * have stopped, when the WAL holds little.
+ */
+const reach = new Map<string, [number, number]>();
+/**
+ * The connections of 'new' passes, each still holding the pages it read mapped. SQLite drops a
+ * connection's whole map when a read transaction begins after another connection wrote, so each
+ * such pass reads in one transaction on a connection of its own and never reads again. They are
+ * closed once an 'all' pass has mapped every row with no write in between.
+ */
+const holders: Database.Database[] = [];
+/** At most this many holders: at the limit, a 'new' pass reads every row and replaces them all. */
+const MAX_HOLDERS = 16;
 
-function pass(): WarmPass {
+/** Reads `scope`'s rows of each table through `conn`, in slices with rests. */
+function read(conn: Database.Database, scope: WarmScope): number {
+  let rows = 0;
+  for (const t of TABLES) {
+    const max = (conn.prepare(`SELECT max(id) FROM ${t.name}`).pluck().get() as number | null) ?? 0;
+    const slice = conn.prepare(`SELECT count(*), ${t.touch} FROM ${t.name} WHERE id > ? AND id <= ?`).raw(true);
+    const from = scope === 'new' ? Math.min(reach.get(t.name)?.[0] ?? 0, max) : 0;
+    for (let lo = from; lo < max; lo += data.sliceRows) {
+      const t0 = performance.now();
+      rows += (slice.get(lo, lo + data.sliceRows) as number[])[0];
+      // Half the time at most, and far less while searches run: they need the cores more.
+      const now = searches.searches;
+      const busy = now !== seen;
+      seen = now;
+      if (busy) searches.restTaken();
+      Atomics.wait(pause, 0, 0, busy ? data.busyRestMs : performance.now() - t0);
+    }
+    reach.set(t.name, [scope === 'new' ? (reach.get(t.name)?.[1] ?? 0) : max, max]);
+  }
+  return rows;
+}
+
+function pass(scope: WarmScope): WarmPass {
   const started = Date.now();
   let rows = 0;
   try {
-    for (const t of TABLES) {
-      const max = (db.prepare(`SELECT max(id) FROM ${t.name}`).pluck().get() as number | null) ?? 0;
-      const slice = db.prepare(`SELECT count(*), ${t.touch} FROM ${t.name} WHERE id > ? AND id <= ?`).raw(true);
-      for (let lo = 0; lo < max; lo += data.sliceRows) {
-        const t0 = performance.now();
-        rows += (slice.get(lo, lo + data.sliceRows) as number[])[0];
-        // Half the time at most, and far less while searches run: they need the cores more.
-        const now = searches.searches;
-        const busy = now !== seen;
-        seen = now;
-        if (busy) searches.restTaken();
-        Atomics.wait(pause, 0, 0, busy ? data.busyRestMs : performance.now() - t0);
+    if (scope === 'new') {
+      const full = holders.length >= MAX_HOLDERS;
+      if (full) reach.clear();
+      const conn = open();
+      // One read transaction: the writes of a load go on meanwhile, and each new one would drop the map.
+      conn.prepare('BEGIN').run();
+      try {
+        rows = read(conn, 'new');
+      } finally {
+        conn.prepare('COMMIT').run();
       }
+      if (full) for (const h of holders.splice(0)) h.close();
+      holders.push(conn);
+    } else {
+      const version = () => db.pragma('data_version', { simple: true }) as number;
+      const before = version();
+      // Slices in transactions of their own, so that checkpoints are never held up long.
+      rows = read(db, 'all');
+      if (version() === before) for (const h of holders.splice(0)) h.close();
     }
     return { rows, ms: Date.now() - started };
   } catch (e) {
@@ -58,4 +110,4 @@ function pass(): WarmPass {
   }
 }
 
-parentPort!.on('message', () => parentPort!.postMessage(pass()));
+parentPort!.on('message', (scope: WarmScope) => parentPort!.postMessage(pass(scope)));
