@@ -8,9 +8,10 @@
  * Starts the service on a fresh data directory, writes `--n` clustered 384-d rows through the API
  * (bench/workload.ts, as bench/peers.bench.ts does), then from the last acknowledgement searches
  * at concurrency 1 without pause for `--seconds` (initial_top_k:ef from `--effort`), printing per
- * `--window`: QPS, p50, p99, the service's own time per search, and after it the rows still
- * waiting for the graphs and the sealed segments still searched from memory (not yet saved and
- * mapped: the main thread walks them alone), from its API and metrics. Then the anchor, in the
+ * `--window`: QPS, p50, p99, the service's own time and disk reads (major page faults) per
+ * search, and after it the rows still waiting for the graphs and the sealed segments still
+ * searched from memory (not yet saved and mapped: the main thread walks them alone), from its API
+ * and metrics. Then the anchor, in the
  * same run: once no row waits and the server's threads have used under 2% of a core for two
  * seconds running (the work it defers while searches come, such as copying a new graph file, then
  * done), three windows of the same searches; each window's QPS is reported over their median.
@@ -24,7 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { benchArgs } from './lib/args.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { ingest, makeCentres, makeVectors, pct, pendingRows, quiet, searchMsIn, serverMetrics } from './workload.ts';
+import { ingest, majorFaults, makeCentres, makeVectors, pct, pendingRows, quiet, searchMsIn, serverMetrics } from './workload.ts';
 
 const args = benchArgs({ n: 100_000, seconds: 60, window: 2, effort: '50:128', 'server-prof': undefined });
 const [K, EF] = args.effort.split(':').map(Number);
@@ -40,6 +41,8 @@ interface Window {
   p50: number;
   p99: number;
   ownMs: number;
+  /** The server's page faults that read from disk, per search. */
+  majorFaults: number;
   pending: number;
   /** Sealed segments still searched from memory (vss_index_segments_in_memory) after the window. */
   inMemory: number;
@@ -67,6 +70,7 @@ async function main() {
   const window = async (seconds: number, at: number, name = `window at ${at.toFixed(1)} s`): Promise<Window> => {
     mark(name);
     const before = (await serverFigures(server)).searchMs;
+    const faultsBefore = await majorFaults(server.child.pid!);
     const lat: number[] = [];
     const t0 = performance.now();
     while (performance.now() - t0 < seconds * 1000) {
@@ -77,7 +81,8 @@ async function main() {
     }
     const qps = lat.length / ((performance.now() - t0) / 1000);
     const after = await serverFigures(server);
-    return { at, qps, p50: pct(lat, 50), p99: pct(lat, 99), ownMs: (after.searchMs - before) / lat.length, pending: await pendingRows(server, KS, TABLE), inMemory: after.inMemory };
+    const faults = (await majorFaults(server.child.pid!)) - faultsBefore;
+    return { at, qps, p50: pct(lat, 50), p99: pct(lat, 99), ownMs: (after.searchMs - before) / lat.length, majorFaults: faults / lat.length, pending: await pendingRows(server, KS, TABLE), inMemory: after.inMemory };
   };
   try {
     const created = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
@@ -95,11 +100,11 @@ async function main() {
     console.error(`end: ${fmtCheck(machine.check())}`);
 
     console.log(`\nN = ${args.n.toLocaleString('en-US')}, ${DIM}-d, initial_top_k ${K}, ef ${EF}, concurrency 1, acknowledged in ${ackSeconds.toFixed(1)} s; ${machineKind()}, node ${process.version}\n`);
-    console.log('| since the last acknowledgement (s) | QPS | over settled | p50 (ms) | p99 (ms) | own time per search (ms) | after it: rows waiting for the graphs, segments searched from memory |');
-    console.log('|---|---|---|---|---|---|---|');
-    for (const w of series) console.log(`| ${w.at.toFixed(1)} | ${w.qps.toFixed(0)} | ${(w.qps / anchor).toFixed(2)} | ${w.p50.toFixed(2)} | ${w.p99.toFixed(2)} | ${w.ownMs.toFixed(2)} | ${w.pending}, ${w.inMemory} |`);
+    console.log('| since the last acknowledgement (s) | QPS | over settled | p50 (ms) | p99 (ms) | own time per search (ms) | disk reads (major page faults) per search | after it: rows waiting for the graphs, segments searched from memory |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    for (const w of series) console.log(`| ${w.at.toFixed(1)} | ${w.qps.toFixed(0)} | ${(w.qps / anchor).toFixed(2)} | ${w.p50.toFixed(2)} | ${w.p99.toFixed(2)} | ${w.ownMs.toFixed(2)} | ${w.majorFaults.toFixed(2)} | ${w.pending}, ${w.inMemory} |`);
     const s = settled.find((w) => w.qps === anchor)!;
-    console.log(`| settled (median of 3 windows, after the server was quiet: ${waited.toFixed(0)} s) | ${anchor.toFixed(0)} | 1.00 | ${s.p50.toFixed(2)} | ${s.p99.toFixed(2)} | ${s.ownMs.toFixed(2)} | ${s.pending}, ${s.inMemory} |`);
+    console.log(`| settled (median of 3 windows, after the server was quiet: ${waited.toFixed(0)} s) | ${anchor.toFixed(0)} | 1.00 | ${s.p50.toFixed(2)} | ${s.p99.toFixed(2)} | ${s.ownMs.toFixed(2)} | ${s.majorFaults.toFixed(2)} | ${s.pending}, ${s.inMemory} |`);
   } finally {
     await server.kill('SIGTERM');
     await rm(dataDir, { recursive: true, force: true });

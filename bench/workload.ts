@@ -209,6 +209,12 @@ export async function cpuSeconds(pid: number, tid?: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** Page faults of a process so far that had to read from disk (/proc/<pid>/stat's majflt). */
+export async function majorFaults(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[9]);
+}
+
 /** Waits until `pid` used under 2% of a core in each of two seconds running (at most `maxSeconds`); the seconds waited. */
 export async function quiet(pid: number, maxSeconds: number): Promise<number> {
   const t0 = performance.now();

@@ -39,9 +39,11 @@ const CHECK_MS = 5_000;
 /**
  * While the file grows, the least time between passes over the rows written since: well under the
  * ~60 s that an unmapped page sat idle before the VMs' DAMON scheme paged it out. Each such pass
- * keeps a connection open (db-warmer.worker.ts), so not every CHECK_MS.
+ * keeps a connection open, and past a few the next reads every row (db-warmer.worker.ts), so not
+ * every CHECK_MS, and not for a trickle of writes: only once the file grew by NEW_PASS_GROWTH.
  */
 const NEW_PASS_MS = 20_000;
+const NEW_PASS_GROWTH = 1 / 64;
 /** A pass over every row is due when the file grew by this share since the last such pass (and then held still for CHECK_MS). */
 const GROWTH_SHARE = 0.1;
 
@@ -55,6 +57,8 @@ export class DbWarmer {
   #warmedSize = 0;
   #lastSize = -1;
   #lastNewPass = 0;
+  /** The file's size when the last pass of either scope started. */
+  #passedSize = 0;
   readonly #newPassMs: number;
   readonly #growthShare: number;
   /**
@@ -103,6 +107,7 @@ export class DbWarmer {
     const w = this.#worker;
     if (!w) return Promise.resolve({ rows: 0, ms: 0, error: 'no warm-up thread' });
     const size = this.#size();
+    this.#passedSize = size;
     return new Promise<WarmPass>((resolve) => {
       const onExit = () => resolve({ rows: 0, ms: 0, error: 'warm-up thread exited' });
       w.once('exit', onExit);
@@ -122,7 +127,7 @@ export class DbWarmer {
     this.#lastSize = size;
     if (!grew) {
       if (size > this.#warmedSize * (1 + this.#growthShare)) void this.warm();
-    } else if (Date.now() - this.#lastNewPass >= this.#newPassMs) {
+    } else if (Date.now() - this.#lastNewPass >= this.#newPassMs && size > this.#passedSize * (1 + NEW_PASS_GROWTH)) {
       this.#lastNewPass = Date.now();
       void this.warm('new');
     }
