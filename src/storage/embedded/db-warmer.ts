@@ -9,18 +9,20 @@
  * again, and a search that re-scores 100 random rows waited ~10 ms. Touching every page once
  * through a map (like the graphs' prefault) keeps them.
  *
- * The walk runs on a worker thread with its own read-only connections (each its own map of the
+ * The walk runs on a worker thread with read-only connections of its own (each its own map of the
  * file), which stay open so the pages stay mapped (SQLite drops a connection's map when it begins
- * a read after another connection wrote: db-warmer.worker.ts). Nothing blocks the event loop, and the pass rests as
- * long as it works, so it never takes more than half a core. While searches are being served
- * (the search count moved since its last slice) it reads one slice per BUSY_REST_MS, a few per cent of a
- * core: on two cores a search walks its graphs on both, and any third thread makes it wait.
+ * a read after another connection wrote: db-warmer.worker.ts). Nothing blocks the event loop, and
+ * the pass rests as long as it works, so it never takes more than half a core. While searches
+ * are being served (the search count moved since its last slice) it reads one slice per
+ * BUSY_REST_MS, a few per cent of a core: on two cores a search walks its graphs on both, and any
+ * third thread makes it wait.
  * A pass runs after start and again when the file has grown by a tenth and then stopped growing
  * (a bulk load finished). While the file grows, a pass over the rows written since the last one
  * runs every NEW_PASS_MS: a bulk load of a million rows takes minutes, and without it the rows
  * written first sat unmapped long enough to be paged out before the load's searches began (each
- * then read its candidates from disk). Only the first `mmapBytes` of the file can be mapped (SQLite caps its
- * map at 2 GiB); pages past that are read as before, and so are pages still in the WAL.
+ * then read its candidates from disk). Only the first `mmapBytes` of the file can be mapped
+ * (SQLite caps its map at 2 GiB); pages past that are read as before, and so are pages still in
+ * the WAL.
  */
 import fs from 'node:fs';
 import type { Worker } from 'node:worker_threads';
@@ -39,8 +41,8 @@ const CHECK_MS = 5_000;
 /**
  * While the file grows, the least time between passes over the rows written since: well under the
  * ~60 s that an unmapped page sat idle before the VMs' DAMON scheme paged it out. Each such pass
- * keeps a connection open, and past a few the next reads every row (db-warmer.worker.ts), so not
- * every CHECK_MS, and not for a trickle of writes: only once the file grew by NEW_PASS_GROWTH.
+ * keeps a connection open (db-warmer.worker.ts), so not every CHECK_MS, and not for a trickle of
+ * writes: only once the file grew by NEW_PASS_GROWTH.
  */
 const NEW_PASS_MS = 20_000;
 const NEW_PASS_GROWTH = 1 / 64;

@@ -1,5 +1,5 @@
-// The warm-up thread of db-warmer.ts: holds its own read-only connection (and so its own map of
-// the file) and, on each message, reads the rows the search path reads, in slices with rests:
+// The warm-up thread of db-warmer.ts: holds read-only connections of its own (each its own map
+// of the file) and, on each message, reads the rows the search path reads, in slices with rests:
 // every row ('all'), or only those past the highest id it has read so far ('new').
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
@@ -55,8 +55,12 @@ const reach = new Map<string, [number, number]>();
  * closed once an 'all' pass has mapped every row with no write in between.
  */
 const holders: Database.Database[] = [];
-/** At most this many holders: at the limit, a 'new' pass reads every row and replaces them all. */
-const MAX_HOLDERS = 16;
+/**
+ * At most this many holders (each two open files): past it the oldest is closed, and its rows may
+ * be paged out until the next 'all' pass. At one every 20 s (db-warmer.ts) that is ~10 minutes
+ * of loading, by when the file is past the 2 GiB that SQLite maps anyway.
+ */
+const MAX_HOLDERS = 32;
 
 /** Reads `scope`'s rows of each table through `conn`, in slices with rests. */
 function read(conn: Database.Database, scope: WarmScope): number {
@@ -85,18 +89,20 @@ function pass(scope: WarmScope): WarmPass {
   let rows = 0;
   try {
     if (scope === 'new') {
-      const full = holders.length >= MAX_HOLDERS;
-      if (full) reach.clear();
       const conn = open();
-      // One read transaction: the writes of a load go on meanwhile, and each new one would drop the map.
-      conn.prepare('BEGIN').run();
       try {
+        // One read transaction: the writes of a load go on meanwhile, and each would drop the map.
+        conn.prepare('BEGIN').run();
         rows = read(conn, 'new');
-      } finally {
         conn.prepare('COMMIT').run();
+        // Only pages read through the map stay: what it cached (pages read from the WAL) is let go.
+        conn.pragma('shrink_memory');
+      } catch (e) {
+        conn.close();
+        throw e;
       }
-      if (full) for (const h of holders.splice(0)) h.close();
       holders.push(conn);
+      while (holders.length > MAX_HOLDERS) holders.shift()!.close();
     } else {
       const version = () => db.pragma('data_version', { simple: true }) as number;
       const before = version();
