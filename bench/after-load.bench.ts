@@ -11,10 +11,10 @@
  * `--window`: QPS, p50, p99, the service's own time and disk reads (major page faults) per
  * search, and after it the rows still waiting for the graphs and the sealed segments still
  * searched from memory (not yet saved and mapped: the main thread walks them alone), from its API
- * and metrics. Then the anchor, in the
- * same run: once no row waits and the server's threads have used under 2% of a core for two
- * seconds running (the work it defers while searches come, such as copying a new graph file, then
- * done), three windows of the same searches; each window's QPS is reported over their median.
+ * and metrics. Then the anchor, in the same run: once no row waits and the server's threads have
+ * used under 2% of a core for two seconds running (the work it defers while searches come, such as
+ * copying a new graph file, then done), three windows of the same searches; each window's QPS is
+ * reported over their median.
  * `--server-prof DIR` has the server write V8 CPU profiles there and prints a mark at each window's
  * start, for bench/lib/profile-phases.ts to split them by.
  */
