@@ -56,12 +56,22 @@ function checkpoint(file: string): void {
   other.close();
 }
 
+/** `count` rows of 64 dimensions keyed `${prefix}${i}`, their vectors sin(seed + 64 i + d). */
+const rowsOf = (prefix: string, count: number, seed = 0) =>
+  Array.from({ length: count }, (_, i) => ({ key: `${prefix}${i}`, vector: Float32Array.from({ length: 64 }, (_, d) => Math.sin(seed + i * 64 + d)), metadata: { i }, text: `${prefix} row ${i}` }));
+
+const openStorage = (dataDir: string, mmapBytes: number) => openEmbeddedStorage({ dataDir, mmapBytes, index: { saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0 } });
+
+/** Upserts `rows` into ks.t, 500 at a time. */
+async function write(s: EmbeddedStorage, rows: ReturnType<typeof rowsOf>): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) await s.upsertVectors('ks', 't', rows.slice(i, i + 500));
+}
+
 async function filled(dataDir: string, mmapBytes: number): Promise<EmbeddedStorage> {
-  const s = await openEmbeddedStorage({ dataDir, mmapBytes, index: { saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0 } });
+  const s = await openStorage(dataDir, mmapBytes);
   await s.createKeyspace({ name: 'ks', owner: null });
   await s.createTable({ keyspace: 'ks', name: 't', dimension: 64, metric: 'cosine', model: null });
-  const rows = Array.from({ length: 3_000 }, (_, i) => ({ key: `k${i}`, vector: Float32Array.from({ length: 64 }, (_, d) => Math.sin(i * 64 + d)), metadata: { i }, text: `row ${i}` }));
-  for (let i = 0; i < rows.length; i += 500) await s.upsertVectors('ks', 't', rows.slice(i, i + 500));
+  await write(s, rowsOf('k', 3_000));
   return s;
 }
 
@@ -125,9 +135,8 @@ describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /
       await s.close();
       checkpoint(file);
       assert.equal((await warmer.warm()).rows, 6_000);
-      const reopened = await openEmbeddedStorage({ dataDir, mmapBytes: 0, index: { saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0 } });
-      const more = Array.from({ length: 3_000 }, (_, i) => ({ key: `n${i}`, vector: Float32Array.from({ length: 64 }, (_, d) => Math.cos(i * 64 + d)), metadata: { i }, text: `new row ${i}` }));
-      for (let i = 0; i < more.length; i += 500) await reopened.upsertVectors('ks', 't', more.slice(i, i + 500));
+      const reopened = await openStorage(dataDir, 0);
+      await write(reopened, rowsOf('n', 3_000, 1e6));
       await reopened.close();
       checkpoint(file);
       const before = distinctMappedBytes(file);
@@ -159,8 +168,7 @@ describe('database warm-up', { skip: !existsSync('/proc/self/smaps') && 'needs /
       let mapped = 0;
       let b = 0;
       for (; b < 200; b++) {
-        const rows = Array.from({ length: 300 }, (_, i) => ({ key: `g${b}-${i}`, vector: Float32Array.from({ length: 64 }, (_, d) => Math.sin(b * 1e4 + i * 64 + d)), metadata: { b }, text: `growing ${b} ${i}` }));
-        await s.upsertVectors('ks', 't', rows);
+        await s.upsertVectors('ks', 't', rowsOf(`g${b}-`, 300, (b + 1) * 1e5));
         // The storage's own checkpoints come every ~4 MB of changes: more than this test writes.
         checkpoint(file);
         sizes.push((await fs.stat(file)).size);
