@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { SegmentedMatrix, type VectorBlock } from '../../index/matrix.ts';
 import { tempDirForSuite } from '../../platform/temp-dir-test-support.ts';
 import { DEFAULT_LEXICAL } from '../api.ts';
-import { IndexKeeper, TableState, type TableMeta } from './index-upkeep.ts';
+import { IndexKeeper, TableState, type TableMeta, type UpkeepOptions } from './index-upkeep.ts';
 
 const DIM = 8;
 
@@ -19,21 +19,25 @@ class FlakyMatrix extends SegmentedMatrix {
   }
 }
 
-function setUp(dir: string, matrix: FlakyMatrix, rows = 200, ackRows?: number, tailRestMs?: number) {
+function setUp(dir: string, matrix: FlakyMatrix, rows = 200, ackRows?: number, tailRestMs?: number, more: Partial<UpkeepOptions> = {}) {
   const meta: TableMeta = { id: 1, keyspace: 'ks', name: 't', dimension: DIM, metric: 'cosine', model: null, lexical: DEFAULT_LEXICAL, createdAt: '' };
   const t = new TableState(meta, matrix);
   const logged: string[] = [];
   const keeper = new IndexKeeper(
-    { dir, saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0, segmentRows: 10_000, tag: 'test', ackRows, tailRestMs, log: (m) => logged.push(m) },
+    { dir, saveEveryChanges: 1e9, saveEveryMs: 3.6e6, exactBelowRows: 0, segmentRows: 10_000, tag: 'test', ackRows, tailRestMs, log: (m) => logged.push(m), ...more },
     { rowsSince: () => [], currentSeq: () => 1 },
   );
   keeper.add(t);
   const ids = Array.from({ length: rows }, (_, i) => i + 1);
+  putRows(matrix, ids);
+  return { t, keeper, ids, logged };
+}
+
+function putRows(matrix: SegmentedMatrix, ids: number[]): void {
   matrix.setMany(
     ids,
     ids.map((id) => Float32Array.from({ length: DIM }, (_, d) => Math.sin(id * DIM + d))),
   );
-  return { t, keeper, ids, logged };
 }
 
 describe('index upkeep after a failed slice', () => {
@@ -123,6 +127,25 @@ describe('index upkeep while searches come', () => {
     keeper.upserted(t, ids, 1);
     await searchFor(keeper, 1_500);
     assert.equal(t.pendingCount, 0);
+    await keeper.close();
+  });
+
+  it('puts off a save that changes ask for while searches come, to a quiet moment', async () => {
+    const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false), 300, 500, 0, { saveEveryChanges: 200 });
+    keeper.start();
+    keeper.upserted(t, ids, 1);
+    await indexed(keeper);
+    await t.saving; // with no search coming, saved at once
+    const next = Array.from({ length: 300 }, (_, i) => ids.length + i + 1);
+    putRows(t.matrix as SegmentedMatrix, next);
+    keeper.upserted(t, next, 2);
+    await searchFor(keeper, 1_000);
+    assert.equal(t.pendingCount, 0);
+    assert.ok(t.changes >= 300, `saved while searches came: ${t.changes} changes unsaved`);
+    // Saved once no search came for settleQuietMs (1 s), well before the deadline (5 s after the put-off).
+    const stopped = performance.now();
+    while (t.changes > 0 && performance.now() - stopped < 3_000) await sleep(50);
+    assert.equal(t.changes, 0);
     await keeper.close();
   });
 

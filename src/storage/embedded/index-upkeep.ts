@@ -106,14 +106,14 @@ export const UPKEEP_TIMINGS = Object.freeze({
   warmQuietMs: 50,
   warmDeadlineMs: 2_000,
   /**
-   * A segment sealed with no rows left to index (the last one of a bulk load) is written to its
+   * A segment sealed while no writes come (the last one of a bulk load) is written to its
    * file and swapped for a mapped view of it in quiet moments (settleQuietMs), at most this long
    * after the seal, and searched from memory meanwhile. Each step takes the cores from searches:
    * usearch's save holds the main thread (~150 ms for a 250k-row graph), the block copy and hash
    * take ~1 s of a core flat out (they wait up to 30 s for gaps in searches that come meanwhile,
    * see copyFileDigested), the swap holds the main thread ~35 ms (usearch's view visits every
    * node), and the worker then reads the file through for ~100 ms while this thread walks every
-   * graph alone. With rows still waiting (a bulk load going on) it is all done at once: memory to
+   * graph alone. While writes come (a bulk load going on) it is all done at once: memory to
    * free, no search latency to protect. UpkeepOptions.settleDeadlineMs overrides it.
    */
   settleDeadlineMs: 5_000,
@@ -656,8 +656,9 @@ export class IndexKeeper {
     const t = tables[this.#cursor++ % tables.length];
     const started = performance.now();
     const ann = t.indexOrNew();
-    // Rows to index (a bulk load): sealed segments still in memory need not wait (settleDeadlineMs).
-    if (ann.unsaved > 0 && t.saving === null) void this.#save(t);
+    // Sealed segments still in memory are saved at once while writes come (a bulk load: memory to
+    // free, no search to protect); while searches come, in a quiet moment or at their deadline.
+    if (ann.unsaved > 0 && t.saving === null && (this.#busy() || !this.#searching() || started >= t.settleBy)) void this.#save(t);
     else if (ann.unviewed > 0) this.#view(t);
     if (this.#tailsRest(tables)) {
       // Only the inserts wait: looked at again once the searches may have paused (a write schedules a slice meanwhile).
@@ -680,8 +681,7 @@ export class IndexKeeper {
     if (ann.deltaSize >= this.#opts.segmentRows) {
       ann.seal();
       t.changed(1); // so that a timed save or the one at close writes it even if nothing else changes
-      // With rows left, the next slice saves it; the load's last one waits for a quiet moment.
-      if (!this.#needsIndex(t)) this.#settleLater(t);
+      this.#settleLater(t);
     }
 
     const took = Math.max(0.1, performance.now() - started);
@@ -776,9 +776,10 @@ export class IndexKeeper {
     const toWarm = live.find((x) => x.warmBy < Infinity);
     if (!toWarm && !live.some((x) => x.settleBy < Infinity)) return;
     let acted = true;
-    const deltaToSave = toSettle !== undefined && this.#deltaWantsSave(toSettle);
-    if (toSettle && toSettle.ann!.inMemory === 0 && !deltaToSave) toSettle.settled(); // dropped meanwhile
-    else if (toSettle && (toSettle.ann!.unsaved > 0 || deltaToSave) && toSettle.saving === null) void this.#save(toSettle);
+    // Besides sealed segments: a delta for the worker to walk, or changes put off while searches came (#changed).
+    const wantsSave = toSettle !== undefined && (this.#deltaWantsSave(toSettle) || toSettle.changes >= this.#opts.saveEveryChanges);
+    if (toSettle && toSettle.ann!.inMemory === 0 && !wantsSave) toSettle.settled(); // dropped meanwhile
+    else if (toSettle && (toSettle.ann!.unsaved > 0 || wantsSave) && toSettle.saving === null) void this.#save(toSettle);
     else if (toSettle && toSettle.ann!.unviewed > 0) this.#view(toSettle);
     else if (toWarm && (quiet || now >= toWarm.warmBy)) {
       if (!toWarm.ann!.prefaultNext()) toWarm.warmed();
@@ -820,7 +821,12 @@ export class IndexKeeper {
 
   #changed(t: TableState, n: number): void {
     t.changed(n);
-    if (t.changes >= this.#opts.saveEveryChanges && t.saving === null) void this.#save(t);
+    if (t.changes < this.#opts.saveEveryChanges || t.saving !== null) return;
+    // While searches come, in a quiet moment or at the deadline (settleDeadlineMs): usearch's
+    // save of a big graph holds this thread (~150 ms at 250k rows, 0.65 s in a profiled run
+    // among the first searches after a million-row load).
+    if (this.#busy() || !this.#searching()) void this.#save(t);
+    else this.#settleLater(t);
   }
 
   /** Once caught up, the index must hold exactly the live rows; if not, rebuild it (once). */
