@@ -25,7 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { benchArgs } from './lib/args.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { ingest, majorFaults, makeCentres, makeVectors, pct, pendingRows, quiet, searchMsIn, serverMetrics } from './workload.ts';
+import { idleCpu, ingest, majorFaults, makeCentres, makeVectors, pct, pendingRows, quiet, searchMsIn, serverMetrics } from './workload.ts';
 
 const args = benchArgs({ n: 100_000, seconds: 60, window: 2, effort: '50:128', 'server-prof': undefined });
 const [K, EF] = args.effort.split(':').map(Number);
@@ -63,6 +63,7 @@ async function main() {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-after-load-'));
   const prof = args['server-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['server-prof'])}`] : [];
   const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY }, 120_000, undefined, prof);
+  const idle = prof.length > 0 ? await idleCpu(server.child.pid!) : 0;
   // The profiler's clock is the monotonic one process.hrtime reads.
   const mark = (what: string) => args['server-prof'] && console.error(`mark ${JSON.stringify(what)} ${process.hrtime.bigint() / 1000n}`);
   let next = 0;
@@ -92,7 +93,7 @@ async function main() {
     const t0 = performance.now();
     while (performance.now() - t0 < args.seconds * 1000) series.push(await window(args.window, (performance.now() - t0) / 1000));
     while ((await pendingRows(server, KS, TABLE)) > 0) await new Promise((r) => setTimeout(r, 200));
-    const waited = await quiet(server.child.pid!, 180);
+    const waited = await quiet(server.child.pid!, 180, idle);
     const settled = [];
     for (let i = 0; i < 3; i++) settled.push(await window(args.window, 0, `settled window ${i + 1}`));
     mark('end');

@@ -57,7 +57,7 @@ import { parseArgs } from 'node:util';
 import { exactSearch, MetricKind } from 'usearch';
 import { jsonCaller, startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { cpuSeconds, fmt, inBatches, ingest, makeCentres, makeVectors, pct, pendingRows, quiet, rssMb, searchMsIn, serverMetrics, writeVector, type Timed } from './workload.ts';
+import { cpuSeconds, fmt, idleCpu, inBatches, ingest, makeCentres, makeVectors, pct, pendingRows, quiet, rssMb, searchMsIn, serverMetrics, writeVector, type Timed } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -107,6 +107,8 @@ type Run = Timed & { recall: number; server?: number };
 interface PeerServer {
   name: string;
   pid: number;
+  /** The share of a core it uses at rest, when more than nothing (a profiled service: see idleCpu). */
+  idleCpu?: number;
   search: Search;
   /** The service only: the milliseconds its /v1/search/ requests took so far, as the server times them. */
   searchMs?: () => Promise<number>;
@@ -197,12 +199,14 @@ async function startService(centres: Float32Array[]): Promise<Peer> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-peers-'));
   const prof = args['server-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['server-prof'])}`] : [];
   const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000, undefined, prof);
+  const idle = prof.length > 0 ? await idleCpu(server.child.pid!) : 0;
   const res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
   const pending = () => pendingRows(server, KS, TABLE);
   return measured({
     name: 'service',
     pid: server.child.pid!,
+    idleCpu: idle,
     searchMs: async () => searchMsIn(await serverMetrics(server, KEY)),
     search: serviceSearch(server.call),
     curveSearch: (initialTopK, ef) => serviceSearch(server.call, { initial_top_k: initialTopK, ef }),
@@ -338,7 +342,7 @@ async function main() {
       if (WARM_UP > 0) await p.warmUp(warmQueries);
       // The other server may still be at work on its own load (Chroma persists after its writes
       // return): each load and its right-after searches start with every server quiet.
-      for (const o of peers) p.waitedForQuiet[o.name] = await quiet(o.pid, 300);
+      for (const o of peers) p.waitedForQuiet[o.name] = await quiet(o.pid, 300, o.idleCpu);
       phase(`before ${p.name}'s load`);
       const cpuBefore = await Promise.all(peers.map((o) => cpuSeconds(o.pid)));
       const { ackSeconds, pendingAtAck, t0 } = await p.load();
