@@ -319,9 +319,10 @@ async function main() {
     console.error(`${what}: ${value}`);
   };
   const machine = new MachineChecker();
+  // The profiler's clock is the monotonic one process.hrtime reads (see --server-prof).
+  const mark = (what: string) => args['server-prof'] && console.error(`mark ${JSON.stringify(what)} ${process.hrtime.bigint() / 1000n}`);
   const phase = (what: string) => {
-    // The profiler's clock is the monotonic one process.hrtime reads (see --server-prof).
-    if (args['server-prof']) console.error(`mark ${JSON.stringify(what)} ${process.hrtime.bigint() / 1000n}`);
+    mark(what);
     row(`phase: ${what}`, `load average ${os.loadavg()[0].toFixed(2)}, ${fmtCheck(machine.check())}`);
   };
   phase('start');
@@ -348,13 +349,14 @@ async function main() {
       const { ackSeconds, pendingAtAck, t0 } = await p.load();
       Object.assign(p, { ackSeconds, pendingAtAck });
       const indexedAt = p.indexed().then(() => performance.now());
-      if (args['server-prof']) phase(`${p.name}'s load acknowledged`);
+      // Marks only: the machine check takes a core for a while, and the server indexes meanwhile.
+      mark(`${p.name}'s load acknowledged`);
       if (p.curveSearch) {
         p.afterAt1 = await timed(after, 1, p.curveSearch(AFTER_K, AFTER_EF), p.searchMs);
         p.afterAt16 = await timed(after, 16, p.curveSearch(AFTER_K, AFTER_EF));
       }
       p.after1 = await timed(after, 1, p.search, p.searchMs);
-      if (args['server-prof']) phase(`${p.name}'s right-after searches at concurrency 1 done`);
+      mark(`${p.name}'s right-after searches at concurrency 1 done`);
       p.after16 = await timed(after, 16, p.search);
       p.searchableSeconds = ((await indexedAt) - t0) / 1000;
       const cpuAfter = await Promise.all(peers.map((o) => cpuSeconds(o.pid)));

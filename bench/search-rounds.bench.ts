@@ -1,23 +1,31 @@
 /**
- * Vector search latency on an existing data directory, in rounds of the same fresh queries, to
- * separate cold costs (graph pages and vector rows read back from disk) from warm ones.
+ * Vector search latency on an existing data directory, in rounds, to separate cold costs from
+ * warm ones: with the same fresh queries every round (the default), graph pages and vector rows
+ * read back from disk; with `--fresh`, new queries every round, the server process's own warm-up
+ * (V8 optimises the search path's JavaScript while the first few thousand searches run).
  *
- *   node --import tsx bench/vectors.bench.ts --n 1000000 --keep      # prints the data directory it kept
- *   node --import tsx bench/search-rounds.bench.ts --data-dir <that directory> [--rounds 2] [--queries 300]
+ *   node --import tsx bench/vectors.bench.ts --n 100000 --keep      # prints the data directory it kept
+ *   node --import tsx bench/search-rounds.bench.ts --data-dir <that directory> [--rounds 2] [--queries 300] [--fresh] [--effort 100:128] [--node-args=--no-opt]
  *
- * Starts the server on the directory (as `npm start` does), waits for the index to be open and
- * a few seconds more, then sends `--queries` vector searches (initial_top_k 100, final_top_k 10,
- * concurrency 1) per round to table `bench` of `default_keyspace`.
+ * Starts the server on the directory (as `npm start` does, with `--node-args` given to node),
+ * waits for the index to be open and for the server to go quiet, then sends `--queries` vector
+ * searches (initial_top_k:ef from `--effort`, final_top_k 10, concurrency 1) per round to table
+ * `bench` of `default_keyspace`, printing per round the latency and the server's own time per
+ * search (from its metrics: the rest is the client's and the loopback's).
  */
 import { startServer } from '../test/server.ts';
 import { benchArgs } from './lib/args.ts';
-import { fmt, makeCentres, makeVectors, runQueries } from './workload.ts';
+import { machineKind } from './machine-check.ts';
+import { fmt, makeCentres, makeVectors, quiet, runQueries, searchMsIn, serverMetrics } from './workload.ts';
 
-const args = benchArgs({ 'data-dir': undefined, rounds: 2, queries: 300, 'settle-ms': 4000 });
+const args = benchArgs({ 'data-dir': undefined, rounds: 2, queries: 300, fresh: false, effort: '100:128', 'node-args': '' });
 if (!args['data-dir']) throw new Error('--data-dir is required (a directory kept by vectors.bench.ts --keep)');
+const [K, EF] = args.effort.split(':').map(Number);
+if (!(K > 0 && EF > 0)) throw new Error('--effort takes initial_top_k:ef, e.g. 100:128');
 const KEY = 'bench-admin-key-0123456789abcdef';
 
-const server = await startServer({ VSS_DATA_DIR: args['data-dir'], VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000);
+const nodeArgs = (args['node-args'] ?? '').split(' ').filter(Boolean);
+const server = await startServer({ VSS_DATA_DIR: args['data-dir'], VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000, undefined, nodeArgs);
 try {
   for (;;) {
     const list = await server.call('GET', '/v1/keyspaces/list');
@@ -26,15 +34,25 @@ try {
     if (!t.pending_rows) break;
     await new Promise((r) => setTimeout(r, 200));
   }
-  await new Promise((r) => setTimeout(r, args['settle-ms']));
-  const bodies = makeVectors(5_000_000, args.queries, 384, makeCentres(64, 384)).map((v) => ({
-    keyspace: 'default_keyspace',
-    table: 'bench',
-    vector: Array.from(v),
-    initial_top_k: 100,
-    final_top_k: 10,
-  }));
-  for (let r = 0; r < args.rounds; r++) console.log(`round ${r + 1}: ${fmt(await runQueries(server, bodies, 1))}`);
+  // The graphs' first walks and any settling after the start are done before the first round.
+  const waited = await quiet(server.child.pid!, 60);
+  console.log(`${machineKind()}, node ${process.version}${nodeArgs.length ? ` ${nodeArgs.join(' ')}` : ''}; initial_top_k ${K}, ef ${EF}, ${args.queries} ${args.fresh ? 'new queries each round' : 'queries, the same each round'}; server quiet after ${waited.toFixed(1)} s`);
+  const centres = makeCentres(64, 384);
+  const bodies = (round: number) =>
+    makeVectors(5_000_000 + (args.fresh ? round * args.queries : 0), args.queries, 384, centres).map((v) => ({
+      keyspace: 'default_keyspace',
+      table: 'bench',
+      vector: Array.from(v),
+      initial_top_k: K,
+      ef: EF,
+      final_top_k: 10,
+    }));
+  for (let r = 0; r < args.rounds; r++) {
+    const before = searchMsIn(await serverMetrics(server, KEY));
+    const run = await runQueries(server, bodies(r), 1);
+    const own = (searchMsIn(await serverMetrics(server, KEY)) - before) / args.queries;
+    console.log(`round ${r + 1}: ${fmt(run)}, own time ${own.toFixed(2)} ms a search`);
+  }
 } finally {
   await server.kill('SIGTERM');
 }
