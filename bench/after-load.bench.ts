@@ -25,7 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { benchArgs } from './lib/args.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { idleCpu, ingest, majorFaults, makeCentres, makeVectors, pct, pendingRows, quiet, searchMsIn, serverMetrics } from './workload.ts';
+import { idleCpu, ingest, majorFaults, makeCentres, makeVectors, pct, pendingRows, profileMark, quiet, searchMsIn, serverMetrics } from './workload.ts';
 
 const args = benchArgs({ n: 100_000, seconds: 60, window: 2, effort: '50:128', 'server-prof': undefined });
 const [K, EF] = args.effort.split(':').map(Number);
@@ -64,8 +64,7 @@ async function main() {
   const prof = args['server-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['server-prof'])}`] : [];
   const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY }, 120_000, undefined, prof);
   const idle = prof.length > 0 ? await idleCpu(server.child.pid!) : 0;
-  // The profiler's clock is the monotonic one process.hrtime reads.
-  const mark = (what: string) => args['server-prof'] && console.error(`mark ${JSON.stringify(what)} ${process.hrtime.bigint() / 1000n}`);
+  const mark = (what: string) => args['server-prof'] && profileMark(what);
   let next = 0;
   /** Searches one after another for `seconds`. */
   const window = async (seconds: number, at: number, name = `window at ${at.toFixed(1)} s`): Promise<Window> => {

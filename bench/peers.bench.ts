@@ -57,7 +57,7 @@ import { parseArgs } from 'node:util';
 import { exactSearch, MetricKind } from 'usearch';
 import { jsonCaller, startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { cpuSeconds, fmt, idleCpu, inBatches, ingest, makeCentres, makeVectors, pct, pendingRows, quiet, rssMb, searchMsIn, serverMetrics, writeVector, type Timed } from './workload.ts';
+import { cpuSeconds, fmt, idleCpu, inBatches, ingest, makeCentres, makeVectors, pct, pendingRows, profileMark, quiet, rssMb, searchMsIn, serverMetrics, writeVector, type Timed } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -319,8 +319,7 @@ async function main() {
     console.error(`${what}: ${value}`);
   };
   const machine = new MachineChecker();
-  // The profiler's clock is the monotonic one process.hrtime reads (see --server-prof).
-  const mark = (what: string) => args['server-prof'] && console.error(`mark ${JSON.stringify(what)} ${process.hrtime.bigint() / 1000n}`);
+  const mark = (what: string) => args['server-prof'] && profileMark(what);
   const phase = (what: string) => {
     mark(what);
     row(`phase: ${what}`, `load average ${os.loadavg()[0].toFixed(2)}, ${fmtCheck(machine.check())}`);

@@ -240,3 +240,11 @@ export async function idleCpu(pid: number): Promise<number> {
   await new Promise((r) => setTimeout(r, 2_000));
   return ((await cpuSeconds(pid)) - before) / 2;
 }
+
+/**
+ * Prints `mark <name> <µs>` on stderr for bench/lib/profile-phases.ts, which splits a profiled
+ * server's CPU profile by these marks: the profiler's clock is the monotonic one process.hrtime reads.
+ */
+export function profileMark(what: string): void {
+  console.error(`mark ${JSON.stringify(what)} ${process.hrtime.bigint() / 1000n}`);
+}
