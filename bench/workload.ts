@@ -209,6 +209,14 @@ export async function cpuSeconds(pid: number, tid?: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/**
+ * Seconds thread `tid` (default: a Node process's main thread, whose id is the process's) has so
+ * far spent ready to run but waiting for a core (/proc/<pid>/task/<tid>/schedstat, second field).
+ */
+export async function waitedForCoreSeconds(pid: number, tid = pid): Promise<number> {
+  return Number((await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')).split(' ')[1]) / 1e9;
+}
+
 /** Page faults of a process so far that had to read from disk (/proc/<pid>/stat's majflt). */
 export async function majorFaults(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
