@@ -403,17 +403,12 @@ async function main() {
       row(`${p.name}: settled, concurrency 1 (median of ${ROUNDS})`, `${fmt(s1)}, recall@10 ${s1.recall.toFixed(3)}`);
       row(`${p.name}: settled, concurrency 16 (median of ${ROUNDS})`, fmt(s16));
       row(`${p.name}: p50 right after / settled, concurrency 1`, (p.after1!.p50 / s1.p50).toFixed(2));
+      /** A c1 figure right after the load (at --after-effort and the default, when both ran) and settled. */
+      const afterAndSettled = (f: (r: Run) => string) => `${p.afterAt1 ? `at ${AFTER_K}/${AFTER_EF} ${f(p.afterAt1)}, default ${f(p.after1!)}` : f(p.after1!)} / ${f(s1)}`;
       // The rest of a search's time is the client's and the loopback's, the same for both servers.
-      if (s1.server !== undefined) {
-        const at = p.afterAt1 ? `at ${AFTER_K}/${AFTER_EF} ${p.afterAt1.server!.toFixed(2)}, default ${p.after1!.server!.toFixed(2)}` : p.after1!.server!.toFixed(2);
-        row(`${p.name}: its own time per search at concurrency 1, right after the load / settled`, `${at} / ${s1.server.toFixed(2)} ms`);
-      }
+      if (s1.server !== undefined) row(`${p.name}: its own time per search at concurrency 1, right after the load / settled`, `${afterAndSettled((r) => r.server!.toFixed(2))} ms`);
       // On two cores the client, V8's compiler and GC threads and the server's own threads share them.
-      if (s1.waited !== undefined) {
-        const pc = (r: Run) => `${(100 * r.waited!).toFixed(0)} %`;
-        const at = p.afterAt1 ? `at ${AFTER_K}/${AFTER_EF} ${pc(p.afterAt1)}, default ${pc(p.after1!)}` : pc(p.after1!);
-        row(`${p.name}: share of the searches at concurrency 1 its main thread waited for a core, right after the load / settled`, `${at} / ${pc(s1)}`);
-      }
+      if (s1.waited !== undefined) row(`${p.name}: share of the searches at concurrency 1 its main thread waited for a core, right after the load / settled`, afterAndSettled((r) => `${(100 * r.waited!).toFixed(0)} %`));
       row(`${p.name}: server VmRSS after the searches`, `${p.rssMb.toFixed(0)} MB`);
       const each = (r: Record<string, number>, unit: string) => Object.entries(r).map(([name, v]) => `${name} ${v.toFixed(1)} ${unit}`).join(', ');
       row(`${p.name}: before its load, waited for each server to go quiet`, each(p.waitedForQuiet, 's'));
@@ -458,15 +453,16 @@ async function main() {
         for (const p of order) p.settled16.push(await timed(settled[r], 16, p.search));
       }
       phase('after the rounds at matched recall');
-      const [c1, c16] = [median(beside.settled1), median(beside.settled16)];
+      const medians = new Map(trio.map((p) => [p, { c1: median(p.settled1), c16: median(p.settled16) }]));
+      const c = medians.get(beside)!;
       for (const p of [at, again]) {
-        const [a1, a16] = [median(p.settled1), median(p.settled16)];
-        row(`${p.name}, settled, after the curve (median of ${ROUNDS})`, `concurrency 1: ${fmt(a1)}, recall@10 ${a1.recall.toFixed(3)}; concurrency 16: ${fmt(a16)}`);
+        const m = medians.get(p)!;
+        row(`${p.name}, settled, after the curve (median of ${ROUNDS})`, `concurrency 1: ${fmt(m.c1)}, recall@10 ${m.c1.recall.toFixed(3)}; concurrency 16: ${fmt(m.c16)}`);
       }
-      row(`Chroma beside them, settled (median of ${ROUNDS})`, `concurrency 1: ${fmt(c1)}, recall@10 ${c1.recall.toFixed(3)}; concurrency 16: ${fmt(c16)}`);
+      row(`Chroma beside them, settled (median of ${ROUNDS})`, `concurrency 1: ${fmt(c.c1)}, recall@10 ${c.c1.recall.toFixed(3)}; concurrency 16: ${fmt(c.c16)}`);
       for (const [p, what] of [[at, 'at matched recall'], [again, 'at the default effort, after the curve']] as const) {
-        const [a1, a16] = [median(p.settled1), median(p.settled16)];
-        row(`service ${what} / Chroma: QPS settled, concurrency 1 / 16`, `${(a1.qps / c1.qps).toFixed(2)} / ${(a16.qps / c16.qps).toFixed(2)}`);
+        const m = medians.get(p)!;
+        row(`service ${what} / Chroma: QPS settled, concurrency 1 / 16`, `${(m.c1.qps / c.c1.qps).toFixed(2)} / ${(m.c16.qps / c.c16.qps).toFixed(2)}`);
       }
     }
   } finally {
