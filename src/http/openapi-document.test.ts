@@ -35,6 +35,30 @@ function gaps(doc: Document): string[] {
   return out;
 }
 
+/**
+ * Where success answers declare a union of constants: fast-json-stringify writes such a union by
+ * validating the value against each branch with Ajv on every answer (compiled on the first one),
+ * where a string enum is written as it is (schemas/answers.ts, Enum).
+ */
+function constUnions(doc: Document): string[] {
+  const out: string[] = [];
+  const walk = (s: unknown, at: string): void => {
+    if (s === null || typeof s !== 'object') return;
+    const union = (s as { anyOf?: unknown[] }).anyOf ?? (s as { oneOf?: unknown[] }).oneOf;
+    const constant = (b: unknown) => typeof b === 'object' && b !== null && ('const' in b || (b as { enum?: unknown[] }).enum?.length === 1);
+    if (union?.every(constant)) out.push(at);
+    for (const [k, v] of Object.entries(s)) walk(v, `${at}/${k}`);
+  };
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      for (const [status, r] of Object.entries(op.responses ?? {})) {
+        if (/^2\d\d$/.test(status)) walk(r.content?.['application/json']?.schema, `${method.toUpperCase()} ${path} ${status}`);
+      }
+    }
+  }
+  return out;
+}
+
 describe('the served /v1/openapi.json', () => {
   let t: TestApp;
   let doc: Document;
@@ -65,6 +89,13 @@ describe('the served /v1/openapi.json', () => {
         if (!['/v1', '/v1/healthcheck/', '/v1/stripe/webhook/checkout'].includes(path)) for (const s of ['401', '403']) assert.ok(statuses.includes(s), `${method} ${path} lacks ${s}`);
       }
     }
+  });
+
+  it('declares no union of constants in a success answer, and the check finds one', () => {
+    assert.deepEqual(constUnions(doc), []);
+    const broken = structuredClone(doc) as unknown as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: { properties: Record<string, unknown> } }> }> }>> };
+    broken.paths['/v1/search/'].post.responses['200'].content['application/json'].schema.properties.mode = { anyOf: [{ type: 'string', enum: ['semantic'] }, { const: 'lexical' }] };
+    assert.deepEqual(constUnions(broken as unknown as Document), ['POST /v1/search/ 200/properties/mode']);
   });
 
   it('the gap check finds a missing schema, a missing success response and a code under the wrong status', () => {

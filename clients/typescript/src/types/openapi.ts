@@ -750,9 +750,11 @@ export interface paths {
                             filter?: {
                                 [key: string]: unknown;
                             };
+                            /** @enum {string} */
                             mode: "semantic" | "lexical" | "hybrid";
                             /** @description The fusion used (hybrid mode) */
                             fusion?: {
+                                /** @enum {string} */
                                 method: "rrf" | "relative";
                                 k?: number;
                                 alpha?: number;
@@ -2521,6 +2523,7 @@ export interface paths {
                                 /** @description The embedding model its text rows were embedded with, when known */
                                 model: string | null;
                                 lexical: {
+                                    /** @enum {string} */
                                     tokenizer: "porter" | "unicode61" | "trigram";
                                 };
                                 row_count: number;
@@ -2731,6 +2734,7 @@ export interface paths {
                                 /** @description The embedding model its text rows were embedded with, when known */
                                 model: string | null;
                                 lexical: {
+                                    /** @enum {string} */
                                     tokenizer: "porter" | "unicode61" | "trigram";
                                 };
                                 row_count: number;
@@ -2908,6 +2912,7 @@ export interface paths {
                                     /** @description The embedding model its text rows were embedded with, when known */
                                     model: string | null;
                                     lexical: {
+                                        /** @enum {string} */
                                         tokenizer: "porter" | "unicode61" | "trigram";
                                     };
                                     row_count: number;
@@ -3062,6 +3067,7 @@ export interface paths {
                                     /** @description The embedding model its text rows were embedded with, when known */
                                     model: string | null;
                                     lexical: {
+                                        /** @enum {string} */
                                         tokenizer: "porter" | "unicode61" | "trigram";
                                     };
                                     row_count: number;
@@ -3234,6 +3240,7 @@ export interface paths {
                             /** @description The embedding model its text rows were embedded with, when known */
                             model: string | null;
                             lexical: {
+                                /** @enum {string} */
                                 tokenizer: "porter" | "unicode61" | "trigram";
                             };
                             row_count: number;
@@ -3936,6 +3943,7 @@ export interface paths {
                             /** @description What the calling key itself may do */
                             key: {
                                 key_id: string;
+                                /** @enum {string} */
                                 permissions: "All" | "Write" | "Read";
                                 resources: string[];
                             };
@@ -4537,6 +4545,7 @@ export interface paths {
                             key_id: string;
                             name: string;
                             user_id: string;
+                            /** @enum {string} */
                             permissions: "All" | "Write" | "Read";
                             /** @description Keyspace names, or * */
                             resources: string[];
@@ -4727,6 +4736,7 @@ export interface paths {
                                 key_id: string;
                                 name: string;
                                 user_id: string;
+                                /** @enum {string} */
                                 permissions: "All" | "Write" | "Read";
                                 /** @description Keyspace names, or * */
                                 resources: string[];
@@ -4883,6 +4893,7 @@ export interface paths {
                             key_id: string;
                             name: string;
                             user_id: string;
+                            /** @enum {string} */
                             permissions: "All" | "Write" | "Read";
                             /** @description Keyspace names, or * */
                             resources: string[];
@@ -5075,6 +5086,7 @@ export interface paths {
                             key_id: string;
                             name: string;
                             user_id: string;
+                            /** @enum {string} */
                             permissions: "All" | "Write" | "Read";
                             /** @description Keyspace names, or * */
                             resources: string[];
@@ -5431,6 +5443,7 @@ export interface paths {
                             received: true;
                             event_id: string;
                             type: string;
+                            /** @enum {string} */
                             status: "applied" | "duplicate" | "ignored";
                             reason?: string;
                         };
@@ -6414,6 +6427,7 @@ export interface paths {
                     content: {
                         "application/json": {
                             query: string;
+                            /** @enum {string} */
                             mode: "command" | "extractive" | "llm";
                             response: string;
                             sources: {
