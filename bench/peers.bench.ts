@@ -367,7 +367,9 @@ async function main() {
       mark(`${p.name}'s load acknowledged`);
       if (p.curveSearch) {
         p.afterAt1 = await timed(after, 1, p.curveSearch(AFTER_K, AFTER_EF), p);
+        mark(`${p.name}'s right-after searches at ${AFTER_K}/${AFTER_EF}, concurrency 1, done`);
         p.afterAt16 = await timed(after, 16, p.curveSearch(AFTER_K, AFTER_EF));
+        mark(`${p.name}'s right-after searches at ${AFTER_K}/${AFTER_EF}, concurrency 16, done`);
       }
       p.after1 = await timed(after, 1, p.search, p);
       mark(`${p.name}'s right-after searches at concurrency 1 done`);
