@@ -52,7 +52,7 @@ try {
     const before = searchMsIn(await serverMetrics(server, KEY));
     const run = await runQueries(server, bodies(r), 1);
     const own = (searchMsIn(await serverMetrics(server, KEY)) - before) / args.queries;
-    // The process's very first search also pays what is done once, on first use (compiling, preparing statements).
+    // The process's very first search also pays for what is done once, on first use.
     const first = r === 0 ? `, the first search ${run.lat[0].toFixed(1)} ms` : '';
     console.log(`round ${r + 1}: ${fmt(run)}, own time ${own.toFixed(2)} ms a search${first}`);
   }

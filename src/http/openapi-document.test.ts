@@ -42,10 +42,11 @@ function gaps(doc: Document): string[] {
  */
 function constUnions(doc: Document): string[] {
   const out: string[] = [];
+  // TypeBox writes a literal as `const`, which @fastify/swagger serves as a one-value `enum`.
+  const constant = (b: unknown) => typeof b === 'object' && b !== null && ('const' in b || (b as { enum?: unknown[] }).enum?.length === 1);
   const walk = (s: unknown, at: string): void => {
     if (s === null || typeof s !== 'object') return;
     const union = (s as { anyOf?: unknown[] }).anyOf ?? (s as { oneOf?: unknown[] }).oneOf;
-    const constant = (b: unknown) => typeof b === 'object' && b !== null && ('const' in b || (b as { enum?: unknown[] }).enum?.length === 1);
     if (union?.every(constant)) out.push(at);
     for (const [k, v] of Object.entries(s)) walk(v, `${at}/${k}`);
   };
