@@ -121,7 +121,11 @@ describe('SegmentedAnn', () => {
     // Its rows are the caller's to scan until re-added: a search walks only the (empty) delta.
     assert.deepEqual(ann.search(data.subarray(1600 * d, 1601 * d), 10), []);
     ann.add(back, data.subarray(1500 * d, 1999 * d));
-    assert.equal(ann.search(data.subarray(1600 * d, 1601 * d), 10)[0], 1600);
+    // Re-added rows are found first by their own vectors: all but at most one of ten, since a graph
+    // built on several threads can leave a node no walk reaches (1 self-search in 1,500 failed so
+    // on a loaded machine).
+    const found = Array.from({ length: 10 }, (_, i) => 1500 + i * 49).filter((id) => ann.search(data.subarray(id * d, id * d + d), 10)[0] === id);
+    assert.ok(found.length >= 9, `found first: ${found}`);
     ann.remove([1999]);
     assert.equal(ann.prune(), 1);
     assert.deepEqual(ann.stats(), { segments: 0, deltaRows: 499, deadRows: 0 });
