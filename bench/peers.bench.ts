@@ -1,7 +1,7 @@
 /**
  * The service against Chroma's own server on the same vectors, in one run.
  *
- *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--after-effort 50:128] [--warm-up 0] [--skip-chroma] [--server-prof DIR]
+ *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--after-effort 50:128] [--warm-up 0] [--skip-chroma] [--server-prof DIR] [--node-args=FLAGS]
  *
  * Chroma: chromadb from PyPI (pinned below) in a venv under .bench-data/ that this script creates
  * on first use, started as `chroma run` with a cosine collection and its HNSW defaults, called
@@ -48,6 +48,9 @@
  * again and Chroma. Those come after the process's first ~8,000 searches, the settled rounds
  * before them at its ~800th-2,000th, which is still in its warm-up (docs/PERFORMANCE.md).
  *
+ * `--node-args FLAGS`: flags for the service's node (V8's among them, e.g. `--no-lazy-feedback-allocation`),
+ * space-separated, as search-rounds.bench.ts takes them.
+ *
  * `--server-prof DIR`: the service runs with V8's sampling profiler (--cpu-prof, one file per
  * thread in DIR at its exit), and each phase's start is printed as `mark <name> <µs>` on the
  * profiler's monotonic clock, so bench/lib/profile-phases.ts can tell where the time went per phase.
@@ -75,6 +78,7 @@ const { values: args } = parseArgs({
     'skip-chroma': { type: 'boolean', default: false },
     'warm-up': { type: 'string', default: '0' },
     'server-prof': { type: 'string' },
+    'node-args': { type: 'string', default: '' },
   },
 });
 const N = Number(args.n);
@@ -212,7 +216,8 @@ function median(runs: Run[]): Run {
 async function startService(centres: Float32Array[]): Promise<Peer> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'vss-peers-'));
   const prof = args['server-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['server-prof'])}`] : [];
-  const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000, undefined, prof);
+  const nodeArgs = [...prof, ...args['node-args']!.split(' ').filter(Boolean)];
+  const server = await startServer({ VSS_DATA_DIR: dataDir, VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000, undefined, nodeArgs);
   const idle = prof.length > 0 ? await idleCpu(server.child.pid!) : 0;
   const res = await server.call('POST', '/v1/keyspaces/table/create', { keyspace: KS, table: TABLE, dimension: DIM, metric: 'cosine' });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
@@ -470,7 +475,7 @@ async function main() {
   } finally {
     for (const p of peers) await p.stop();
   }
-  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, ${QUERIES} queries per row, ${ROUNDS} settled rounds, Chroma ${args['skip-chroma'] ? 'skipped' : CHROMA_VERSION}, ${machineKind()}, node ${process.version}\n`);
+  console.log(`\nN = ${N.toLocaleString('en')}, dimension ${DIM}, ${QUERIES} queries per row, ${ROUNDS} settled rounds, Chroma ${args['skip-chroma'] ? 'skipped' : CHROMA_VERSION}, ${machineKind()}, node ${process.version}${args['node-args'] ? ` (the service's: ${args['node-args']})` : ''}\n`);
   console.log('| measure | figure |\n|---|---|');
   console.log(rows.join('\n'));
 }
