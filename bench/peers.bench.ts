@@ -7,9 +7,12 @@
  * on first use, started as `chroma run` with a cosine collection and its HNSW defaults, called
  * over plain HTTP (its v2 API) by the same keep-alive client as the service (test/server.ts).
  * Both get the same clustered vectors (bench/workload.ts), written by two writers in batches of
- * 1,000 (the service as vector_base64, Chroma as JSON numbers, each's own best wire format), and
- * the same queries as JSON numbers: the service with initial_top_k 100, final_top_k 10, Chroma
- * with n_results 10.
+ * 1,000, and the same queries: the service with initial_top_k 100, final_top_k 10, Chroma with
+ * n_results 10. Each gets the wire format its own Python client sends: the service's writes and
+ * searches carry float32 bytes in base64 (`vector_base64`, clients/python's default); Chroma's
+ * adds carry them in base64 too when its server's pre-flight check says it takes them (its
+ * client's test), its queries JSON numbers (its client sends nothing else).
+ * `--query-encoding json` sends the service's queries as JSON numbers instead.
  *
  * The machine is shared and its speed drifts within minutes, so the phases are ordered to compare
  * like with like: both servers run side by side from the start; Chroma loads first and is searched
@@ -63,9 +66,10 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { exactSearch, MetricKind } from 'usearch';
+import { encodeFloat32Base64 } from '../src/platform/float32-base64.ts';
 import { jsonCaller, startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
-import { cpuSeconds, fmt, idleCpu, inBatches, ingest, makeCentres, makeVectors, pct, pendingRows, profileMark, quiet, rssMb, searchMsIn, serverMetrics, waitedForCoreSeconds, writeVector, type Timed } from './workload.ts';
+import { cpuSeconds, fmt, idleCpu, inBatches, ingest, makeCentres, makeVectors, pct, pendingRows, profileMark, quiet, rssMb, searchMsIn, serverMetrics, vectorField, waitedForCoreSeconds, WIRE_ENCODINGS, writeVector, type Timed, type WireEncoding } from './workload.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -79,6 +83,7 @@ const { values: args } = parseArgs({
     'warm-up': { type: 'string', default: '0' },
     'server-prof': { type: 'string' },
     'node-args': { type: 'string', default: '' },
+    'query-encoding': { type: 'string', default: 'base64' },
   },
 });
 const N = Number(args.n);
@@ -90,6 +95,8 @@ const CURVE = args.curve === '' ? [] : args.curve.split(',').map((p) => p.split(
 const [AFTER_K, AFTER_EF] = args['after-effort']!.split(':').map(Number);
 /** Searches each server answers on a collection of its own before its load (0: none, the load's searches are the process's first). */
 const WARM_UP = Number(args['warm-up']);
+const QUERY_ENCODING = args['query-encoding'] as WireEncoding;
+if (!WIRE_ENCODINGS.includes(QUERY_ENCODING)) throw new Error(`--query-encoding takes ${WIRE_ENCODINGS.join(' or ')}`);
 /** That collection's rows: past the service's exact-scan threshold (VSS_EXACT_BELOW_ROWS, 10,000), so its searches walk a graph. */
 const WARM_ROWS = 12_000;
 const BATCH = 1_000;
@@ -119,6 +126,8 @@ type Run = Timed & { recall: number; server?: number; waited?: number };
 interface PeerServer {
   name: string;
   pid: number;
+  /** How its writes and queries carry vectors. */
+  wire: string;
   /** The share of a core it uses at rest, when more than nothing (a profiled service: see idleCpu). */
   idleCpu?: number;
   search: Search;
@@ -225,6 +234,7 @@ async function startService(centres: Float32Array[]): Promise<Peer> {
   return measured({
     name: 'service',
     pid: server.child.pid!,
+    wire: `writes in base64, queries ${QUERY_ENCODING === 'base64' ? 'in base64' : 'as JSON numbers'}`,
     idleCpu: idle,
     searchMs: async () => searchMsIn(await serverMetrics(server, KEY)),
     mainWaited: () => waitedForCoreSeconds(server.child.pid!),
@@ -254,7 +264,7 @@ async function startService(centres: Float32Array[]): Promise<Peer> {
 
 function serviceSearch(call: Call, extra: object = { initial_top_k: 100 }, table = TABLE): Search {
   return (qs) => async (i) => {
-    const r = await call('POST', '/v1/search/', { keyspace: KS, table, vector: Array.from(qs[i]), final_top_k: 10, ...extra });
+    const r = await call('POST', '/v1/search/', { keyspace: KS, table, ...vectorField(qs[i], QUERY_ENCODING), final_top_k: 10, ...extra });
     if (r.status !== 200) throw new Error(`search: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
     return r.body.matches.map((m: { key: string }) => m.key);
   };
@@ -289,6 +299,9 @@ async function startChroma(centres: Float32Array[]): Promise<Peer> {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`chroma did not start:\n${err}`);
     await sleep(100);
   }
+  // Chroma's Python client sends added embeddings as base64 strings of little-endian float32 when this says so.
+  const checks = await call('GET', '/api/v2/pre-flight-checks');
+  const base64Adds = checks.status === 200 && checks.body?.supports_base64_encoding === true;
   const collection = async (name: string) => {
     const created = await call('POST', CHROMA_BASE, { name, configuration: { hnsw: { space: 'cosine' } } });
     if (created.status !== 200) throw new Error(JSON.stringify(created.body));
@@ -302,13 +315,15 @@ async function startChroma(centres: Float32Array[]): Promise<Peer> {
   const add = (id: string, n: number) =>
     inBatches(n, BATCH, WRITERS, async (start, count) => {
       const vs = makeVectors(start, count, DIM, centres);
-      const body = { ids: vs.map((_, i) => `v${start + i}`), embeddings: vs.map((v) => Array.from(v)), metadatas: vs.map((_, i) => ({ i: start + i })) };
+      const embeddings = vs.map((v) => (base64Adds ? encodeFloat32Base64(v) : Array.from(v)));
+      const body = { ids: vs.map((_, i) => `v${start + i}`), embeddings, metadatas: vs.map((_, i) => ({ i: start + i })) };
       const r = await call('POST', `${CHROMA_BASE}/${id}/add`, body);
       if (r.status !== 200 && r.status !== 201) throw new Error(`chroma add at ${start}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
     });
   const id = await collection('peers');
   return measured({
     name: 'Chroma',
+    wire: `adds ${base64Adds ? 'in base64' : 'as JSON numbers'}, queries as JSON numbers`,
     pid: child.pid!,
     search: search(id),
     async load() {
@@ -399,6 +414,7 @@ async function main() {
     for (const p of peers) {
       const s1 = median(p.settled1);
       const s16 = median(p.settled16);
+      row(`${p.name}: wire format`, p.wire);
       row(`${p.name}: ingest until acknowledged`, `${Math.round(N / p.ackSeconds).toLocaleString('en')} vectors/s (${p.ackSeconds.toFixed(1)} s)${p.pendingAtAck !== null ? `, ${p.pendingAtAck.toLocaleString('en')} rows not in the graphs yet` : ''}`);
       row(`${p.name}: ingest until searchable at graph speed`, `${p.searchableSeconds.toFixed(1)} s`);
       if (p.afterAt1) {
