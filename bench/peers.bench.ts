@@ -1,7 +1,7 @@
 /**
  * The service against Chroma's own server on the same vectors, in one run.
  *
- *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--after-effort 50:128] [--warm-up 0] [--skip-chroma] [--server-prof DIR] [--node-args=FLAGS]
+ *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--after-effort 50:128] [--warm-up 0] [--skip-chroma] [--server-prof DIR] [--node-args=FLAGS] [--query-encoding base64|json]
  *
  * Chroma: chromadb from PyPI (pinned below) in a venv under .bench-data/ that this script creates
  * on first use, started as `chroma run` with a cosine collection and its HNSW defaults, called
@@ -51,8 +51,8 @@
  * again and Chroma. Those come after the process's first ~8,000 searches, the settled rounds
  * before them at its ~800th-2,000th, which is still in its warm-up (docs/PERFORMANCE.md).
  *
- * `--node-args FLAGS`: flags for the service's node (V8's among them, e.g. `--no-lazy-feedback-allocation`),
- * space-separated, as search-rounds.bench.ts takes them.
+ * `--node-args FLAGS`: flags for the service's node, space-separated (V8's among them, e.g.
+ * `--no-lazy-feedback-allocation`), as search-rounds.bench.ts takes them.
  *
  * `--server-prof DIR`: the service runs with V8's sampling profiler (--cpu-prof, one file per
  * thread in DIR at its exit), and each phase's start is printed as `mark <name> <µs>` on the
@@ -95,6 +95,7 @@ const CURVE = args.curve === '' ? [] : args.curve.split(',').map((p) => p.split(
 const [AFTER_K, AFTER_EF] = args['after-effort']!.split(':').map(Number);
 /** Searches each server answers on a collection of its own before its load (0: none, the load's searches are the process's first). */
 const WARM_UP = Number(args['warm-up']);
+/** How the service's queries carry their vectors (Chroma's always as JSON numbers, all its client sends). */
 const QUERY_ENCODING = args['query-encoding'] as WireEncoding;
 if (!WIRE_ENCODINGS.includes(QUERY_ENCODING)) throw new Error(`--query-encoding takes ${WIRE_ENCODINGS.join(' or ')}`);
 /** That collection's rows: past the service's exact-scan threshold (VSS_EXACT_BELOW_ROWS, 10,000), so its searches walk a graph. */
