@@ -5,21 +5,23 @@
  * (V8 optimises the search path's JavaScript while the first few thousand searches run).
  *
  *   node --import tsx bench/vectors.bench.ts --n 100000 --keep      # prints the data directory it kept
- *   node --import tsx bench/search-rounds.bench.ts --data-dir <that directory> [--rounds 2] [--queries 300] [--fresh] [--effort 100:128] [--node-args=--no-opt]
+ *   node --import tsx bench/search-rounds.bench.ts --data-dir <that directory> [--rounds 2] [--queries 300] [--fresh] [--effort 100:128] [--pause-ms 0] [--node-args=--no-opt]
  *
  * Starts the server on the directory (as `npm start` does, with `--node-args` given to node),
  * waits for the index to be open and for the server to go quiet, then sends `--queries` vector
  * searches (initial_top_k:ef from `--effort`, final_top_k 10, concurrency 1) per round to table
  * `bench` of `default_keyspace`, printing per round the latency and the server's own time per
  * search (from its metrics: the rest is the client's and the loopback's), and the process's first
- * search on its own.
+ * search on its own. `--pause-ms` leaves the server without a request that long before each round
+ * after the first, as a server with few users is between their searches (V8 reclaims memory from a
+ * process that goes idle, and the compiled code it discards is compiled again by the next searches).
  */
 import { startServer } from '../test/server.ts';
 import { benchArgs } from './lib/args.ts';
 import { machineKind } from './machine-check.ts';
 import { fmt, makeCentres, makeVectors, quiet, runQueries, searchMsIn, serverMetrics } from './workload.ts';
 
-const args = benchArgs({ 'data-dir': undefined, rounds: 2, queries: 300, fresh: false, effort: '100:128', 'node-args': '' });
+const args = benchArgs({ 'data-dir': undefined, rounds: 2, queries: 300, fresh: false, effort: '100:128', 'pause-ms': 0, 'node-args': '' });
 if (!args['data-dir']) throw new Error('--data-dir is required (a directory kept by vectors.bench.ts --keep)');
 const [K, EF] = args.effort.split(':').map(Number);
 if (!(K > 0 && EF > 0)) throw new Error('--effort takes initial_top_k:ef, e.g. 100:128');
@@ -37,7 +39,7 @@ try {
   }
   // The graphs' first walks and any settling after the start are done before the first round.
   const waited = await quiet(server.child.pid!, 60);
-  console.log(`${machineKind()}, node ${process.version}${nodeArgs.length ? ` ${nodeArgs.join(' ')}` : ''}; initial_top_k ${K}, ef ${EF}, ${args.queries} ${args.fresh ? 'new queries each round' : 'queries, the same each round'}; server quiet after ${waited.toFixed(1)} s`);
+  console.log(`${machineKind()}, node ${process.version}${nodeArgs.length ? ` ${nodeArgs.join(' ')}` : ''}; initial_top_k ${K}, ef ${EF}, ${args.queries} ${args.fresh ? 'new queries each round' : 'queries, the same each round'}${args['pause-ms'] > 0 ? `, ${args['pause-ms']} ms without a request before each round after the first` : ''}; server quiet after ${waited.toFixed(1)} s`);
   const centres = makeCentres(64, 384);
   const bodies = (round: number) =>
     makeVectors(5_000_000 + (args.fresh ? round * args.queries : 0), args.queries, 384, centres).map((v) => ({
@@ -49,6 +51,7 @@ try {
       final_top_k: 10,
     }));
   for (let r = 0; r < args.rounds; r++) {
+    if (r > 0 && args['pause-ms'] > 0) await new Promise((done) => setTimeout(done, args['pause-ms']));
     const before = searchMsIn(await serverMetrics(server, KEY));
     const run = await runQueries(server, bodies(r), 1);
     const own = (searchMsIn(await serverMetrics(server, KEY)) - before) / args.queries;

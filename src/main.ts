@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config/config.ts';
 import { ModelRegistry } from './embedding/registry.ts';
 import { Metrics } from './observability/metrics.ts';
 import { buildApp } from './http/app.ts';
+import { SearchWarmUp } from './http/warm-up.ts';
 import { loggerOptions } from './http/logging.ts';
 import { createReranker } from './service/rerank.ts';
 import { bootstrap } from './service/bootstrap.ts';
@@ -67,6 +68,11 @@ async function main(): Promise<void> {
     if (failed) app.log.error({ err: failed.err }, 'model failed to load');
   });
 
+  // Once serving, the search path warms up on rows of its own while no request comes (warm-up.ts).
+  let requests = 0;
+  app.server.on('request', () => requests++);
+  const warmUp = new SearchWarmUp(deps, { searches: config.warmUpSearches, activity: () => requests, log: storageLog });
+
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -75,6 +81,7 @@ async function main(): Promise<void> {
     // Requests still open after the grace (a stalled upload, a client trickling its body) are cut,
     // so that models and storage close cleanly before an orchestrator's SIGKILL (10 s in Docker).
     setTimeout(() => app.server.closeAllConnections(), config.shutdownGraceMs).unref();
+    await warmUp.close();
     await app.close();
     await models.close();
     await storage.close();
@@ -87,6 +94,7 @@ async function main(): Promise<void> {
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   process.stdout.write(`listening on http://${config.host}:${port}\n`);
+  void warmUp.start();
 }
 
 main().catch((err: unknown) => {

@@ -12,10 +12,20 @@ function modes(dir: string): Map<string, { dir: boolean; mode: number }> {
     const st = fs.lstatSync(p, { throwIfNoEntry: false });
     if (st === undefined) return; // a temp file renamed or removed meanwhile
     out.set(path.relative(dir, p) || '.', { dir: st.isDirectory(), mode: st.mode & 0o777 });
-    if (st.isDirectory()) for (const name of fs.readdirSync(p)) walk(path.join(p, name));
+    // A folder removed meanwhile too (the search warm-up's, once it is done).
+    if (st.isDirectory()) for (const name of readdirIfThere(p)) walk(path.join(p, name));
   };
   walk(dir);
   return out;
+}
+
+function readdirIfThere(p: string): string[] {
+  try {
+    return fs.readdirSync(p);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
 }
 
 function assertPrivate(dir: string, when: string): void {

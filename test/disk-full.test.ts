@@ -92,8 +92,9 @@ describe('a full data directory (real server process on a small tmpfs)', () => {
     if (skip !== null) return t.skip(skip);
     const filler = path.join(dir, 'filler');
     await writeFile(filler, Buffer.alloc(FILLER_BYTES, 1));
-    // Index saves after every few hundred changes, so that saves meet the full disk too.
-    const env = { VSS_DATA_DIR: path.join(dir, 'data'), VSS_ADMIN_KEY: ADMIN, VSS_EXACT_BELOW_ROWS: '0', VSS_INDEX_SAVE_EVERY_CHANGES: '300' };
+    // Index saves after every few hundred changes, so that saves meet the full disk too; no search
+    // warm-up, whose own rows (~30 MB for a moment) would fill the disk before the test's do.
+    const env = { VSS_DATA_DIR: path.join(dir, 'data'), VSS_ADMIN_KEY: ADMIN, VSS_EXACT_BELOW_ROWS: '0', VSS_INDEX_SAVE_EVERY_CHANGES: '300', VSS_WARM_UP_SEARCHES: '0' };
     let server = await startServer(env);
     const stored = new Map<string, number[]>();
     const storedFiles = new Map<string, string>();

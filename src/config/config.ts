@@ -145,7 +145,6 @@ export interface Config {
    * length² (`attention`); larger batches run as several calls (src/embedding/model.ts callGroups).
    */
   readonly embedCall: { readonly tokens: number; readonly attention: number };
-  /** ANN index upkeep: save after this many changes or this many ms, whichever comes first. */
   /** MiB of vectors that small tables may also keep in memory (bigger ones are scanned from their files). */
   readonly vectorMemoryMb: number;
   /** MiB of the embedded database read through a memory map (SQLite caps it at 2 GiB; 0: plain reads). */
@@ -165,7 +164,16 @@ export interface Config {
     readonly maxPages: number;
     readonly maxExpandedBytes: number;
   };
+  /**
+   * ANN index upkeep: save after this many changes or this many ms, whichever comes first; tables
+   * under exactBelowRows rows are scanned exactly; graphs are sealed at segmentRows rows.
+   */
   readonly index: { readonly saveEveryChanges: number; readonly saveEveryMs: number; readonly exactBelowRows: number; readonly segmentRows: number };
+  /**
+   * Searches a server on the embedded store sends itself after start, on rows of its own, while
+   * no client's request comes (src/http/warm-up.ts; 0: none).
+   */
+  readonly warmUpSearches: number;
   /**
    * The background removal of expired rows (TTL) in the embedded store: at most `batchRows`
    * deletions per batch, a pass every `intervalMs`. Expired rows are hidden from reads at once
@@ -275,6 +283,7 @@ export function loadConfig(env: Env = {}, overrides: Partial<Omit<Config, 'limit
     metricsPublic: bool('VSS_METRICS_PUBLIC', false),
     trustProxy: trustProxy(env.VSS_TRUST_PROXY, r.problems),
     shutdownGraceMs: int('VSS_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    warmUpSearches: int('VSS_WARM_UP_SEARCHES', 2_000, 0, 100_000),
     ...readTuning(r),
     ...rest,
   } as Config;

@@ -53,8 +53,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(indexStats?: () => IndexStat[]) {
-    client.collectDefaultMetrics({ register: this.registry, prefix: 'vss_process_' });
+  /**
+   * `process: false` leaves out the process's own metrics (CPU, memory, event-loop lag, GC), whose
+   * observers live as long as the process: for an app that does not (the search warm-up's).
+   */
+  constructor(indexStats?: () => IndexStat[], opts: { process?: boolean } = {}) {
+    if (opts.process !== false) client.collectDefaultMetrics({ register: this.registry, prefix: 'vss_process_' });
     if (indexStats) {
       const labelNames = ['keyspace', 'table'] as const;
       const indexed = new client.Gauge({ name: 'vss_index_indexed_rows', help: 'Rows in the ANN index per table', labelNames, registers: [] });
