@@ -36,7 +36,7 @@ const SHAPE = Object.freeze({
   /** Rows written every `tailEvery` searches (a multiple of `turn`): searched as the unindexed tail beside the graph. */
   tailRows: 200,
   tailEvery: 256,
-  /** Searches run back to back between two looks at the real server (~10 ms before V8 optimises them). */
+  /** Searches run back to back between two looks at the real server (up to ~15 ms, cold). */
   turn: 8,
 });
 
