@@ -28,8 +28,8 @@
  *
  * `--warm-up N`: before its load, each server writes 12,000 rows to a collection of their own and
  * answers N searches of it, as a server that has served before would have. Without it the
- * right-after searches are also the process's first, which the service runs before V8 has
- * compiled its search path.
+ * service's right-after searches follow only its own start-up warm-up (src/http/warm-up.ts,
+ * VSS_WARM_UP_SEARCHES), run at its start, ~40 s before its load (Chroma loads in between).
  *
  * Right after its load the service is searched first at `--after-effort` (initial_top_k:ef; the
  * cheapest curve point that reached Chroma's recall in earlier runs, its recall printed beside
@@ -48,8 +48,9 @@
  * recall-latency curve over pairs of initial_top_k (candidates re-scored exactly) and ef (how wide
  * each graph walk is; never narrower than initial_top_k); then more alternating rounds of the
  * service at the cheapest curve point reaching Chroma's recall, the service at the default effort
- * again and Chroma. Those come after the process's first ~8,000 searches, the settled rounds
- * before them at its ~800th-2,000th, which is still in its warm-up (docs/PERFORMANCE.md).
+ * again and Chroma. Those come after the process's first ~10,000 searches (its start-up warm-up's
+ * 2,000 counted), the settled rounds before them at its ~2,800th-4,000th, which is still in its
+ * warm-up (docs/PERFORMANCE.md).
  *
  * `--node-args FLAGS`: flags for the service's node, space-separated (V8's among them, e.g.
  * `--no-lazy-feedback-allocation`), as search-rounds.bench.ts takes them.
@@ -93,7 +94,7 @@ const ROUNDS = Math.max(1, Number(args.rounds));
 /** The recall-latency curve's points: initial_top_k and ef (none with --curve ''). */
 const CURVE = args.curve === '' ? [] : args.curve.split(',').map((p) => p.split(':').map(Number) as [number, number]);
 const [AFTER_K, AFTER_EF] = args['after-effort']!.split(':').map(Number);
-/** Searches each server answers on a collection of its own before its load (0: none, the load's searches are the process's first). */
+/** Searches each server answers on a collection of its own before its load (0: none). */
 const WARM_UP = Number(args['warm-up']);
 /** How the service's queries carry their vectors (Chroma's always as JSON numbers, all its client sends). */
 const QUERY_ENCODING = args['query-encoding'] as WireEncoding;
@@ -464,7 +465,7 @@ async function main() {
     // The issue's comparison is at recall@10 no lower than Chroma's: the service also at the
     // cheapest curve point that reaches Chroma's settled recall, against Chroma again, alternating.
     // The default effort is searched again beside them: the settled rounds above were the process's
-    // searches ~800-2,000, still in its warm-up (docs/PERFORMANCE.md), these come after the curve's.
+    // searches ~2,800-4,000, still in its warm-up (docs/PERFORMANCE.md), these come after the curve's.
     const matched = chroma ? curve.filter((c) => c.run.recall >= median(chroma.settled1).recall).sort((a, b) => a.run.p50 - b.run.p50)[0] : undefined;
     if (chroma && matched) {
       const at = measured({ ...vss, name: `service at initial_top_k ${matched.k}, ef ${matched.ef}`, search: vss.curveSearch!(matched.k, matched.ef) });

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/config.ts';
+import { FakeEmbeddingModel } from '../embedding/fake.ts';
 import { encodeFloat32Base64 } from '../platform/float32-base64.ts';
 import { Metrics } from '../observability/metrics.ts';
 import { bootstrap } from '../service/bootstrap.ts';
@@ -121,10 +122,11 @@ export class SearchWarmUp {
       const res = await app.inject({ method: 'POST', url, headers: { 'x-api-key': secret }, payload });
       if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
     };
-    const vectors = new Vectors(SHAPE.dimension);
+    // Vectors with no meaning, the same on every start: the stand-in model's, made from the keys.
+    const vectors = new FakeEmbeddingModel({ dimension: SHAPE.dimension });
     const write = async (n: number): Promise<void> => {
       const first = this.#written;
-      const rows = Array.from({ length: n }, (_, i) => ({ key: `row-${first + i}`, vector_base64: encodeFloat32Base64(vectors.next()), metadata: { n: first + i } }));
+      const rows = Array.from({ length: n }, (_, i) => ({ key: `row-${first + i}`, vector_base64: encodeFloat32Base64(vectors.vectorOf(`row-${first + i}`)), metadata: { n: first + i } }));
       await post('/v1/vector/batch', { keyspace: KEYSPACE, table: TABLE, vectors: rows });
       this.#written += n;
     };
@@ -144,7 +146,7 @@ export class SearchWarmUp {
       if (this.#searched > 0 && this.#searched % SHAPE.tailEvery === 0) await write(SHAPE.tailRows);
       for (let i = 0; i < SHAPE.turn && this.#searched < this.#opts.searches; i++) {
         const n = this.#searched;
-        const v = vectors.next();
+        const v = vectors.vectorOf(`query-${n}`);
         // Both efforts the searches of docs/PERFORMANCE.md use, and both ways a client sends a vector.
         const effort = n % 2 === 0 ? { initial_top_k: 100 } : { initial_top_k: 50, ef: 128 };
         const vector = n % 4 === 3 ? { vector: Array.from(v) } : { vector_base64: encodeFloat32Base64(v) };
@@ -170,47 +172,5 @@ export class SearchWarmUp {
     }
     await nextTurn();
     return !this.#stopped;
-  }
-}
-
-/** Unit vectors around a few directions, from a fixed seed: rows and queries alike. */
-class Vectors {
-  readonly #dim: number;
-  readonly #centres: Float32Array[];
-  #seed = 0x2545f491;
-  #count = 0;
-
-  constructor(dim: number) {
-    this.#dim = dim;
-    this.#centres = Array.from({ length: 16 }, () => this.#noise(1));
-  }
-
-  next(): Float32Array {
-    const v = this.#noise(0.3);
-    const c = this.#centres[this.#count++ % this.#centres.length];
-    let norm = 0;
-    for (let i = 0; i < this.#dim; i++) {
-      v[i] += c[i];
-      norm += v[i] * v[i];
-    }
-    const inv = 1 / Math.sqrt(norm);
-    for (let i = 0; i < this.#dim; i++) v[i] *= inv;
-    return v;
-  }
-
-  #noise(scale: number): Float32Array {
-    const v = new Float32Array(this.#dim);
-    for (let i = 0; i < this.#dim; i++) v[i] = scale * (this.#uniform() - 0.5);
-    return v;
-  }
-
-  /** xorshift32, in [0, 1). */
-  #uniform(): number {
-    let x = this.#seed;
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    this.#seed = x >>> 0;
-    return this.#seed / 2 ** 32;
   }
 }
