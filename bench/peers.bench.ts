@@ -121,9 +121,10 @@ interface QuerySet {
 }
 /**
  * The service only: `server`, its own time per search (its /v1/search/ duration histogram), ms;
- * `waited`, the share of the run its main thread was ready to run but waited for a core.
+ * `waited`, the share of the run its main thread was ready to run but waited for a core. Both:
+ * `first`, the first search's latency, ms (right after a load, what a client waits for first).
  */
-type Run = Timed & { recall: number; server?: number; waited?: number };
+type Run = Timed & { recall: number; server?: number; waited?: number; first?: number };
 /** One server under test: how to load it and search it. */
 interface PeerServer {
   name: string;
@@ -193,7 +194,7 @@ async function timed(set: QuerySet, concurrency: number, search: Search, own?: P
   const qps = set.vectors.length / seconds;
   const waited = waitedBefore === undefined ? undefined : ((await own!.mainWaited!()) - waitedBefore) / seconds;
   const server = serverBefore === undefined ? undefined : ((await own!.searchMs!()) - serverBefore) / set.vectors.length;
-  return { qps, p50: pct(lat, 50), p99: pct(lat, 99), recall: recallOf(ids, set.truth), server, waited, ids };
+  return { qps, p50: pct(lat, 50), p99: pct(lat, 99), recall: recallOf(ids, set.truth), server, waited, first: lat[0], ids };
 }
 
 function recallOf(got: string[][], truth: string[][]): number {
@@ -420,10 +421,10 @@ async function main() {
       row(`${p.name}: ingest until acknowledged`, `${Math.round(N / p.ackSeconds).toLocaleString('en')} vectors/s (${p.ackSeconds.toFixed(1)} s)${p.pendingAtAck !== null ? `, ${p.pendingAtAck.toLocaleString('en')} rows not in the graphs yet` : ''}`);
       row(`${p.name}: ingest until searchable at graph speed`, `${p.searchableSeconds.toFixed(1)} s`);
       if (p.afterAt1) {
-        row(`${p.name}: right after the load at initial_top_k ${AFTER_K}, ef ${AFTER_EF}, concurrency 1`, `${fmt(p.afterAt1)}, recall@10 ${p.afterAt1.recall.toFixed(3)}`);
+        row(`${p.name}: right after the load at initial_top_k ${AFTER_K}, ef ${AFTER_EF}, concurrency 1`, `${fmt(p.afterAt1)}, recall@10 ${p.afterAt1.recall.toFixed(3)}, the first search ${p.afterAt1.first!.toFixed(1)} ms`);
         row(`${p.name}: right after the load at initial_top_k ${AFTER_K}, ef ${AFTER_EF}, concurrency 16`, fmt(p.afterAt16!));
       }
-      row(`${p.name}: right after the load, concurrency 1`, `${fmt(p.after1!)}, recall@10 ${p.after1!.recall.toFixed(3)}`);
+      row(`${p.name}: right after the load, concurrency 1`, `${fmt(p.after1!)}, recall@10 ${p.after1!.recall.toFixed(3)}${p.afterAt1 ? '' : `, the first search ${p.after1!.first!.toFixed(1)} ms`}`);
       row(`${p.name}: right after the load, concurrency 16`, fmt(p.after16!));
       row(`${p.name}: settled, concurrency 1 (median of ${ROUNDS})`, `${fmt(s1)}, recall@10 ${s1.recall.toFixed(3)}`);
       row(`${p.name}: settled, concurrency 16 (median of ${ROUNDS})`, fmt(s16));

@@ -5,7 +5,7 @@
  * (V8 optimises the search path's JavaScript while the first few thousand searches run).
  *
  *   node --import tsx bench/vectors.bench.ts --n 100000 --keep      # prints the data directory it kept
- *   node --import tsx bench/search-rounds.bench.ts --data-dir <that directory> [--rounds 2] [--queries 300] [--fresh] [--effort 100:128] [--pause-ms 0] [--node-args=--no-opt]
+ *   node --import tsx bench/search-rounds.bench.ts --data-dir <that directory> [--rounds 2] [--queries 300] [--fresh] [--effort 100:128] [--pause-ms 0] [--node-args=--no-opt] [--server-out FILE]
  *
  * Starts the server on the directory (as `npm start` does, with `--node-args` given to node),
  * waits for the index to be open and for the server to go quiet, then sends `--queries` vector
@@ -15,13 +15,17 @@
  * search on its own. `--pause-ms` leaves the server without a request that long before each round
  * after the first, as a server with few users is between their searches (V8 reclaims memory from a
  * process that goes idle, and the compiled code it discards is compiled again by the next searches).
+ * `--server-out FILE` appends what the server writes from the first round on to FILE, each round
+ * after a line `=== round N ===`: with `--node-args=--trace-deopt`, which optimised functions bail
+ * out in which round (`awk '/^=== round/{r=$3} /bailout/{n[r]++} END{for(r in n) print r, n[r]}' FILE`).
  */
+import { appendFileSync } from 'node:fs';
 import { startServer } from '../test/server.ts';
 import { benchArgs } from './lib/args.ts';
 import { machineKind } from './machine-check.ts';
 import { fmt, makeCentres, makeVectors, quiet, runQueries, searchMsIn, serverMetrics } from './workload.ts';
 
-const args = benchArgs({ 'data-dir': undefined, rounds: 2, queries: 300, fresh: false, effort: '100:128', 'pause-ms': 0, 'node-args': '' });
+const args = benchArgs({ 'data-dir': undefined, rounds: 2, queries: 300, fresh: false, effort: '100:128', 'pause-ms': 0, 'node-args': '', 'server-out': '' });
 if (!args['data-dir']) throw new Error('--data-dir is required (a directory kept by vectors.bench.ts --keep)');
 const [K, EF] = args.effort.split(':').map(Number);
 if (!(K > 0 && EF > 0)) throw new Error('--effort takes initial_top_k:ef, e.g. 100:128');
@@ -50,8 +54,11 @@ try {
       ef: EF,
       final_top_k: 10,
     }));
+  const serverOut = args['server-out'];
+  if (serverOut) for (const s of [server.child.stdout!, server.child.stderr!]) s.on('data', (d: Buffer) => appendFileSync(serverOut, d));
   for (let r = 0; r < args.rounds; r++) {
     if (r > 0 && args['pause-ms'] > 0) await new Promise((done) => setTimeout(done, args['pause-ms']));
+    if (serverOut) appendFileSync(serverOut, `\n=== round ${r + 1} ===\n`);
     const before = searchMsIn(await serverMetrics(server, KEY));
     const run = await runQueries(server, bodies(r), 1);
     const own = (searchMsIn(await serverMetrics(server, KEY)) - before) / args.queries;

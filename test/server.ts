@@ -33,10 +33,14 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    let listening = false;
     const onData = (d: Buffer) => {
       out += d.toString();
+      // Once found, not looked for again: a server run with a V8 trace writes megabytes.
+      if (listening) return;
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) {
+        listening = true;
         clearTimeout(timer);
         resolve(m[1]);
       }
