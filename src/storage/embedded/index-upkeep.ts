@@ -82,11 +82,11 @@ export const UPKEEP_TIMINGS = Object.freeze({
    */
   searchingMaxPauseMs: 20,
   /**
-   * While searches keep coming, or writes that no longer wait for the graphs, and no table has
-   * more than ackRows rows waiting for its graphs (each in a quantised tail), those rows are left
-   * to the tail's scan, for at most this long, instead of being inserted between the requests:
-   * they go in once searches pause for searchingWindowMs and writes for busyWindowMs, or once
-   * this has passed. Right after a bulk load, the inserts of the last
+   * While searches keep coming, or from the acknowledgement of a write that waited for the graphs
+   * on, and no table has more than ackRows rows waiting for its graphs (each in a quantised tail),
+   * those rows are left to the tail's scan, for at most this long, instead of being inserted
+   * between the requests: they go in once searches pause for searchingWindowMs (and no write was
+   * let go for busyWindowMs), or once this has passed. Right after a bulk load, the inserts of the last
    * rows the writes left (~0.4 ms a row at 100k rows, ~1 ms at 1M) between the first searches made
    * their p99 at concurrency 1 a slice long (15-17 ms against 5-8 in bench/peers.bench.ts at
    * 100k); scanning those rows reads ~0.4 MB of int8 copies a search. (Qdrant leaves small
@@ -437,8 +437,9 @@ export class IndexKeeper {
   #timer: NodeJS.Timeout | null = null;
   #batch = 64;
   #cursor = 0;
-  /** When a write last came, or was let go by roomFor() or caughtUp(): its client's next request may be on its way. */
   #lastWrite = -Infinity;
+  /** When a write that waited for the graphs (roomFor, caughtUp) was last let go: its client's next request may be on its way. */
+  #lastLetGo = -Infinity;
   #lastSearch = -Infinity;
   #lastSliceMs = 0;
   /** Since when the rows waiting rest in their tails while searches come (see tailRestMs); null while they do not. */
@@ -701,11 +702,11 @@ export class IndexKeeper {
   /** Whether the rows waiting for the graphs of `tables` are left to their tails' scan now (see tailRestMs). */
   #tailsRest(tables: TableState[]): boolean {
     const ackRows = this.#opts.ackRows ?? T.ackRows;
-    // Searches coming, or a write lately and none waiting for the graphs: after a bulk load's last
-    // acknowledgement the first search comes next, and inserts then (at full share: the last write
-    // came before its ~0.5 s wait for the graphs) delayed it ~100 ms at 1M rows, a slice for each
-    // of its steps through HTTP until it reached the store.
-    const active = this.#searching() || performance.now() - this.#lastWrite < T.busyWindowMs;
+    // Searches coming, or a write let go lately that had waited for the graphs, none waiting now:
+    // after a bulk load's last acknowledgement the first search comes next, and inserts then (at
+    // full share: the last write came before its ~0.5 s wait) delayed it ~100 ms at 1M rows, a
+    // slice for each of its steps through HTTP until it reached the store.
+    const active = this.#searching() || performance.now() - this.#lastLetGo < T.busyWindowMs;
     if (!active || this.#roomWaiters.length > 0 || !tables.every((t) => t.tail !== null && t.pendingCount <= ackRows)) {
       this.#restingSince = null;
       return false;
@@ -759,7 +760,7 @@ export class IndexKeeper {
       if (w.ready()) w.resolve();
       else still.push(w);
     }
-    if (still.length < this.#roomWaiters.length) this.#lastWrite = performance.now();
+    if (still.length < this.#roomWaiters.length) this.#lastLetGo = performance.now();
     this.#roomWaiters = still;
   }
 
