@@ -129,8 +129,8 @@ describe('index upkeep while searches come', () => {
     await keeper.close();
   });
 
-  it('leaves the rows a bulk write left to their tail once it is let go, until writes and searches pause', async () => {
-    // At ~0.05 ms a row, the write waits ~0.5 s for the graphs: longer than the busy window a write opens.
+  it('leaves the rows a bulk write left to their tail once it is let go, for the search that comes next', async () => {
+    // At ~0.05 ms a row, the write waits ~0.5 s for the graphs: longer than the busy window its commit opened.
     const { t, keeper, ids } = setUp(dir(), new FlakyMatrix(() => false, 0.05), 6_000, 500);
     keeper.start();
     keeper.upserted(t, ids, 1);

@@ -82,16 +82,17 @@ export const UPKEEP_TIMINGS = Object.freeze({
    */
   searchingMaxPauseMs: 20,
   /**
-   * While searches keep coming, or from the acknowledgement of a write that waited for the graphs
-   * on, and no table has more than ackRows rows waiting for its graphs (each in a quantised tail),
-   * those rows are left to the tail's scan, for at most this long, instead of being inserted
-   * between the requests: they go in once searches pause for searchingWindowMs (and no write was
-   * let go for busyWindowMs), or once this has passed. Right after a bulk load, the inserts of the last
-   * rows the writes left (~0.4 ms a row at 100k rows, ~1 ms at 1M) between the first searches made
-   * their p99 at concurrency 1 a slice long (15-17 ms against 5-8 in bench/peers.bench.ts at
-   * 100k); scanning those rows reads ~0.4 MB of int8 copies a search. (Qdrant leaves small
-   * segments to a plain scan alike.) The same as settleDeadlineMs, the longest a sealed segment
-   * waits for a quiet moment: searches that never pause keep rows out of the graphs for seconds.
+   * While searches keep coming, or from the acknowledgement of a write that waited for the
+   * graphs on, and no table has more than ackRows rows waiting for its graphs (each in a
+   * quantised tail), those rows are left to the tail's scan, for at most this long, instead of
+   * being inserted between the requests: they go in once searches pause for searchingWindowMs
+   * (and no write was let go for busyWindowMs), or once this has passed. Right after a bulk
+   * load, the inserts of the last rows the writes left (~0.4 ms a row at 100k rows, ~1 ms at
+   * 1M) between the first searches made their p99 at concurrency 1 a slice long (15-17 ms
+   * against 5-8 in bench/peers.bench.ts at 100k); scanning those rows reads ~0.4 MB of int8
+   * copies a search. (Qdrant leaves small segments to a plain scan alike.) The same as
+   * settleDeadlineMs, the longest a sealed segment waits for a quiet moment: searches that
+   * never pause keep rows out of the graphs for seconds.
    */
   tailRestMs: 5_000,
   /**
