@@ -19,7 +19,7 @@
  * after a line `=== round N ===`: with `--node-args=--trace-deopt`, which optimised functions bail
  * out in which round (`awk '/^=== round/{r=$3} /bailout/{n[r]++} END{for(r in n) print r, n[r]}' FILE`).
  */
-import { appendFileSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { startServer } from '../test/server.ts';
 import { benchArgs } from './lib/args.ts';
 import { machineKind } from './machine-check.ts';
@@ -33,6 +33,8 @@ const KEY = 'bench-admin-key-0123456789abcdef';
 
 const nodeArgs = (args['node-args'] ?? '').split(' ').filter(Boolean);
 const server = await startServer({ VSS_DATA_DIR: args['data-dir'], VSS_ADMIN_KEY: KEY, VSS_LOG_LEVEL: 'warn' }, 120_000, undefined, nodeArgs);
+// Written as it comes, not synchronously: a V8 trace is megabytes while the rounds are timed.
+const serverOut = args['server-out'] ? createWriteStream(args['server-out'], { flags: 'a' }) : null;
 try {
   for (;;) {
     const list = await server.call('GET', '/v1/keyspaces/list');
@@ -54,11 +56,10 @@ try {
       ef: EF,
       final_top_k: 10,
     }));
-  const serverOut = args['server-out'];
-  if (serverOut) for (const s of [server.child.stdout!, server.child.stderr!]) s.on('data', (d: Buffer) => appendFileSync(serverOut, d));
+  if (serverOut) for (const s of [server.child.stdout!, server.child.stderr!]) s.on('data', (d: Buffer) => serverOut.write(d));
   for (let r = 0; r < args.rounds; r++) {
     if (r > 0 && args['pause-ms'] > 0) await new Promise((done) => setTimeout(done, args['pause-ms']));
-    if (serverOut) appendFileSync(serverOut, `\n=== round ${r + 1} ===\n`);
+    serverOut?.write(`\n=== round ${r + 1} ===\n`);
     const before = searchMsIn(await serverMetrics(server, KEY));
     const run = await runQueries(server, bodies(r), 1);
     const own = (searchMsIn(await serverMetrics(server, KEY)) - before) / args.queries;
@@ -68,4 +69,5 @@ try {
   }
 } finally {
   await server.kill('SIGTERM');
+  await new Promise((done) => (serverOut ? serverOut.end(done) : done(undefined)));
 }

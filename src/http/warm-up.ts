@@ -6,7 +6,9 @@
  * directory, served by an app of its own built from the same modules with a key of its own, sent
  * writes and searches through inject() (no socket) while the real server has no request to handle,
  * then closed and removed. The two apps' handlers are closures made at the same places in the code,
- * so the feedback V8 gathers on one, and the code it optimises, serve the other.
+ * so they share V8's feedback and optimised code; but the real server's objects (its sockets, its
+ * Fastify instance, its tables) have other shapes, and its first requests make ~45 optimised
+ * functions bail out (docs/PERFORMANCE.md): the warm-up saves the first searches part of the wait.
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
