@@ -459,7 +459,10 @@ async function main() {
     const curveSet = { vectors: settled.flatMap((q) => q.vectors), truth: settled.flatMap((q) => q.truth) };
     const curve: { k: number; ef: number; run: Run }[] = [];
     for (const [k, ef] of CURVE) {
+      // Marks around each point: with --server-prof, its settled profile beside the right-after one.
+      mark(`the curve at ${k}/${ef}`);
       const r = await timed(curveSet, 1, vss.curveSearch!(k, ef));
+      mark(`the curve at ${k}/${ef} done`);
       curve.push({ k, ef, run: r });
       row(`service, settled, initial_top_k ${k}, ef ${ef}, concurrency 1`, `recall@10 ${r.recall.toFixed(3)}, ${fmt(r)}`);
     }

@@ -6,6 +6,7 @@ import { SegmentedAnn } from './ann-segments.ts';
 import { newGraphClaims } from './graph-claims.ts';
 import { GraphWorker } from './graph-worker.ts';
 import { ANN_PARAMS } from './graph-params.ts';
+import { QuantisedTail } from './quantised-tail.ts';
 import { YieldSignal } from '../platform/yield-signal.ts';
 import { tempDirForSuite } from '../platform/temp-dir-test-support.ts';
 
@@ -232,6 +233,36 @@ describe('SegmentedAnn', () => {
       await worker.close();
       assert.equal(worker.alive, false);
       assert.deepEqual(await ann.searchAsync(qs[0], 30, worker), ann.search(qs[0], 30), 'a dead worker is not needed');
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it("ranks rows found beside the graphs (a quantised tail's scan) with the graphs' answers for the k places, here and on the worker", async () => {
+    const sub = path.join(dir(), 'beside');
+    const { ann, data } = fourSegments(8);
+    const tail = new QuantisedTail(d);
+    const extra = randomRows(50, 9);
+    for (let i = 0; i < 50; i++) tail.set(5000 + i, extra.subarray(i * d, i * d + d));
+    const worker = new GraphWorker();
+    try {
+      await ann.save(sub, '1', 1, 'db');
+      assert.equal(ann.viewSaved(), 4);
+      await shared(worker, ann);
+      for (let i = 0; i < 10; i++) {
+        const q = extra.subarray(i * 5 * d, i * 5 * d + d);
+        const here = ann.search(q, 10, undefined, tail.searchScored(q, 10));
+        // The tail's row equal to the query comes first, and the k places are shared, not added to.
+        assert.equal(here[0], 5000 + i * 5);
+        assert.equal(here.length, 10);
+        assert.deepEqual(await ann.searchAsync(q, 10, worker, undefined, false, tail.searchScored(q, 10)), here);
+        // Rows farther than all the graphs' answers (opposite the query) take none of their places.
+        const g = data.subarray(i * 97 * d, i * 97 * d + d);
+        const opposite = new QuantisedTail(d);
+        for (let j = 0; j < 5; j++) opposite.set(6000 + j, Float32Array.from(g, (x) => -x * (j + 1)));
+        assert.deepEqual(ann.search(g, 10, undefined, opposite.searchScored(g, 5)), ann.search(g, 10));
+      }
+      assert.ok(worker.searches >= 10);
     } finally {
       await worker.close();
     }

@@ -200,12 +200,15 @@ export class SegmentedAnn {
   /**
    * Row ids of about the `k` nearest live rows, nearest first by the graphs' own distances. Each
    * graph is walked with effort `ef`, or DEFAULT_EFFORT, and never narrower than `k` (see #effort).
+   * `beside`: rows found elsewhere by the same distance (a quantised tail's scan of rows the graphs
+   * lack), ranked with the graphs' answers for the `k` places.
    */
-  search(query: Float32Array, k: number, ef?: number): number[] {
+  search(query: Float32Array, k: number, ef?: number, beside?: ScoredKeys): number[] {
     const effort = this.#effort(k, ef);
     const found: Found[] = [];
     for (const s of this.#sealed) if (!s.retired) collect(found, s.graph.searchScored(query, effort), s.dead);
     collect(found, this.#delta.searchScored(query, effort), null);
+    if (beside) collect(found, beside, null);
     return best(found, k);
   }
 
@@ -225,7 +228,7 @@ export class SegmentedAnn {
    * here, which saves a search the two messages and the worker's wake-up (100k rows, concurrency
    * 1: p50 0.95-1.01 against 1.17-1.28 ms in bench/peers.bench.ts's curve).
    */
-  async searchAsync(query: Float32Array, k: number, worker: GraphWorker, ef?: number, alone = false): Promise<number[]> {
+  async searchAsync(query: Float32Array, k: number, worker: GraphWorker, ef?: number, alone = false, beside?: ScoredKeys): Promise<number[]> {
     this.shareWith(worker);
     // Only graphs the worker has read through, and never while it syncs: a search would queue behind that.
     const shared: SharedGraph[] = [];
@@ -234,16 +237,17 @@ export class SegmentedAnn {
       const d = this.#deltaShare;
       if (d !== null && worker.isReady(d.uid)) shared.push({ uid: d.uid, graph: this.#delta, dead: d.since?.stale ?? null, isDelta: true, since: d.since });
     }
-    if (shared.length === 0) return this.search(query, k, ef);
-    if (alone && worker.pending === 0 && shared.length === 1 && this.#onlyGraph(shared[0])) return this.search(query, k, ef);
+    if (shared.length === 0) return this.search(query, k, ef, beside);
+    if (alone && worker.pending === 0 && shared.length === 1 && this.#onlyGraph(shared[0])) return this.search(query, k, ef, beside);
     const effort = this.#effort(k, ef);
     const claims = newGraphClaims();
     const pending = worker.search(shared.map((s) => s.uid), query, effort, claims);
-    return this.#walkShared(query, effort, k, shared, claims, pending, worker);
+    return this.#walkShared(query, effort, k, shared, claims, pending, worker, beside);
   }
 
-  async #walkShared(query: Float32Array, effort: number, k: number, shared: SharedGraph[], claims: GraphClaims, pending: Promise<WorkerAnswer[]>, worker: GraphWorker): Promise<number[]> {
+  async #walkShared(query: Float32Array, effort: number, k: number, shared: SharedGraph[], claims: GraphClaims, pending: Promise<WorkerAnswer[]>, worker: GraphWorker, beside: ScoredKeys | undefined): Promise<number[]> {
     const found: Found[] = [];
+    if (beside) collect(found, beside, null);
     for (const s of this.#sealed) if (!s.retired && !shared.includes(s)) collect(found, s.graph.searchScored(query, effort), s.dead);
     const deltaShared = shared.find((s) => s.isDelta === true);
     if (!deltaShared) collect(found, this.#delta.searchScored(query, effort), null);
@@ -629,8 +633,14 @@ interface Found {
   d: number;
 }
 
+/** Row ids with their distances, nearest first, as a graph (or a scan by the same metric) answers. */
+export interface ScoredKeys {
+  keys: ArrayLike<number>;
+  distances: ArrayLike<number>;
+}
+
 /** Adds a graph's answers, less the rows dead in it. */
-function collect(into: Found[], r: { keys: ArrayLike<number>; distances: ArrayLike<number> }, dead: Set<number> | null): void {
+function collect(into: Found[], r: ScoredKeys, dead: Set<number> | null): void {
   for (let j = 0; j < r.keys.length; j++) if (dead === null || !dead.has(r.keys[j])) into.push({ id: r.keys[j], d: r.distances[j] });
 }
 

@@ -30,13 +30,6 @@ const ANN_MAX_CANDIDATE_SHARE = 1 / 64;
  */
 const ANN_MAX_PENDING_SHARE = 1 / 8;
 
-/**
- * Candidates the quantised tail proposes for stage 2, for `limit` answers: int8 rounding only
- * swaps near-ties, so a margin of twice the answers (16 at least) re-scored exactly finds the
- * float32 best (quantised-tail.test.ts checks it on clustered rows).
- */
-const tailCandidates = (limit: number): number => limit + Math.max(16, limit);
-
 /** The global change sequence, kept in memory and written in every vector transaction. */
 export class SeqCounter {
   value: number;
@@ -298,10 +291,16 @@ export class Vectors {
     const inGraphs = this.#expiry.get(t.meta.id)?.indexedExpired ?? 0;
     const maxK = Math.max(candidates, Math.floor(t.matrix.size * ANN_MAX_CANDIDATE_SHARE));
     const alone = this.#loopIdle.waitedSinceLast();
-    const walk = (k: number): Promise<number[]> | number[] => (ann === null ? [] : this.#worker ? ann.searchAsync(query, k, this.#worker, ef, alone) : ann.search(query, k, ef));
-    // Rows the graphs do not hold yet: the quantised tail's best (re-scored exactly below), or an exact scan.
-    const fromPending =
-      t.pendingCount === 0 ? [] : t.tail ? t.tail.search(query, tailCandidates(limit + Math.min(inGraphs, candidates))) : exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds(), expired).map((s) => s.rowId);
+    // Rows the graphs do not hold yet: in a quantised tail, its best by the graphs' own int8
+    // distance compete with the graphs' answers for the k candidates (as Chroma ranks its
+    // brute-force buffer with its graph's answers); else their exact best join the candidates.
+    const tail = t.pendingCount === 0 ? null : t.tail;
+    const walk = (k: number): Promise<number[]> | number[] => {
+      const beside = tail?.searchScored(query, k);
+      if (ann === null) return beside === undefined ? [] : beside.keys;
+      return this.#worker ? ann.searchAsync(query, k, this.#worker, ef, alone, beside) : ann.search(query, k, ef, beside);
+    };
+    const fromPending = t.pendingCount === 0 || tail !== null ? [] : exactSearchMatrix(t.matrix, query, metric, limit, t.pendingIds(), expired).map((s) => s.rowId);
     this.searches.ann++;
     // Enough to hold `candidates` live rows: surely with a few expired ones, by their share with
     // many (a mass expiry would otherwise make every walk the largest); a short page walks again.
