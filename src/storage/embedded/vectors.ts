@@ -278,14 +278,13 @@ export class Vectors {
   }
 
   /**
-   * Stage 1 from the graphs (walked on both threads, see SegmentedAnn.searchAsync) plus the exact
-   * best of rows they do not hold yet, then stage 2. Expired rows the graphs still hold (until the
+   * Stage 1 from the graphs (walked on both threads, see SegmentedAnn.searchAsync) and the rows
+   * they do not hold yet, then stage 2. Expired rows the graphs still hold (until the
    * sweep takes them out, unindexExpired) are dropped from the candidates, so the walk is asked
    * for that many more (up to the share where a scan wins); null when even that leaves fewer than
    * `limit` live rows: the caller then scans.
    */
   async #annSearch(t: TableState, query: Float32Array, candidates: number, metric: Metric, limit: number, ef: number | undefined, startBeside: () => void): Promise<{ best: Scored[]; vectorOf: (rowId: number) => Float32Array | undefined } | null> {
-    // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
     const ann = t.ann;
     const expired = this.#expired(t);
     const inGraphs = this.#expiry.get(t.meta.id)?.indexedExpired ?? 0;
@@ -297,6 +296,7 @@ export class Vectors {
     const tail = t.pendingCount === 0 ? null : t.tail;
     const walk = (k: number): Promise<number[]> | number[] => {
       const beside = tail?.searchScored(query, k);
+      // No graph yet (a table's first bulk write, before the first indexing slice): the tail holds every row.
       if (ann === null) return beside === undefined ? [] : beside.keys;
       return this.#worker ? ann.searchAsync(query, k, this.#worker, ef, alone, beside) : ann.search(query, k, ef, beside);
     };
