@@ -41,7 +41,7 @@ describe('quantised tail', () => {
     for (let t = 0; t < queries; t++) {
       const base = rows.get(((t * 131) % rows.size) * 7 + 3)!;
       const q = Float32Array.from(base, (x) => x + (r() - 0.5) * 0.2);
-      const cands = tail.search(q, 36);
+      const cands = tail.searchScored(q, 36).keys;
       assert.equal(cands.length, 36);
       const got = rescore(q, cands, { get: (id) => rows.get(id) }, 'cosine', 10).map((s) => s.rowId);
       const want = new Set(truth(rows, q, 10));
@@ -56,15 +56,15 @@ describe('quantised tail', () => {
     const tail = new QuantisedTail(d);
     const unit = (i: number) => Float32Array.from({ length: d }, (_, j) => (j === i ? 1 : 0));
     for (let i = 0; i < d; i++) tail.set(100 + i, unit(i));
-    assert.deepEqual(tail.search(unit(3), 1), [103]);
+    assert.deepEqual(tail.searchScored(unit(3), 1).keys, [103]);
     assert.ok(tail.delete(103));
     assert.ok(!tail.delete(103));
-    assert.ok(!tail.search(unit(3), d).includes(103));
+    assert.ok(!tail.searchScored(unit(3), d).keys.includes(103));
     assert.equal(tail.size, d - 1);
     // Row 105 now points where 103 did: it is found there, and no longer at its old place.
     tail.set(105, unit(3));
-    assert.deepEqual(tail.search(unit(3), 1), [105]);
-    assert.notEqual(tail.search(unit(5), 1)[0], 105);
+    assert.deepEqual(tail.searchScored(unit(3), 1).keys, [105]);
+    assert.notEqual(tail.searchScored(unit(5), 1).keys[0], 105);
     assert.equal(tail.size, d - 1);
   });
 
@@ -81,17 +81,17 @@ describe('quantised tail', () => {
     assert.ok(tail.bytes > small);
     const v = Float32Array.from({ length: d }, (_, j) => j + 1);
     tail.set(4_321, v);
-    assert.equal(tail.search(v, 1)[0], 4_321);
+    assert.equal(tail.searchScored(v, 1).keys[0], 4_321);
     for (const id of ids) tail.delete(id);
     assert.equal(tail.size, 0);
     assert.equal(tail.bytes, small);
-    assert.deepEqual(tail.search(v, 5), []);
+    assert.deepEqual(tail.searchScored(v, 5).keys, []);
   });
 
   it('keeps zero vectors without dividing by zero', () => {
     const tail = new QuantisedTail(4);
     tail.set(1, new Float32Array(4));
     tail.set(2, Float32Array.of(1, 0, 0, 0));
-    assert.deepEqual(tail.search(Float32Array.of(1, 0, 0, 0), 1), [2]);
+    assert.deepEqual(tail.searchScored(Float32Array.of(1, 0, 0, 0), 1).keys, [2]);
   });
 });

@@ -81,14 +81,10 @@ export class QuantisedTail {
   }
 
   /**
-   * Row ids of about the `k` rows nearest to `query` by cosine, nearest first (by int8 distance:
-   * re-score them before trusting the order).
+   * Row ids of about the `k` rows nearest to `query` by cosine, nearest first, with their int8
+   * cosine distances (as a cosine graph over int8 copies reckons them): re-score them before
+   * trusting the order.
    */
-  search(query: Float32Array, k: number): number[] {
-    return this.searchScored(query, k).keys;
-  }
-
-  /** The same with their int8 cosine distances (as a cosine graph over int8 copies reckons them). */
   searchScored(query: Float32Array, k: number): { keys: number[]; distances: number[] } {
     const n = this.#size;
     const want = Math.min(k, n);
