@@ -28,10 +28,10 @@
  *
  * `--warm-up N`: before its load, each server writes 12,000 rows to a collection of their own and
  * answers N searches of it, as a server that has served before would have; the service's metrics
- * are read every 250 of them, as they are around each timed run (without those reads, the
- * right-after searches' own time was 0.81-0.82 ms against 0.65). Without it the
- * service's right-after searches follow only its own start-up warm-up (src/http/warm-up.ts,
- * VSS_WARM_UP_SEARCHES), run at its start, ~40 s before its load (Chroma loads in between).
+ * are read every 250 of them, as they are around each timed run (a process's first read makes V8
+ * drop code optimised for searches alone). Without it the service's right-after searches follow
+ * only its own start-up warm-up (src/http/warm-up.ts, VSS_WARM_UP_SEARCHES), run at its start,
+ * ~40 s before its load (Chroma loads in between), and its first metrics read just before them.
  *
  * Right after its load the service is searched first at `--after-effort` (initial_top_k:ef; the
  * cheapest curve point that reached Chroma's recall in earlier runs, its recall printed beside
