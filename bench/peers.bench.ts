@@ -1,7 +1,7 @@
 /**
  * The service against Chroma's own server on the same vectors, in one run.
  *
- *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 200] [--rounds 3] [--curve 10:16,20:64,...] [--after-effort 50:128] [--warm-up 0] [--skip-chroma] [--server-prof DIR] [--node-args=FLAGS] [--query-encoding base64|json]
+ *   node --import tsx bench/peers.bench.ts [--n 100000] [--dim 384] [--queries 1000] [--rounds 3] [--curve 10:16,20:64,...] [--after-effort 50:128] [--warm-up 0] [--skip-chroma] [--server-prof DIR] [--node-args=FLAGS] [--query-encoding base64|json]
  *
  * Chroma: chromadb from PyPI (pinned below) in a venv under .bench-data/ that this script creates
  * on first use, started as `chroma run` with a cosine collection and its HNSW defaults, called
@@ -21,6 +21,11 @@
  * `--rounds` settled rounds alternate the two servers query set by query set (c1 of both, then
  * c16 of both, the first server alternating), and the settled figures are the rounds' medians.
  * Each phase records the 1-minute load average and the client's machine check (bench/machine-check.ts).
+ *
+ * Each timed run sends `--queries` queries, 1,000 by default: 1-2 s of searches at concurrency 1,
+ * so that a run's QPS moves less from run to run than over a few hundred, and its p99 is not just
+ * its second-slowest search. The QPS of a right-after run's first 200 searches is printed beside
+ * it: a fresh process's first searches are its slowest.
  *
  * Before each load, every server is left to go quiet (Chroma persists for a while after its writes
  * return), and the CPU each server used from the load to the end of its right-after searches is
@@ -50,9 +55,9 @@
  * recall-latency curve over pairs of initial_top_k (candidates re-scored exactly) and ef (how wide
  * each graph walk is; never narrower than initial_top_k); then more alternating rounds of the
  * service at the cheapest curve point reaching Chroma's recall, the service at the default effort
- * again and Chroma. Those come after the process's first ~10,000 searches (its start-up warm-up's
- * 2,000 counted), the settled rounds before them at its ~2,800th-4,000th, which is still in its
- * warm-up (docs/PERFORMANCE.md).
+ * again and Chroma. With 1,000 queries, those come after the process's first ~45,000 searches (its
+ * start-up warm-up's 2,000 counted), the settled rounds before them at its ~6,000th-12,000th, and
+ * own time still falls over the first few thousand (docs/PERFORMANCE.md).
  *
  * `--node-args FLAGS`: flags for the service's node, space-separated (V8's among them, e.g.
  * `--no-lazy-feedback-allocation`), as search-rounds.bench.ts takes them.
@@ -78,7 +83,7 @@ const { values: args } = parseArgs({
   options: {
     n: { type: 'string', default: '100000' },
     dim: { type: 'string', default: '384' },
-    queries: { type: 'string', default: '200' },
+    queries: { type: 'string', default: '1000' },
     rounds: { type: 'string', default: '3' },
     curve: { type: 'string', default: '10:16,10:32,20:32,10:64,20:64,20:128,50:64,50:128,100:128,100:256,100:512' },
     'after-effort': { type: 'string', default: '50:128' },
@@ -126,7 +131,10 @@ interface QuerySet {
  * `waited`, the share of the run its main thread was ready to run but waited for a core. Both:
  * `first`, the first search's latency, ms (right after a load, what a client waits for first).
  */
-type Run = Timed & { recall: number; server?: number; waited?: number; first?: number };
+type Run = Timed & { recall: number; server?: number; waited?: number; first?: number; firstBlockQps?: number };
+/** Right after a load, the QPS of a run's first searches is also printed: a fresh process's are its slowest. */
+const FIRST_BLOCK = 200;
+const firstBlock = (r: Run): string => (r.firstBlockQps ? `, the first ${FIRST_BLOCK} ${r.firstBlockQps.toFixed(0)} QPS` : '');
 /** One server under test: how to load it and search it. */
 interface PeerServer {
   name: string;
@@ -181,6 +189,7 @@ async function timed(set: QuerySet, concurrency: number, search: Search, own?: P
   const ids: string[][] = new Array(set.vectors.length);
   const run = search(set.vectors);
   let next = 0;
+  let firstBlockEnd = 0;
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -189,6 +198,7 @@ async function timed(set: QuerySet, concurrency: number, search: Search, own?: P
         const s = performance.now();
         ids[i] = await run(i);
         lat.push(performance.now() - s);
+        if (lat.length === FIRST_BLOCK) firstBlockEnd = performance.now();
       }
     }),
   );
@@ -196,7 +206,8 @@ async function timed(set: QuerySet, concurrency: number, search: Search, own?: P
   const qps = set.vectors.length / seconds;
   const waited = waitedBefore === undefined ? undefined : ((await own!.mainWaited!()) - waitedBefore) / seconds;
   const server = serverBefore === undefined ? undefined : ((await own!.searchMs!()) - serverBefore) / set.vectors.length;
-  return { qps, p50: pct(lat, 50), p99: pct(lat, 99), recall: recallOf(ids, set.truth), server, waited, first: lat[0], ids };
+  const firstBlockQps = set.vectors.length > FIRST_BLOCK ? FIRST_BLOCK / ((firstBlockEnd - t0) / 1000) : undefined;
+  return { qps, p50: pct(lat, 50), p99: pct(lat, 99), recall: recallOf(ids, set.truth), server, waited, first: lat[0], firstBlockQps, ids };
 }
 
 function recallOf(got: string[][], truth: string[][]): number {
@@ -427,11 +438,11 @@ async function main() {
       row(`${p.name}: ingest until acknowledged`, `${Math.round(N / p.ackSeconds).toLocaleString('en')} vectors/s (${p.ackSeconds.toFixed(1)} s)${p.pendingAtAck !== null ? `, ${p.pendingAtAck.toLocaleString('en')} rows not in the graphs yet` : ''}`);
       row(`${p.name}: ingest until searchable at graph speed`, `${p.searchableSeconds.toFixed(1)} s`);
       if (p.afterAt1) {
-        row(`${p.name}: right after the load at initial_top_k ${AFTER_K}, ef ${AFTER_EF}, concurrency 1`, `${fmt(p.afterAt1)}, recall@10 ${p.afterAt1.recall.toFixed(3)}, the first search ${p.afterAt1.first!.toFixed(1)} ms`);
-        row(`${p.name}: right after the load at initial_top_k ${AFTER_K}, ef ${AFTER_EF}, concurrency 16`, fmt(p.afterAt16!));
+        row(`${p.name}: right after the load at initial_top_k ${AFTER_K}, ef ${AFTER_EF}, concurrency 1`, `${fmt(p.afterAt1)}${firstBlock(p.afterAt1)}, recall@10 ${p.afterAt1.recall.toFixed(3)}, the first search ${p.afterAt1.first!.toFixed(1)} ms`);
+        row(`${p.name}: right after the load at initial_top_k ${AFTER_K}, ef ${AFTER_EF}, concurrency 16`, `${fmt(p.afterAt16!)}${firstBlock(p.afterAt16!)}`);
       }
-      row(`${p.name}: right after the load, concurrency 1`, `${fmt(p.after1!)}, recall@10 ${p.after1!.recall.toFixed(3)}${p.afterAt1 ? '' : `, the first search ${p.after1!.first!.toFixed(1)} ms`}`);
-      row(`${p.name}: right after the load, concurrency 16`, fmt(p.after16!));
+      row(`${p.name}: right after the load, concurrency 1`, `${fmt(p.after1!)}${firstBlock(p.after1!)}, recall@10 ${p.after1!.recall.toFixed(3)}${p.afterAt1 ? '' : `, the first search ${p.after1!.first!.toFixed(1)} ms`}`);
+      row(`${p.name}: right after the load, concurrency 16`, `${fmt(p.after16!)}${firstBlock(p.after16!)}`);
       row(`${p.name}: settled, concurrency 1 (median of ${ROUNDS})`, `${fmt(s1)}, recall@10 ${s1.recall.toFixed(3)}`);
       row(`${p.name}: settled, concurrency 16 (median of ${ROUNDS})`, fmt(s16));
       row(`${p.name}: p50 right after / settled, concurrency 1`, (p.after1!.p50 / s1.p50).toFixed(2));
@@ -451,10 +462,15 @@ async function main() {
       const [v1, v16, c1, c16] = [median(vss.settled1), median(vss.settled16), median(chroma.settled1), median(chroma.settled16)];
       row('service / Chroma: ingest rate until acknowledged', ratio(chroma.ackSeconds, vss.ackSeconds));
       row('service / Chroma: ingest rate until searchable at graph speed', ratio(chroma.searchableSeconds, vss.searchableSeconds));
-      row('service / Chroma: QPS right after the load, concurrency 1 / 16', `${ratio(vss.after1!.qps, chroma.after1!.qps)} / ${ratio(vss.after16!.qps, chroma.after16!.qps)}`);
+      /** QPS ratios at c1 and c16 right after the load, over all the queries and over the first FIRST_BLOCK (when more). */
+      const afterRatios = (v1: Run, v16: Run) => {
+        const first = v1.firstBlockQps && v16.firstBlockQps ? ` (the first ${FIRST_BLOCK}: ${ratio(v1.firstBlockQps, chroma.after1!.firstBlockQps!)} / ${ratio(v16.firstBlockQps, chroma.after16!.firstBlockQps!)})` : '';
+        return `${ratio(v1.qps, chroma.after1!.qps)} / ${ratio(v16.qps, chroma.after16!.qps)}${first}`;
+      };
+      row('service / Chroma: QPS right after the load, concurrency 1 / 16', afterRatios(vss.after1!, vss.after16!));
       row(
         `service at initial_top_k ${AFTER_K}, ef ${AFTER_EF} / Chroma: QPS right after the load, concurrency 1 / 16`,
-        `${ratio(vss.afterAt1!.qps, chroma.after1!.qps)} / ${ratio(vss.afterAt16!.qps, chroma.after16!.qps)} (recall@10 ${vss.afterAt1!.recall.toFixed(3)} against ${chroma.after1!.recall.toFixed(3)})`,
+        `${afterRatios(vss.afterAt1!, vss.afterAt16!)} (recall@10 ${vss.afterAt1!.recall.toFixed(3)} against ${chroma.after1!.recall.toFixed(3)})`,
       );
       row('service / Chroma: QPS settled, concurrency 1 / 16 (each round, then median)', `${vss.settled1.map((v, r) => ratio(v.qps, chroma.settled1[r].qps)).join(', ')} / ${vss.settled16.map((v, r) => ratio(v.qps, chroma.settled16[r].qps)).join(', ')}; ${ratio(v1.qps, c1.qps)} / ${ratio(v16.qps, c16.qps)}`);
       row('service / Chroma: p50 settled, concurrency 1', ratio(v1.p50, c1.p50));
@@ -474,8 +490,8 @@ async function main() {
     }
     // The issue's comparison is at recall@10 no lower than Chroma's: the service also at the
     // cheapest curve point that reaches Chroma's settled recall, against Chroma again, alternating.
-    // The default effort is searched again beside them: the settled rounds above were the process's
-    // searches ~2,800-4,000, still in its warm-up (docs/PERFORMANCE.md), these come after the curve's.
+    // The default effort is searched again beside them, after the curve's searches, the process being
+    // that much further from its start (docs/PERFORMANCE.md, "A fresh process's first searches").
     const matched = chroma ? curve.filter((c) => c.run.recall >= median(chroma.settled1).recall).sort((a, b) => a.run.p50 - b.run.p50)[0] : undefined;
     if (chroma && matched) {
       const at = measured({ ...vss, name: `service at initial_top_k ${matched.k}, ef ${matched.ef}`, search: vss.curveSearch!(matched.k, matched.ef) });
