@@ -38,7 +38,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import Database from 'better-sqlite3';
+import { Database } from '../src/storage/embedded/sqlite-driver.ts';
 import { startServer, type RunningServer } from '../test/server.ts';
 import { fmtCheck, MachineChecker, machineKind } from './machine-check.ts';
 import { BENCH_KEY as KEY, BENCH_KEYSPACE as KS, BENCH_TABLE as TABLE, loadInProcess, queriesOver, rowText, VOCAB_SIZE, vocab } from './hybrid-data.ts';

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from '../storage/embedded/sqlite-driver.ts';
 import { compareCodePoints, compileFilter, filterToSql, validateFilter, type Filter } from './filter.ts';
 
 type Doc = Record<string, unknown>;
@@ -75,7 +76,7 @@ const CASES: [Filter, number[]][] = [
   [{ id: { $nin: [0, 1, 2] }, tags: { $exists: true } }, [3, 4, 5]],
 ];
 
-function sqlIds(db: Database.Database, filter: Filter): number[] {
+function sqlIds(db: BetterSqlite3.Database, filter: Filter): number[] {
   const { sql, params } = filterToSql(filter);
   return (db.prepare(`SELECT id FROM docs WHERE ${sql} ORDER BY id`).all(...params) as { id: number }[]).map((r) => r.id);
 }

@@ -1,5 +1,5 @@
 import { describe, it } from 'node:test';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.ts';
 import assert from 'node:assert/strict';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import fs from 'node:fs/promises';

@@ -2,7 +2,8 @@
 // of the file) and, on each message, reads the rows the search path reads, in slices with rests:
 // every row ('all'), or only those past the highest id it has read so far ('new').
 import { parentPort, workerData } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from './sqlite-driver.ts';
 import { lowerThisThreadPriority } from '../../platform/thread-priority.ts';
 import { YieldSignal } from '../../platform/yield-signal.ts';
 
@@ -32,7 +33,7 @@ const TABLES = [
 
 const data = workerData as WarmerData;
 lowerThisThreadPriority();
-const open = (): Database.Database => {
+const open = (): BetterSqlite3.Database => {
   const c = new Database(data.file, { readonly: true, fileMustExist: true });
   c.pragma(`mmap_size = ${data.mmapBytes}`);
   return c;
@@ -54,7 +55,7 @@ const reach = new Map<string, [number, number]>();
  * such pass reads in one transaction on a connection of its own and never reads again. They are
  * closed once an 'all' pass has mapped every row with no write in between.
  */
-const holders: Database.Database[] = [];
+const holders: BetterSqlite3.Database[] = [];
 /**
  * At most this many holders (each two open files): past it the oldest is closed, and its rows may
  * be paged out until the next 'all' pass. At one every 20 s (db-warmer.ts) that is ~10 minutes
@@ -63,7 +64,7 @@ const holders: Database.Database[] = [];
 const MAX_HOLDERS = 32;
 
 /** Reads `scope`'s rows of each table through `conn`, in slices with rests. */
-function read(conn: Database.Database, scope: WarmScope): number {
+function read(conn: BetterSqlite3.Database, scope: WarmScope): number {
   let rows = 0;
   for (const t of TABLES) {
     const max = (conn.prepare(`SELECT max(id) FROM ${t.name}`).pluck().get() as number | null) ?? 0;

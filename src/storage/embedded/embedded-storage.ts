@@ -10,7 +10,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from './sqlite-driver.ts';
 import { removeDeadTemps } from '../../platform/durable-file.ts';
 import { DIR_MODE, FILE_MODE } from '../../platform/private-dir.ts';
 import { ServiceError } from '../../errors.ts';
@@ -209,7 +210,7 @@ async function closeStore(parts: {
   seq: SeqCounter;
   tag: string;
   worker: GraphWorker | null;
-  raw: Database.Database;
+  raw: BetterSqlite3.Database;
 }): Promise<void> {
   const { snapshots, background, matrices, seq, tag, worker, raw } = parts;
   await Promise.allSettled([...snapshots]);
@@ -227,7 +228,7 @@ async function closeStore(parts: {
 type Guard = <T>(fn: () => T | Promise<T>) => Promise<T>;
 
 /** Opens (creating if need be) the data directory's database, owner-only, and brings its schema up to date. */
-function openDatabase(dataDir: string, mmapBytes: number): Database.Database {
+function openDatabase(dataDir: string, mmapBytes: number): BetterSqlite3.Database {
   try {
     fs.mkdirSync(dataDir, { recursive: true, mode: DIR_MODE });
     // SQLite gives its -wal and -shm files the database file's mode: made 0600 here, they are too.

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { mulberry32 } from '../contract-random.case.ts';
 import type { EmbeddedStorage } from './embedded-storage.ts';
 import { openEmbeddedStorage } from './embedded-storage.ts';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from './sqlite-driver.ts';
 import { postingSearches, PostingsThread } from './lexical-postings.ts';
 
 const index = { saveEveryChanges: 1_000_000, saveEveryMs: 3_600_000, exactBelowRows: 0 };
@@ -158,7 +159,7 @@ describe('lexical posting lists thread', () => {
   });
 
   /** A posting-lists thread of the test's own on the database (a search a step at a time), so that its messages can be sent in one turn. */
-  async function withThread(test: (thread: PostingsThread, tableOf: (name: string) => number, db: Database.Database) => Promise<void>): Promise<void> {
+  async function withThread(test: (thread: PostingsThread, tableOf: (name: string) => number, db: BetterSqlite3.Database) => Promise<void>): Promise<void> {
     const thread = new PostingsThread(path.join(dir, 'vss.db'), 0, { ms: 0, reads: 0 });
     const db = new Database(path.join(dir, 'vss.db'), { readonly: true });
     try {

@@ -5,7 +5,7 @@
 // before it has been read.
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import type { LexicalTokenizer } from '../api.ts';
 import { BM25_K1, type Bm25Stats } from '../lexical/bm25.ts';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.ts';
 import { mulberry32 } from '../contract-random.case.ts';
 import { queryPhrases } from '../lexical/bm25.ts';
 import { PRUNE_FROM_ROWS } from '../lexical/prune.ts';

@@ -11,7 +11,8 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from './sqlite-driver.ts';
 import { DIR_MODE, FILE_MODE } from '../../platform/private-dir.ts';
 import type { SnapshotImage } from '../api.ts';
 import type { Files } from './files.ts';
@@ -19,7 +20,7 @@ import type { Files } from './files.ts';
 /** Pages copied per step: small enough that a step does not hold a write back for long. */
 const PAGES_PER_STEP = 256;
 
-export async function snapshotInto(raw: Database.Database, files: Files, dataDir: string, dir: string, onProgress?: (fraction: number) => void): Promise<SnapshotImage> {
+export async function snapshotInto(raw: BetterSqlite3.Database, files: Files, dataDir: string, dir: string, onProgress?: (fraction: number) => void): Promise<SnapshotImage> {
   const release = files.hold();
   try {
     const dbCopy = path.join(dir, 'vss.db');

@@ -2,11 +2,12 @@
  * Small helpers shared by the embedded store's SQL modules: a statement cache, error mapping,
  * timestamps and the float32 BLOB encoding of vectors.
  */
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from './sqlite-driver.ts';
 import { diskFull, isDiskFull, ServiceError } from '../../errors.ts';
 
-export type Sqlite = Database.Database;
-export type Statement = Database.Statement;
+export type Sqlite = BetterSqlite3.Database;
+export type Statement = BetterSqlite3.Statement;
 
 export class Db {
   readonly raw: Sqlite;

@@ -3,7 +3,7 @@
  * agree with: the same rows, ranked by FTS5's bm25(), for a query as the embedded backend puts it
  * to FTS5 (its matchExpression). Rows with text '' are left out, as the embedded backend does.
  */
-import Database from 'better-sqlite3';
+import { Database } from '../embedded/sqlite-driver.ts';
 import type { LexicalTokenizer } from '../api.ts';
 import { compareCodePoints } from '../../index/filter.ts';
 import { matchExpression } from '../embedded/lexical.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import Database from 'better-sqlite3';
+import { Database } from '../embedded/sqlite-driver.ts';
 import type { LexicalTokenizer } from '../api.ts';
 import { mulberry32 } from '../contract-random.case.ts';
 import { porterStem } from './porter.ts';
