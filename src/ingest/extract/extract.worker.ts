@@ -6,10 +6,8 @@
 import { ServiceError } from '../../errors.ts';
 import { detectType } from '../detect.ts';
 import { extractText } from './index.ts';
+import { allocationFailed, OUT_OF_MEMORY } from './out-of-memory.ts';
 import type { ExtractJob, ExtractReply } from './protocol.ts';
-
-/** Allocation failures JavaScript can catch (an ArrayBuffer or string past what the ceiling leaves; ICU's `normalize` reports its own as "Icu error"). */
-const OUT_OF_MEMORY = /allocation failed|Invalid string length|Invalid array length|Invalid typed array length|Icu error/i;
 
 async function run(job: ExtractJob): Promise<ExtractReply> {
   const bytes = Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength);
@@ -18,11 +16,11 @@ async function run(job: ExtractJob): Promise<ExtractReply> {
     const extracted = await extractText(bytes, type, job.limits);
     return { id: job.id, ok: true, type, extracted };
   } catch (e) {
-    if (e instanceof ServiceError) {
+    if (e instanceof ServiceError && !allocationFailed(e)) {
       return { id: job.id, ok: false, error: { code: e.code, message: e.message, errors: e.errors, extra: e.extra, headers: e.headers } };
     }
     const message = e instanceof Error ? e.message : String(e);
-    return { id: job.id, ok: false, outOfMemory: OUT_OF_MEMORY.test(message), message };
+    return { id: job.id, ok: false, outOfMemory: OUT_OF_MEMORY.test(message) || allocationFailed(e), message };
   }
 }
 

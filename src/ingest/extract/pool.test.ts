@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { ServiceError } from '../../errors.ts';
 import { deflateBomb, extractionProcesses, makePdf, makeRawPdf, makeWordsDocx } from '../fixtures.ts';
-import { ExtractPool, type ExtractPoolOptions } from './pool.ts';
+import { ExtractPool, executableWritableBytes, type ExtractPoolOptions } from './pool.ts';
 import { DEFAULT_EXTRACT_LIMITS } from './types.ts';
 
 const MiB = 1 << 20;
@@ -78,5 +78,19 @@ describe('ExtractPool', () => {
     setTimeout(() => left.abort(), 200);
     await assert.rejects(pending, (e: unknown) => e instanceof ServiceError && e.code === 'request_aborted');
     assert.equal(extractionProcesses().length, 0);
+  });
+});
+
+describe('executableWritableBytes', () => {
+  test('sums the read-write-execute mappings of a maps text, nothing else', () => {
+    const maps = [
+      '55d0c0a00000-55d0c0e00000 r-xp 00000000 08:01 123 /usr/bin/node',
+      '7f13c6f80000-7f13e6f00000 rwxp 00000000 00:00 0 ',
+      '7f13e6f00000-7f13e7000000 rw-p 00000000 00:00 0 ',
+      '7f13e7000000-7f13e7040000 rwxp 00000000 00:00 0 ',
+      '',
+    ].join('\n');
+    assert.equal(executableWritableBytes(maps), 0x1ff80000 + 0x40000);
+    assert.equal(executableWritableBytes(''), 0);
   });
 });

@@ -6,7 +6,7 @@
  * past that a 429. Idle processes stay for the next file a while, then exit.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ServiceError } from '../../errors.ts';
@@ -37,6 +37,35 @@ const MiB = 1024 * 1024;
 const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p));
 const START_TIMEOUT_MS = 30_000;
 
+/**
+ * Bytes of the read-write-execute mappings in a /proc/<pid>/maps text: V8's code range. From Node
+ * 24 (V8 13) V8 maps its whole code range (~510 MiB, nearly all of it never touched) so at start,
+ * and RLIMIT_DATA counts it: under a 512 MiB ceiling a child could not even start.
+ */
+export function executableWritableBytes(maps: string): number {
+  let total = 0;
+  for (const line of maps.split('\n')) {
+    const [range, perms] = line.split(' ');
+    if (!perms?.startsWith('rwx')) continue;
+    const [from, to] = range.split('-').map((h) => parseInt(h, 16));
+    if (to > from) total += to - from;
+  }
+  return total;
+}
+
+/** What the ceiling adds for the code range: a child runs the same node as this process, so it maps the same. */
+let codeRangeAllowance: number | undefined;
+function codeRange(): number {
+  if (codeRangeAllowance === undefined) {
+    try {
+      codeRangeAllowance = executableWritableBytes(readFileSync('/proc/self/maps', 'utf8'));
+    } catch {
+      codeRangeAllowance = 0;
+    }
+  }
+  return codeRangeAllowance;
+}
+
 /** The worker module beside this one: TypeScript run through tsx from source, the esbuild entry `extract.worker.mjs` from the bundle. */
 function workerCommand(memoryMb: number): { cmd: string; args: string[]; cwd: string } {
   const fromSource = import.meta.url.endsWith('.ts');
@@ -45,7 +74,7 @@ function workerCommand(memoryMb: number): { cmd: string; args: string[]; cwd: st
   // cwd beside the module, so that `--import tsx` resolves from the project's node_modules.
   const cwd = path.dirname(file);
   if (PRLIMIT === undefined) return { cmd: process.execPath, args: node, cwd };
-  return { cmd: PRLIMIT, args: [`--data=${memoryMb * MiB}`, '--', process.execPath, ...node], cwd };
+  return { cmd: PRLIMIT, args: [`--data=${memoryMb * MiB + codeRange()}`, '--', process.execPath, ...node], cwd };
 }
 
 const fileError = (code: 'unprocessable_file' | 'internal', message: string, limit?: string): ServiceError =>
